@@ -1,0 +1,41 @@
+# The README's commands. Everything runs from .venv, which these targets build.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+DEMO_TARGET ?= fixtures/workloads/matmul_add.py::matmul_add
+DEMO_TRACE ?= fixtures/matmul_add_8192/trace.json.gz
+
+.PHONY: venv demo test lint typecheck pytest bench clean
+
+venv: $(VENV)/.ready
+
+# torch 2.13.0 (+ numpy) only where the venv has no torch: kernelscope itself never pulls it in.
+$(VENV)/.ready: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -c 'import torch' 2>/dev/null || $(PY) -m pip install -q torch==2.13.0 numpy
+	touch $@
+
+demo: venv
+	$(VENV)/bin/kernelscope profile $(DEMO_TARGET)
+	@echo
+	$(VENV)/bin/kernelscope analyze $(DEMO_TRACE)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: venv
+	$(VENV)/bin/pyright
+
+pytest: venv
+	$(PY) -m pytest -q
+
+test: lint typecheck pytest
+
+bench: venv
+	$(PY) bench/warm_overhead.py
+
+clean:
+	rm -rf $(VENV) .kernelscope .pytest_cache .ruff_cache

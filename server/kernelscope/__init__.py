@@ -1,0 +1,2 @@
+"""kernelscope: torch.profiler inside the editor."""
+__version__ = "0.1.0"

@@ -1,0 +1,7 @@
+"""``python -m kernelscope``."""
+
+import sys
+
+from kernelscope.cli import main
+
+sys.exit(main())

@@ -1,0 +1,184 @@
+"""Command line: ``kernelscope profile PATH::QUALNAME`` and ``kernelscope analyze TRACE``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+
+from kernelscope import __version__
+from kernelscope.launcher import JobFailed, JobResult, Launcher
+from kernelscope.progress_line import ProgressLine
+from kernelscope.protocol import ProfileFailed, RunProfile
+from kernelscope.render_text import render_failure, render_report
+from kernelscope.report import Report, build_report
+from kernelscope.targets import Schedule, Target, TargetError, build_request, load_target
+from kernelscope.trace_model import TraceError, load_trace
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"kernelscope: {message}\n")
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse tree for every subcommand."""
+    parser = _Parser(prog="kernelscope", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"kernelscope {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("profile", help="profile one function in a warm worker")
+    p.add_argument("target", metavar="PATH::QUALNAME")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (default auto)")
+    p.add_argument("--wait", type=_count, default=1)
+    p.add_argument("--warmup", type=_count, default=3)
+    p.add_argument("--active", type=_count, default=5)
+    p.add_argument("--batch-size", type=int, default=None, help="passed to the input provider")
+    p.add_argument("--timeout", type=_positive_float, default=120.0, help="seconds (default 120)")
+    p.add_argument("--python", default=None, help="interpreter that runs the worker (has torch)")
+    p.add_argument("--no-stack", action="store_true", help="record without Python stacks")
+    p.add_argument("--no-lines", action="store_true", help="skip the per-line attribution pass")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+    a = sub.add_parser("analyze", help="read a torch.profiler trace and print its ops")
+    a.add_argument("trace", metavar="TRACE")
+    a.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "profile":
+            return _profile(args)
+        return _analyze(args)
+    except KeyboardInterrupt:
+        print("kernelscope: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _profile(args: argparse.Namespace) -> int:
+    try:
+        target = load_target(args.target)
+        schedule = Schedule(args.wait, args.warmup, args.active)
+        request = build_request(
+            target,
+            target.project.root / ".kernelscope" / "traces",
+            schedule,
+            device=args.device,
+            batch_size=args.batch_size,
+            with_stack=not args.no_stack,
+            line_pass=not args.no_lines,
+        )
+    except TargetError as e:
+        return _fail_usage(str(e), args.json)
+    progress = ProgressLine(sys.stderr, target.qualname)
+    try:
+        result = asyncio.run(_run_job(request, args.python, args.timeout, progress))
+    except JobFailed as e:
+        progress.clear()
+        return _fail_job(e.failure, args.target, args.json)
+    finally:
+        progress.clear()
+    try:
+        report = _report(result, target)
+    except TraceError as e:
+        return _fail_job(
+            ProfileFailed(job_id="", kind="bad_trace", message=f"cannot read the trace: {e}"),
+            args.target,
+            args.json,
+        )
+    if args.json:
+        sys.stdout.buffer.write(msgspec.json.encode(report) + b"\n")
+    else:
+        print(render_report(report))
+    return EXIT_OK
+
+
+async def _run_job(
+    request: RunProfile, python: str | None, timeout: float, progress: ProgressLine
+) -> JobResult:
+    launcher = Launcher(python=python, respawn=False)
+    progress.stage("worker start")
+    try:
+        return await launcher.profile(request, progress.on_progress, timeout)
+    finally:
+        await launcher.close()
+
+
+def _report(result: JobResult, target: Target) -> Report:
+    trace = load_trace(result.finished.trace_path)
+    return build_report(result.finished, result.ready, trace, str(target.path), target.qualname)
+
+
+def _fail_usage(message: str, as_json: bool) -> int:
+    if as_json:
+        _print_json_error("usage", message)
+    print(f"kernelscope: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _fail_job(failure: ProfileFailed, target: str, as_json: bool) -> int:
+    if as_json:
+        sys.stdout.buffer.write(msgspec.json.encode({"error": failure}) + b"\n")
+    print(render_failure(failure, target), file=sys.stderr)
+    return EXIT_FAILED
+
+
+def _print_json_error(kind: str, message: str) -> None:
+    sys.stdout.buffer.write(
+        msgspec.json.encode({"error": {"kind": kind, "message": message}}) + b"\n"
+    )
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    from kernelscope.ops import op_table
+    from kernelscope.render_text import fmt_us, table
+
+    path = Path(args.trace)
+    if not path.is_file():
+        return _fail_usage(f"no such file: {path}", args.json)
+    try:
+        trace = load_trace(path)
+    except TraceError as e:
+        print(f"kernelscope: {path}: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    ops = op_table(trace)
+    if args.json:
+        sys.stdout.buffer.write(
+            msgspec.json.encode({"trace": {"path": str(path)}, "ops": ops}) + b"\n"
+        )
+        return EXIT_OK
+    print(f"kernelscope · {path}  ({len(trace.steps)} steps)")
+    print("\n".join(table(
+        ["name", "calls", "self CPU", "CPU total", "self CUDA", "CUDA total"],
+        [[o.name[:48], str(o.calls), fmt_us(o.self_cpu_us), fmt_us(o.cpu_total_us),
+          fmt_us(o.self_cuda_us), fmt_us(o.cuda_total_us)] for o in ops[:20]],
+    )))
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

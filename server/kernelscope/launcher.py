@@ -1,0 +1,411 @@
+"""Starts workers and runs jobs on them: one warm worker, one job at a time.
+
+A worker is ``<prefix argv> <python> -u -c <bootstrap>`` with its source streamed on stdin;
+local runs have an empty prefix. The launcher replaces crashed, timed-out and cancelled
+workers and turns every failure into a ``JobFailed`` naming the cause.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import os
+import re
+import signal
+import sys
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import msgspec
+
+from kernelscope import protocol
+from kernelscope.protocol import (
+    FRAME_HEADER,
+    MAX_FRAME_BYTES,
+    JobProgress,
+    ProfileFailed,
+    ProfileFinished,
+    RunProfile,
+    WorkerReady,
+)
+from kernelscope.worker import BOOTSTRAP, bootstrap_payload
+
+log = logging.getLogger(__name__)
+
+ProgressCallback = Callable[[JobProgress], None]
+_FAULT_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
+_FAULT_KIND = re.compile(r"^Fatal Python error: (?P<what>.+)$")
+
+
+class WorkerState(enum.Enum):
+    """Where a worker process is in its life; logged on every change."""
+
+    STARTING = "starting"
+    READY = "ready"
+    BUSY = "busy"
+    DEAD = "dead"
+
+
+class JobFailed(Exception):
+    """A job that did not produce a profile; ``failure`` says why and where."""
+
+    def __init__(self, failure: ProfileFailed) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+@dataclass
+class JobResult:
+    """A finished job and the worker it ran on."""
+
+    finished: ProfileFinished
+    ready: WorkerReady
+
+
+@dataclass
+class _Pending:
+    job_id: str
+    on_progress: ProgressCallback | None
+    future: asyncio.Future[ProfileFinished | ProfileFailed] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+
+class WorkerProcess:
+    """One worker subprocess and the tasks that read its stdout frames and stderr lines."""
+
+    def __init__(self, argv: Sequence[str], env: dict[str, str] | None = None) -> None:
+        self.argv = list(argv)
+        self.env = env
+        self.state = WorkerState.STARTING
+        self.ready: WorkerReady | None = None
+        self.stderr_tail: deque[str] = deque(maxlen=400)
+        self._proc: asyncio.subprocess.Process | None = None
+        self._ready_future: asyncio.Future[WorkerReady | ProfileFailed] | None = None
+        self._pending: _Pending | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._exit_failure: ProfileFailed | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The local process id (of ssh, for a remote worker)."""
+        return self._proc.pid if self._proc else None
+
+    def _set_state(self, state: WorkerState) -> None:
+        if state is not self.state:
+            log.info("worker %s: %s -> %s", self.pid, self.state.value, state.value)
+            self.state = state
+
+    async def start(self, timeout: float) -> WorkerReady:
+        """Spawn, stream the program, and wait for its WorkerReady frame."""
+        loop = asyncio.get_running_loop()
+        self._ready_future = loop.create_future()
+        env = dict(os.environ if self.env is None else self.env)
+        env.setdefault("KINETO_LOG_LEVEL", "99")
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as e:
+            self._set_state(WorkerState.DEAD)
+            raise JobFailed(
+                _failure("worker_start", f"cannot start {self.argv[0]}: {e.strerror or e}")
+            ) from None
+        assert self._proc.stdin is not None
+        self._tasks = [
+            asyncio.create_task(self._read_frames()),
+            asyncio.create_task(self._read_stderr()),
+        ]
+        try:
+            self._proc.stdin.write(bootstrap_payload())
+            await self._proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        try:
+            first = await asyncio.wait_for(asyncio.shield(self._ready_future), timeout)
+        except TimeoutError:
+            await self.kill()
+            raise JobFailed(
+                _failure("worker_start", f"the worker did not start within {timeout:.0f} s")
+            ) from None
+        if isinstance(first, ProfileFailed):
+            await self.kill()
+            raise JobFailed(first)
+        self.ready = first
+        self._set_state(WorkerState.READY)
+        return first
+
+    async def _read_frames(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        stdout = self._proc.stdout
+        try:
+            while True:
+                header = await stdout.readexactly(FRAME_HEADER.size)
+                (size,) = FRAME_HEADER.unpack(header)
+                if size > MAX_FRAME_BYTES:
+                    log.error("worker %s sent a %d-byte frame; stopping it", self.pid, size)
+                    break
+                self._dispatch(protocol.decode_from_worker(await stdout.readexactly(size)))
+        except asyncio.IncompleteReadError:
+            pass
+        except msgspec.ValidationError as e:
+            log.error("worker %s sent a bad frame: %s", self.pid, e)
+        except asyncio.CancelledError:
+            return
+        await self._on_exit()
+
+    def _dispatch(self, msg: protocol.FromWorker) -> None:
+        pending = self._pending
+        if isinstance(msg, WorkerReady):
+            if self._ready_future and not self._ready_future.done():
+                self._ready_future.set_result(msg)
+        elif isinstance(msg, JobProgress):
+            if pending and pending.job_id == msg.job_id and pending.on_progress:
+                pending.on_progress(msg)
+        elif not msg.job_id and self._ready_future and not self._ready_future.done():
+            self._ready_future.set_result(msg)  # failed before ready: no torch, say
+        elif pending and pending.job_id == msg.job_id and not pending.future.done():
+            if isinstance(msg, ProfileFailed) and msg.kind == "exit":
+                self._exit_failure = msg  # the process is about to end by os._exit
+            pending.future.set_result(msg)
+
+    async def _read_stderr(self) -> None:
+        assert self._proc is not None and self._proc.stderr is not None
+        with contextlib.suppress(asyncio.CancelledError):
+            async for raw in self._proc.stderr:
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                self.stderr_tail.append(line)
+                log.debug("worker %s: %s", self.pid, line)
+
+    async def _on_exit(self) -> None:
+        self._set_state(WorkerState.DEAD)
+        code = await self._proc.wait() if self._proc else None
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._tasks[1]), 1.0)
+        failure = self._crash_failure(code)
+        if self._ready_future and not self._ready_future.done():
+            self._ready_future.set_result(failure)
+        pending = self._pending
+        if pending and not pending.future.done():
+            pending.future.set_result(failure)
+
+    def _crash_failure(self, code: int | None) -> ProfileFailed:
+        """Explain an unexpected exit from the exit status and faulthandler's dump."""
+        what, path, line = _parse_fault(list(self.stderr_tail))
+        if code is not None and code < 0:
+            try:
+                signame = signal.Signals(-code).name
+            except ValueError:
+                signame = f"signal {-code}"
+            cause = what or signame
+            message = f"the worker crashed ({cause}); it was replaced"
+        else:
+            message = f"the worker exited with status {code}; it was replaced"
+        tail = [ln for ln in self.stderr_tail if ln.strip()][-8:]
+        return _failure("crash", message, path=path, line=line, traceback=tail)
+
+    async def run(
+        self,
+        request: RunProfile,
+        on_progress: ProgressCallback | None,
+        timeout: float,
+        local_signals: bool,
+    ) -> ProfileFinished:
+        """Send one job and wait for its result; raise JobFailed on any failure."""
+        if self.state is not WorkerState.READY or self._proc is None or self._proc.stdin is None:
+            raise JobFailed(_failure("crash", "the worker is not running"))
+        pending = _Pending(request.job_id, on_progress)
+        self._pending = pending
+        self._set_state(WorkerState.BUSY)
+        try:
+            self._proc.stdin.write(protocol.encode_frame(request))
+            await self._proc.stdin.drain()
+            result = await asyncio.wait_for(asyncio.shield(pending.future), timeout)
+        except TimeoutError:
+            where = await self._where_stuck(local_signals)
+            await self.kill()
+            raise JobFailed(
+                _failure(
+                    "timeout",
+                    f"timed out after {timeout:g} s; the worker was replaced",
+                    path=where[0],
+                    line=where[1],
+                )
+            ) from None
+        except asyncio.CancelledError:
+            await self._cancel(request.job_id, pending)
+            raise
+        except (BrokenPipeError, ConnectionResetError):
+            result = await pending.future
+        finally:
+            self._pending = None
+        if self.state is WorkerState.BUSY:
+            self._set_state(WorkerState.READY)
+        if isinstance(result, ProfileFailed):
+            if self._exit_failure is not None:
+                await self.kill()
+            raise JobFailed(result)
+        return result
+
+    async def _where_stuck(self, local_signals: bool) -> tuple[str | None, int | None]:
+        """Ask faulthandler (SIGUSR1) where the main thread is, before killing it."""
+        if not local_signals or self._proc is None or not hasattr(signal, "SIGUSR1"):
+            return None, None
+        before = len(self.stderr_tail)
+        with contextlib.suppress(ProcessLookupError):
+            self._proc.send_signal(signal.SIGUSR1)
+            await asyncio.sleep(0.3)
+        _, path, line = _parse_fault(list(self.stderr_tail)[before:])
+        return path, line
+
+    async def _cancel(self, job_id: str, pending: _Pending) -> None:
+        """Cancel frame first; kill if the worker does not stop within a second."""
+        if self._proc is not None and self._proc.stdin is not None:
+            with contextlib.suppress(Exception):
+                self._proc.stdin.write(protocol.encode_frame(protocol.Cancel(job_id=job_id)))
+                await self._proc.stdin.drain()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(pending.future), 1.0)
+                if self.state is WorkerState.BUSY:
+                    self._set_state(WorkerState.READY)
+                return
+        await self.kill()
+
+    async def kill(self) -> None:
+        """End the process and its reader tasks."""
+        self._set_state(WorkerState.DEAD)
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def shutdown(self) -> None:
+        """Ask the worker to exit; kill it if it lingers."""
+        if self._proc is not None and self._proc.stdin is not None and self.state is WorkerState.READY:
+            with contextlib.suppress(Exception):
+                self._proc.stdin.write(protocol.encode_frame(protocol.Shutdown()))
+                await self._proc.stdin.drain()
+                await asyncio.wait_for(self._proc.wait(), 2.0)
+        await self.kill()
+
+
+class Launcher:
+    """Runs jobs on one persistent worker, replacing it when it dies; one job at a time."""
+
+    def __init__(
+        self,
+        python: str | None = None,
+        prefix: Sequence[str] = (),
+        env: dict[str, str] | None = None,
+        start_timeout: float = 90.0,
+        respawn: bool = True,
+    ) -> None:
+        self.python = python or sys.executable
+        self.prefix = list(prefix)
+        self.env = env
+        self.start_timeout = start_timeout
+        self.respawn = respawn
+        self._worker: WorkerProcess | None = None
+        self._starting: asyncio.Task[WorkerReady] | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def argv(self) -> list[str]:
+        """The command line that starts a worker."""
+        return [*self.prefix, self.python, "-u", "-c", BOOTSTRAP]
+
+    @property
+    def worker(self) -> WorkerProcess | None:
+        """The current worker, if any."""
+        return self._worker
+
+    def start(self) -> asyncio.Task[WorkerReady]:
+        """Start a worker in the background (idempotent); await the task for WorkerReady."""
+        if self._starting is None or (
+            self._starting.done()
+            and (self._worker is None or self._worker.state is WorkerState.DEAD)
+        ):
+            self._worker = WorkerProcess(self.argv, self.env)
+            self._starting = asyncio.create_task(self._worker.start(self.start_timeout))
+        return self._starting
+
+    async def profile(
+        self,
+        request: RunProfile,
+        on_progress: ProgressCallback | None = None,
+        timeout: float = 120.0,
+    ) -> JobResult:
+        """Run one job; JobFailed says why it produced no profile."""
+        async with self._lock:
+            ready = await self.start()
+            worker = self._worker
+            assert worker is not None
+            try:
+                finished = await worker.run(request, on_progress, timeout, not self.prefix)
+            except JobFailed:
+                if worker.state is WorkerState.DEAD and self.respawn:
+                    self.start()
+                raise
+            return JobResult(finished, ready)
+
+    async def restart(self) -> None:
+        """Replace the worker now (after a settings change, say)."""
+        async with self._lock:
+            if self._worker is not None:
+                await self._worker.kill()
+            self._starting = None
+            self.start()
+
+    async def close(self) -> None:
+        """Shut the worker down."""
+        if self._starting is not None and not self._starting.done():
+            self._starting.cancel()
+            with contextlib.suppress(BaseException):
+                await self._starting
+        if self._worker is not None:
+            await self._worker.shutdown()
+
+
+def _failure(kind: str, message: str, **fields: object) -> ProfileFailed:
+    return msgspec.convert(
+        {"job_id": "", "kind": kind, "message": message, **fields}, ProfileFailed
+    )
+
+
+def _parse_fault(lines: list[str]) -> tuple[str | None, str | None, int | None]:
+    """faulthandler's cause and innermost frame (first listed: most recent call first)."""
+    what: str | None = None
+    path: str | None = None
+    line: int | None = None
+    for text in lines:
+        kind = _FAULT_KIND.match(text)
+        if kind:
+            what = kind.group("what")
+        frame = _FAULT_FRAME.match(text)
+        if frame and path is None and _is_user_path(frame.group("path")):
+            path, line = frame.group("path"), int(frame.group("line"))
+    return what, path, line
+
+
+def _is_user_path(path: str) -> bool:
+    return not (
+        "kernelscope_worker" in path
+        or "site-packages" in path
+        or "/lib/python" in path
+        or path.startswith("<")
+    )

@@ -1,0 +1,61 @@
+"""A one-line progress display on stderr: rewritten in place on a terminal, stage lines otherwise."""
+
+from __future__ import annotations
+
+import time
+from typing import TextIO
+
+from kernelscope.protocol import JobProgress
+
+LABELS = {
+    "import": "importing",
+    "inputs": "building inputs",
+    "cold": "cold call",
+    "wait": "wait",
+    "warmup": "warmup",
+    "active": "active",
+    "export": "exporting trace",
+    "timing": "unprofiled timing",
+    "lines": "line attribution",
+}
+
+
+class ProgressLine:
+    """Shows the current stage of one job."""
+
+    def __init__(self, stream: TextIO, name: str) -> None:
+        self.stream = stream
+        self.name = name
+        self.tty = stream.isatty()
+        self.t0 = time.perf_counter()
+        self._last_stage = ""
+        self._shown = False
+
+    def stage(self, label: str) -> None:
+        """Show a stage that has no step count."""
+        self._show(label, label)
+
+    def on_progress(self, msg: JobProgress) -> None:
+        """Launcher callback for JobProgress frames."""
+        label = LABELS.get(msg.stage, msg.stage)
+        if msg.total:
+            label += f" {msg.step}/{msg.total}"
+        self._show(msg.stage, label)
+
+    def _show(self, stage: str, label: str) -> None:
+        elapsed = time.perf_counter() - self.t0
+        text = f"profiling {self.name} · {label} · {elapsed:.1f}s"
+        if self.tty:
+            self.stream.write("\r\x1b[2K" + text)
+            self._shown = True
+        elif stage != self._last_stage:
+            self.stream.write(text + "\n")
+        self._last_stage = stage
+        self.stream.flush()
+
+    def clear(self) -> None:
+        """Erase the line (terminal only)."""
+        if self.tty and self._shown:
+            self.stream.write("\r\x1b[2K")
+            self.stream.flush()
+            self._shown = False

@@ -1,0 +1,75 @@
+"""Where a target lives: project root, module name, and the ``[tool.kernelscope]`` table."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+ROOT_MARKERS = ("pyproject.toml", ".git", "setup.py", "setup.cfg")
+
+
+class ProjectError(Exception):
+    """pyproject.toml exists but cannot be used."""
+
+
+@dataclass(frozen=True)
+class Project:
+    """The folder holding the target's project and its kernelscope settings."""
+
+    root: Path
+    inputs: dict[str, str] = field(default_factory=dict[str, str])
+    remotes: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
+
+    def module_name(self, path: Path) -> str:
+        """Dotted name of `path` relative to the root, through packages; else the file's stem."""
+        path = path.resolve()
+        parts = [path.stem]
+        folder = path.parent
+        while folder != self.root and (folder / "__init__.py").exists():
+            parts.insert(0, folder.name)
+            folder = folder.parent
+        return ".".join(parts)
+
+    def provider_for(self, module: str, qualname: str) -> str | None:
+        """The `module:provider` mapped to `module:qualname` in pyproject.toml, if any."""
+        return self.inputs.get(f"{module}:{qualname}")
+
+
+def find_root(path: Path) -> Path:
+    """The nearest folder above `path` with a project marker; else the file's folder."""
+    start = path.resolve().parent
+    for folder in (start, *start.parents):
+        if any((folder / marker).exists() for marker in ROOT_MARKERS):
+            return folder
+    return start
+
+
+def load_project(path: Path) -> Project:
+    """The project of the file at `path`."""
+    root = find_root(path)
+    config = root / "pyproject.toml"
+    if not config.is_file():
+        return Project(root)
+    try:
+        data = tomllib.loads(config.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ProjectError(f"{config}: {e}") from None
+    tool = cast(dict[str, Any], data.get("tool", {})).get("kernelscope", {})
+    if not isinstance(tool, dict):
+        raise ProjectError(f"{config}: [tool.kernelscope] must be a table")
+    table = cast(dict[str, Any], tool)
+    inputs = table.get("inputs", {})
+    remotes = table.get("remotes", {})
+    if not isinstance(inputs, dict) or not all(
+        isinstance(v, str) and ":" in v and ":" in k for k, v in cast(dict[str, Any], inputs).items()
+    ):
+        raise ProjectError(
+            f'{config}: [tool.kernelscope.inputs] maps "module:function" = "module:provider"'
+        )
+    if not isinstance(remotes, dict):
+        raise ProjectError(f"{config}: [tool.kernelscope.remotes] must be a table")
+    return Project(
+        root, cast(dict[str, str], inputs), cast(dict[str, dict[str, Any]], remotes)
+    )

@@ -1,0 +1,213 @@
+"""The server <-> worker contract: msgspec Structs, 4-byte length-prefixed JSON frames.
+
+The worker (stdlib + torch only) writes the same JSON with ``json``; every message is a
+tagged Struct (``"type"`` field). Changes are additive: new fields get defaults.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import msgspec
+
+FRAME_HEADER = struct.Struct(">I")
+MAX_FRAME_BYTES = 256 * 1024 * 1024
+
+
+class Message(msgspec.Struct, tag_field="type", forbid_unknown_fields=False):
+    """Base of every frame."""
+
+
+# --- server -> worker: imperative requests ---------------------------------------------
+
+
+class RunProfile(Message, tag="run_profile"):
+    """Profile one function: cold call, warmed schedule, unprofiled timing, line pass."""
+
+    job_id: str
+    path: str
+    qualname: str
+    module_name: str
+    project_root: str
+    trace_dir: str
+    source: str | None = None
+    device: str = "auto"
+    wait: int = 1
+    warmup: int = 3
+    active: int = 5
+    timing_reps: int = 0
+    line_pass: bool = True
+    with_stack: bool = True
+    record_shapes: bool = True
+    provider: str | None = None
+    batch_size: int | None = None
+
+
+class Cancel(Message, tag="cancel"):
+    """Stop the running job; the worker answers ProfileFailed(kind='cancelled')."""
+
+    job_id: str
+
+
+class Shutdown(Message, tag="shutdown"):
+    """Exit after the current job."""
+
+
+# --- worker -> server: past-tense events ------------------------------------------------
+
+
+class DeviceInfo(msgspec.Struct):
+    """One accelerator as the worker's torch sees it."""
+
+    index: int
+    name: str
+    total_memory: int = 0
+    multi_processor_count: int = 0
+    capability: str = ""
+
+
+class WorkerReady(Message, tag="worker_ready"):
+    """First frame: what the worker runs on."""
+
+    pid: int
+    hostname: str
+    python: str
+    executable: str
+    torch: str | None
+    cuda: str | None
+    devices: list[DeviceInfo] = []
+    cuda_init_us: float | None = None
+    platform: str = ""
+
+
+class JobProgress(Message, tag="job_progress"):
+    """A stage of a job: import, inputs, cold, wait, warmup, active, export, timing, lines."""
+
+    job_id: str
+    stage: str
+    step: int = 0
+    total: int = 0
+
+
+class ColdCall(msgspec.Struct):
+    """The first call of the function in this job, measured apart from the warmed steps."""
+
+    first_call_us: float
+    entry_to_first_kernel_us: float | None = None
+    process_fresh: bool = False
+    trace_path: str | None = None
+
+
+class UnprofiledTiming(msgspec.Struct):
+    """The same call timed without the profiler (median of reps)."""
+
+    us_per_call: float
+    method: str
+    reps: int
+    samples_us: list[float] = []
+    host_us_per_call: float | None = None
+
+
+class OpFlops(msgspec.Struct):
+    """One row of torch's key_averages() for the active steps."""
+
+    name: str
+    calls: int
+    self_cpu_us: float
+    cpu_total_us: float
+    self_device_us: float = 0.0
+    device_total_us: float = 0.0
+    flops: float = 0.0
+
+
+class LineStat(msgspec.Struct):
+    """Per-step cost of one executed source line in the user's files."""
+
+    path: str
+    line: int
+    self_cpu_us: float
+    cpu_total_us: float
+    cuda_us: float = 0.0
+    cuda_total_us: float = 0.0
+    hits: float = 0.0
+    syncs: int = 0
+    sync_wait_us: float = 0.0
+    top_ops: list[str] = []
+
+
+class MemoryStats(msgspec.Struct):
+    """Device memory high-water marks over the warmed steps."""
+
+    peak_allocated_bytes: int
+    peak_reserved_bytes: int
+
+
+class Sidecar(msgspec.Struct):
+    """What the trace lacks: FLOPs, memory, cold call, line attribution, device properties."""
+
+    function_line: int
+    device_type: str
+    device_name: str
+    device_index: int | None
+    device_properties: dict[str, Any]
+    wait: int
+    warmup: int
+    active: int
+    cold: ColdCall
+    timing: UnprofiledTiming
+    wall_us_per_step: float
+    key_averages: list[OpFlops] = []
+    lines: list[LineStat] = []
+    memory: MemoryStats | None = None
+    torch: str | None = None
+    cuda: str | None = None
+    python: str = ""
+    hostname: str = ""
+
+
+class ProfileFinished(Message, tag="profile_finished"):
+    """The job ran; the trace is at trace_path on the worker's host."""
+
+    job_id: str
+    trace_path: str
+    sidecar: Sidecar
+    output: str = ""
+    output_truncated: bool = False
+
+
+class ProfileFailed(Message, tag="profile_failed"):
+    """The job could not run; kind names the cause, path/line point into the user's code."""
+
+    job_id: str
+    kind: str
+    message: str
+    path: str | None = None
+    line: int | None = None
+    traceback: list[str] = []
+    output: str = ""
+    hint: str | None = None
+
+
+ToWorker = RunProfile | Cancel | Shutdown
+FromWorker = WorkerReady | JobProgress | ProfileFinished | ProfileFailed
+
+_to_worker_encoder = msgspec.json.Encoder()
+_from_worker_decoder = msgspec.json.Decoder(FromWorker)
+_to_worker_decoder = msgspec.json.Decoder(ToWorker)
+
+
+def encode_frame(message: ToWorker) -> bytes:
+    """Length-prefixed JSON for one request."""
+    body = _to_worker_encoder.encode(message)
+    return FRAME_HEADER.pack(len(body)) + body
+
+
+def decode_from_worker(body: bytes) -> FromWorker:
+    """Decode one worker frame's body (raises msgspec.ValidationError on a bad frame)."""
+    return _from_worker_decoder.decode(body)
+
+
+def decode_to_worker(body: bytes) -> ToWorker:
+    """Decode one request body (used by tests and tools that speak for the server)."""
+    return _to_worker_decoder.decode(body)

@@ -1,0 +1,135 @@
+"""Plain-text rendering of reports and failures for the terminal."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from kernelscope.protocol import ProfileFailed
+from kernelscope.report import Report
+
+DASH = "-"
+
+
+def fmt_us(us: float | None) -> str:
+    """12.3 µs, 4.56 ms, 1.20 s; a dash for nothing."""
+    if us is None:
+        return DASH
+    if us < 1_000:
+        return f"{us:.1f} µs"
+    if us < 1_000_000:
+        return f"{us / 1_000:.2f} ms"
+    return f"{us / 1_000_000:.2f} s"
+
+
+def shorten(path: str, base: str | None = None) -> str:
+    """A path relative to `base` (the cwd by default) when that is shorter."""
+    try:
+        rel = os.path.relpath(path, base or os.getcwd())
+    except ValueError:
+        return path
+    return rel if len(rel) < len(path) else path
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> list[str]:
+    """Columns padded to width; the first `left` columns left-aligned, the rest right."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        out = [
+            c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "  " + "  ".join(out).rstrip()
+
+    return [line(headers), *(line(r) for r in rows)]
+
+
+def render_report(report: Report, max_ops: int = 15, max_lines: int = 10) -> str:
+    """The human report: device, per-step times, cold call, ops, lines, trace path."""
+    f, t, d = report.function, report.timing, report.dead_window
+    cuda = report.device.type == "cuda"
+    out = [
+        f"kernelscope · {f.qualname}  ({shorten(f.path)}:{f.line})",
+        f"device    {report.device.type}"
+        + (f":{report.device.index}" if report.device.index is not None else "")
+        + f" ({report.device.name}) · host {report.runner.host}"
+        + (f" via {report.runner.remote}" if report.runner.remote else "")
+        + f" · python {report.runner.python} · torch {report.runner.torch}"
+        + (f" · CUDA {report.runner.cuda}" if report.runner.cuda else ""),
+        f"schedule  wait {report.steps.wait} · warmup {report.steps.warmup} · active {report.steps.active}",
+        "",
+        f"per step    CPU {fmt_us(t.cpu_us_per_step)} · CUDA {fmt_us(t.cuda_us_per_step) if cuda else DASH}"
+        f" · wall {fmt_us(t.wall_us_per_step)}  (profiled)",
+        f"unprofiled  {fmt_us(t.unprofiled_us_per_call)} per call (median of {t.unprofiled_reps}, "
+        f"{t.unprofiled_method.replace('_', ' ')})" + _inflation(report),
+        f"cold call   {fmt_us(d.first_call_us)}"
+        + (f" · entry → first kernel {fmt_us(d.entry_to_first_kernel_us)}" if cuda else "")
+        + (" · fresh worker" if d.process_fresh else " · warm worker")
+        + (f" · CUDA context {fmt_us(d.cuda_init_us)} at worker start" if d.cuda_init_us else ""),
+    ]
+    if report.memory:
+        out.append(f"memory      peak {report.memory.peak_allocated_bytes / 2**20:.1f} MiB allocated")
+    steps = report.steps.active
+    out += ["", f"ops (totals over {steps} active step{'s' if steps != 1 else ''})"]
+    out += table(
+        ["name", "calls", "self CPU", "CPU total", "self CUDA", "CUDA total"],
+        [
+            [o.name[:48], str(o.calls), fmt_us(o.self_cpu_us), fmt_us(o.cpu_total_us),
+             fmt_us(o.self_cuda_us) if cuda else DASH, fmt_us(o.cuda_total_us) if cuda else DASH]
+            for o in report.ops[:max_ops]
+        ],
+    )
+    if report.lines:
+        out += ["", "costliest lines (per call, from a traced pass)"]
+        out += table(
+            ["line", "self CPU", "CPU total", "CUDA", "code"],
+            [
+                [f"{shorten(r.path)}:{r.line}", fmt_us(r.self_cpu_us), fmt_us(r.cpu_total_us),
+                 fmt_us(r.cuda_us) if cuda else DASH, "  " + r.code[:60]]
+                for r in report.lines[:max_lines]
+            ],
+            left=1,
+        )
+    if report.output.strip():
+        tail = report.output.rstrip("\n").splitlines()[-10:]
+        more = " (truncated)" if report.output_truncated else ""
+        out += ["", f"output of the function (last {len(tail)} lines{more})", *("  " + ln for ln in tail)]
+    out += ["", f"trace       {shorten(report.trace.path)}"]
+    return "\n".join(out)
+
+
+def _inflation(report: Report) -> str:
+    t = report.timing
+    if report.device.type == "cuda" or t.unprofiled_us_per_call <= 0:
+        return ""
+    extra = t.cpu_us_per_step / t.unprofiled_us_per_call - 1
+    return f"; the profiler adds {extra:+.0%} CPU time" if abs(extra) >= 0.05 else ""
+
+
+def render_failure(failure: ProfileFailed, target: str) -> str:
+    """A short error naming the cause and the user's file and line, and nothing of ours."""
+    out = [f"kernelscope: {target}: {failure.message}"]
+    if failure.path:
+        where = shorten(failure.path) + (f":{failure.line}" if failure.line else "")
+        code = _source_line(failure.path, failure.line)
+        out.append(f"  --> {where}" + (f"\n   | {code}" if code else ""))
+    if failure.hint:
+        out.append("  hint:\n" + "\n".join("    " + ln for ln in failure.hint.rstrip().splitlines()))
+    if failure.output.strip():
+        tail = failure.output.rstrip("\n").splitlines()[-8:]
+        out.append("  output of the function (last lines):")
+        out += ["    " + ln[:200] for ln in tail]
+    return "\n".join(out)
+
+
+def _source_line(path: str, line: int | None) -> str:
+    if not line:
+        return ""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for number, text in enumerate(f, 1):
+                if number == line:
+                    return text.rstrip()
+    except OSError:
+        return ""
+    return ""

@@ -1,0 +1,222 @@
+"""The profile report: one Struct with everything the CLI prints and the editor shows."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import msgspec
+
+from kernelscope import __version__
+from kernelscope.ops import op_table
+from kernelscope.protocol import LineStat, ProfileFinished, WorkerReady
+from kernelscope.trace_model import Trace
+
+CALL_ANNOTATION = "ks:call"
+
+
+class FunctionRef(msgspec.Struct):
+    """The profiled function."""
+
+    path: str
+    qualname: str
+    line: int
+
+
+class DeviceRef(msgspec.Struct):
+    """Where it ran."""
+
+    type: str
+    name: str
+    index: int | None = None
+
+
+class Runner(msgspec.Struct):
+    """The worker that ran it."""
+
+    remote: str | None
+    host: str
+    python: str
+    torch: str | None
+    cuda: str | None = None
+    executable: str = ""
+
+
+class Steps(msgspec.Struct):
+    """The profiler schedule."""
+
+    wait: int
+    warmup: int
+    active: int
+
+
+class Timing(msgspec.Struct):
+    """Per-step and per-call times; the unprofiled figure is the honest one for small ops."""
+
+    cpu_us_per_step: float
+    cuda_us_per_step: float
+    wall_us_per_step: float
+    unprofiled_us_per_call: float
+    unprofiled_method: str
+    unprofiled_reps: int
+    host_us_per_call: float | None = None
+
+
+class DeadWindow(msgspec.Struct):
+    """The cold first call, kept out of the warmed numbers."""
+
+    first_call_us: float
+    entry_to_first_kernel_us: float | None
+    process_fresh: bool = False
+    cuda_init_us: float | None = None
+
+
+class OpRow(msgspec.Struct):
+    """One op over the active steps (totals, like key_averages)."""
+
+    name: str
+    calls: int
+    self_cpu_us: float
+    cpu_total_us: float
+    self_cuda_us: float
+    cuda_total_us: float
+
+
+class LineRow(msgspec.Struct):
+    """One source line's cost per step."""
+
+    path: str
+    line: int
+    self_cpu_us: float
+    cpu_total_us: float
+    cuda_us: float
+    cuda_total_us: float = 0.0
+    hits: float = 0.0
+    syncs: int = 0
+    sync_wait_us: float = 0.0
+    top_ops: list[str] = []
+    code: str = ""
+
+
+class TraceRef(msgspec.Struct):
+    """Where the traces are."""
+
+    path: str
+    cold_path: str | None = None
+
+
+class Memory(msgspec.Struct):
+    """Device memory peaks over the active steps."""
+
+    peak_allocated_bytes: int
+    peak_reserved_bytes: int
+
+
+class Report(msgspec.Struct):
+    """A finished profile, as `--json` prints it."""
+
+    function: FunctionRef
+    device: DeviceRef
+    runner: Runner
+    steps: Steps
+    timing: Timing
+    dead_window: DeadWindow
+    ops: list[OpRow]
+    lines: list[LineRow]
+    trace: TraceRef
+    memory: Memory | None = None
+    output: str = ""
+    output_truncated: bool = False
+    created: str = ""
+    kernelscope: str = __version__
+
+
+def build_report(
+    finished: ProfileFinished,
+    ready: WorkerReady,
+    trace: Trace,
+    function_path: str,
+    qualname: str,
+    remote: str | None = None,
+    trace_path: str | None = None,
+) -> Report:
+    """Join the worker's sidecar with what the trace says."""
+    side = finished.sidecar
+    active = max(side.active, 1)
+    calls = [a.dur for a in trace.user_annotations if a.name == CALL_ANNOTATION]
+    steps = [s.dur for s in trace.steps]
+    cpu_total = sum(calls) if calls else sum(steps)
+    cuda_total = sum(g.dur for g in trace.gpu_events)
+    return Report(
+        function=FunctionRef(
+            path=function_path, qualname=qualname, line=side.function_line
+        ),
+        device=DeviceRef(side.device_type, side.device_name, side.device_index),
+        runner=Runner(
+            remote=remote,
+            host=side.hostname or ready.hostname,
+            python=side.python or ready.python,
+            torch=side.torch or ready.torch,
+            cuda=side.cuda,
+            executable=ready.executable,
+        ),
+        steps=Steps(side.wait, side.warmup, side.active),
+        timing=Timing(
+            cpu_us_per_step=cpu_total / active,
+            cuda_us_per_step=cuda_total / active,
+            wall_us_per_step=side.wall_us_per_step,
+            unprofiled_us_per_call=side.timing.us_per_call,
+            unprofiled_method=side.timing.method,
+            unprofiled_reps=side.timing.reps,
+            host_us_per_call=side.timing.host_us_per_call,
+        ),
+        dead_window=DeadWindow(
+            first_call_us=side.cold.first_call_us,
+            entry_to_first_kernel_us=side.cold.entry_to_first_kernel_us,
+            process_fresh=side.cold.process_fresh,
+            cuda_init_us=ready.cuda_init_us,
+        ),
+        ops=[
+            OpRow(o.name, o.calls, o.self_cpu_us, o.cpu_total_us, o.self_cuda_us, o.cuda_total_us)
+            for o in op_table(trace)
+        ],
+        lines=_line_rows(side.lines),
+        trace=TraceRef(trace_path or finished.trace_path, side.cold.trace_path),
+        memory=Memory(side.memory.peak_allocated_bytes, side.memory.peak_reserved_bytes)
+        if side.memory
+        else None,
+        output=finished.output,
+        output_truncated=finished.output_truncated,
+        created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    )
+
+
+def _line_rows(lines: list[LineStat]) -> list[LineRow]:
+    """Lines sorted by cost, each with its source text."""
+    texts: dict[str, list[str]] = {}
+    rows: list[LineRow] = []
+    for s in lines:
+        if s.path not in texts:
+            try:
+                texts[s.path] = Path(s.path).read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError):
+                texts[s.path] = []
+        source = texts[s.path]
+        code = source[s.line - 1].strip() if 0 < s.line <= len(source) else ""
+        rows.append(
+            LineRow(
+                s.path,
+                s.line,
+                s.self_cpu_us,
+                s.cpu_total_us,
+                s.cuda_us,
+                s.cuda_total_us,
+                s.hits,
+                s.syncs,
+                s.sync_wait_us,
+                s.top_ops,
+                code,
+            )
+        )
+    rows.sort(key=lambda r: (r.cuda_us, r.self_cpu_us), reverse=True)
+    return rows

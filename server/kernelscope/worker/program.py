@@ -1,0 +1,965 @@
+# pyright: basic
+"""kernelscope worker: profiles one function per request. Standard library + torch only.
+
+Started as ``<launcher argv> python3 -u -c <bootstrap>``; the bootstrap reads this source
+from stdin (4-byte length, then the text) and runs it. From then on stdin and the original
+stdout carry length-prefixed JSON frames on private fds; fd 0 reads /dev/null and fds 1/2
+write into a pipe whose last 64 KiB are returned with each job, so user output never
+corrupts the protocol. Runs on Python >= 3.9 and torch >= 2.2.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import gc
+import gzip
+import inspect
+import json
+import os
+import platform
+import queue
+import shutil
+import signal
+import socket
+import statistics
+import struct
+import sys
+import threading
+import time
+import traceback
+import types
+from typing import Any
+
+HEADER = struct.Struct(">I")
+OUTPUT_KEEP = 64 * 1024
+SYNC_MARK = b"\x00kernelscope-sync\x00"
+SYNC_OPS = ("aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::tolist")
+STAGES_PROFILED = ("wait", "warmup", "active")
+
+
+class JobError(Exception):
+    """A job failure with a cause the user can act on."""
+
+    def __init__(self, kind, message, path=None, line=None, hint=None, tb=None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.path = path
+        self.line = line
+        self.hint = hint
+        self.tb = tb or []
+
+
+class Cancelled(Exception):
+    """Raised in the main thread when the server cancels the running job."""
+
+
+# --- transport ------------------------------------------------------------------------
+
+
+class Channel:
+    """Frames over the two private fds."""
+
+    def __init__(self, fd_in, fd_out):
+        self.fd_in = fd_in
+        self.fd_out = fd_out
+        self.lock = threading.Lock()
+
+    def send(self, message):
+        body = json.dumps(message, allow_nan=False, default=str).encode()
+        data = HEADER.pack(len(body)) + body
+        with self.lock:
+            view = memoryview(data)
+            while view:
+                written = os.write(self.fd_out, view)
+                view = view[written:]
+
+    def _read_exact(self, n):
+        chunks = []
+        while n:
+            chunk = os.read(self.fd_in, min(n, 1 << 20))
+            if not chunk:
+                return None
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def receive(self):
+        header = self._read_exact(HEADER.size)
+        if header is None:
+            return None
+        body = self._read_exact(HEADER.unpack(header)[0])
+        return None if body is None else json.loads(body)
+
+
+class OutputCapture:
+    """Drains the pipe behind fds 1 and 2 and keeps the last 64 KiB of each job."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.data = bytearray()
+        self.total = 0
+        self.lock = threading.Lock()
+        self.synced = threading.Event()
+        threading.Thread(target=self._drain, name="ks-output", daemon=True).start()
+
+    def _drain(self):
+        while True:
+            try:
+                chunk = os.read(self.fd, 1 << 16)
+            except OSError:
+                return
+            if not chunk:
+                return
+            with self.lock:
+                self.data += chunk
+                self.total += len(chunk)
+                mark = self.data.find(SYNC_MARK, max(0, len(self.data) - len(chunk) - len(SYNC_MARK)))
+                if mark >= 0:
+                    self.total -= len(self.data) - mark
+                    del self.data[mark:]
+                    self.synced.set()
+                if len(self.data) > 2 * OUTPUT_KEEP:
+                    del self.data[: len(self.data) - OUTPUT_KEEP]
+
+    def begin(self):
+        self.collect()
+        with self.lock:
+            self.data.clear()
+            self.total = 0
+
+    def collect(self):
+        """Wait until everything written so far has been drained; return (text, truncated)."""
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except Exception:
+                pass
+        self.synced.clear()
+        try:
+            os.write(1, SYNC_MARK)
+            self.synced.wait(2.0)
+        except OSError:
+            pass
+        with self.lock:
+            kept = bytes(self.data[-OUTPUT_KEEP:])
+            truncated = self.total > OUTPUT_KEEP
+        return kept.decode("utf-8", "replace"), truncated
+
+
+# --- the job -----------------------------------------------------------------------------
+
+
+class Job:
+    """One RunProfile request, run to a ProfileFinished or ProfileFailed message."""
+
+    def __init__(self, worker, req):
+        self.worker = worker
+        self.req = req
+        self.id = req["job_id"]
+        self.path = os.path.abspath(req["path"])
+        self.root = os.path.abspath(req["project_root"])
+        self.user_dirs = tuple(
+            d if d.endswith(os.sep) else d + os.sep for d in {self.root, os.path.dirname(self.path)}
+        )
+        self._user_cache = {}
+        self.torch = worker.torch
+
+    # user code location ------------------------------------------------------------
+    def is_user_file(self, filename):
+        hit = self._user_cache.get(filename)
+        if hit is None:
+            hit = (
+                filename == self.path
+                or (
+                    filename.startswith(self.user_dirs)
+                    and "site-packages" not in filename
+                    and "/.venv/" not in filename
+                )
+            )
+            self._user_cache[filename] = hit
+        return hit
+
+    def user_frames(self, tb):
+        frames = [f for f in traceback.extract_tb(tb) if self.is_user_file(f.filename)]
+        lines = ["%s:%s in %s: %s" % (f.filename, f.lineno, f.name, (f.line or "").strip()) for f in frames]
+        return frames, lines
+
+    def progress(self, stage, step=0, total=0):
+        self.worker.channel.send(
+            {"type": "job_progress", "job_id": self.id, "stage": stage, "step": step, "total": total}
+        )
+
+    # import and resolve ------------------------------------------------------------
+    def load_module(self):
+        source = self.req.get("source")
+        if source is None:
+            try:
+                with open(self.path, "rb") as f:
+                    source = f.read()
+            except FileNotFoundError:
+                raise JobError("file_not_found", "no such file: %s" % self.path, self.path) from None
+            except OSError as e:
+                raise JobError("file_not_found", "cannot read %s: %s" % (self.path, e.strerror), self.path) from None
+        try:
+            code = compile(source, self.path, "exec", dont_inherit=True)
+        except SyntaxError as e:
+            raise JobError(
+                "syntax_error", "SyntaxError: %s" % e.msg, self.path, e.lineno,
+            ) from None
+        name = self.req["module_name"]
+        module = types.ModuleType(name)
+        module.__file__ = self.path
+        if "." in name:
+            module.__package__ = name.rpartition(".")[0]
+        sys.modules[name] = module
+        try:
+            exec(code, module.__dict__)
+        except BaseException as e:
+            raise self.user_error("import_error", e, "while importing %s: " % os.path.basename(self.path)) from None
+        return module
+
+    def resolve(self, module):
+        obj: Any = module
+        owner = None
+        parts = self.req["qualname"].split(".")
+        for i, part in enumerate(parts):
+            if not hasattr(obj, part):
+                where = ".".join(parts[:i]) or os.path.basename(self.path)
+                raise JobError(
+                    "unknown_qualname",
+                    "%s has no %r%s" % (where, part, self._known_names(obj)),
+                    self.path,
+                    None,
+                )
+            owner = obj if inspect.isclass(obj) else None
+            obj = inspect.getattr_static(obj, part) if inspect.isclass(obj) else getattr(obj, part)
+        if isinstance(obj, (staticmethod, classmethod)):
+            obj = getattr(owner, parts[-1])
+            owner = None
+        if not callable(obj):
+            raise JobError(
+                "not_callable",
+                "%s is a %s, not a function" % (self.req["qualname"], type(obj).__name__),
+                self.path,
+                None,
+            )
+        return obj, owner
+
+    def _known_names(self, obj):
+        names = sorted(
+            n for n, v in vars(obj).items()
+            if not n.startswith("_") and (inspect.isfunction(v) or inspect.isclass(v))
+            and (getattr(v, "__module__", None) == self.req["module_name"] or inspect.isclass(obj))
+        )
+        return " (defined: %s)" % ", ".join(names[:20]) if names else ""
+
+    def def_line(self, fn):
+        code = getattr(inspect.unwrap(fn), "__code__", None)
+        return code.co_firstlineno if code is not None else 0
+
+    # inputs ---------------------------------------------------------------------------
+    def find_inputs(self, module, fn, owner, device):
+        provider = self._provider(module)
+        if provider is not None:
+            args, kwargs = self._call_provider(provider, device)
+        else:
+            args, kwargs = [], {}
+            sig = inspect.signature(fn)
+            params = list(sig.parameters.values())
+            if owner is not None:
+                args = [self._default_instance(owner, fn, params)]
+                params = params[1:]
+            required = [
+                p for p in params
+                if p.default is inspect.Parameter.empty
+                and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+            ]
+            if required:
+                raise self.missing_inputs(fn, params)
+        return self.to_device(args, device), self.to_device(kwargs, device)
+
+    def _provider(self, module):
+        spec = self.req.get("provider")
+        if not spec:
+            return getattr(module, self.req["qualname"].replace(".", "_") + "_inputs", None)
+        mod_name, _, attr = spec.partition(":")
+        try:
+            if mod_name == self.req["module_name"]:
+                target = module
+            else:
+                import importlib
+
+                target = importlib.import_module(mod_name)
+            for part in attr.split("."):
+                target = getattr(target, part)
+        except BaseException as e:
+            raise self.user_error("missing_inputs", e, "input provider %s from pyproject.toml: " % spec) from None
+        return target
+
+    def _call_provider(self, provider, device):
+        name = getattr(provider, "__name__", "provider")
+        try:
+            params = inspect.signature(provider).parameters
+        except (TypeError, ValueError):
+            params = {}
+        kw = {}
+        if "batch_size" in params and self.req.get("batch_size") is not None:
+            kw["batch_size"] = self.req["batch_size"]
+        elif self.req.get("batch_size") is not None:
+            raise JobError(
+                "missing_inputs",
+                "%s() takes no batch_size; add a `batch_size: int = 1` parameter to scale inputs" % name,
+                self.path, self.def_line(provider),
+            )
+        if "device" in params:
+            kw["device"] = device
+        try:
+            result = provider(**kw)
+        except BaseException as e:
+            raise self.user_error("user_exception", e, "in input provider %s(): " % name) from None
+        if isinstance(result, dict) and set(result) <= {"args", "kwargs"}:
+            return list(result.get("args", ())), dict(result.get("kwargs", {}))
+        if isinstance(result, (tuple, list)):
+            return list(result), {}
+        raise JobError(
+            "bad_inputs",
+            "%s() returned %s; return a tuple of positional arguments or "
+            '{"args": [...], "kwargs": {...}}' % (name, type(result).__name__),
+            self.path, self.def_line(provider),
+        )
+
+    def _default_instance(self, owner, fn, params):
+        try:
+            sig = inspect.signature(owner)
+            if all(p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                   for p in sig.parameters.values()):
+                return owner()
+        except BaseException as e:
+            if isinstance(e, (TypeError, ValueError)):
+                pass
+            else:
+                raise self.user_error("user_exception", e, "constructing %s(): " % owner.__name__) from None
+        raise self.missing_inputs(fn, params, owner=owner)
+
+    def missing_inputs(self, fn, params, owner=None):
+        qual = self.req["qualname"]
+        provider = qual.replace(".", "_") + "_inputs"
+        names = [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        first = ["instance"] if owner is not None else []
+        values = first + names
+        builders = []
+        if owner is not None:
+            builders.append("    instance = %s(...).to(device)" % owner.__name__)
+        for p in params:
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                continue
+            ann = p.annotation
+            ann_name = getattr(ann, "__name__", None) or (ann if isinstance(ann, str) else "")
+            if "Tensor" in str(ann_name):
+                builders.append("    %s = torch.randn(1024 * batch_size, device=device)" % p.name)
+            else:
+                builders.append("    %s = ...  # %s" % (p.name, ann_name or "any"))
+        stub = "def %s(batch_size: int = 1, device: str = \"cpu\"):\n%s\n    return (%s)\n" % (
+            provider, "\n".join(builders), ", ".join(values) + ("," if len(values) == 1 else ""),
+        )
+        return JobError(
+            "missing_inputs",
+            "%s(%s) needs inputs: define %s(batch_size=1, device=...) in %s returning a tuple of "
+            "arguments (or {\"args\": [...], \"kwargs\": {...}}), or map it in pyproject.toml "
+            "under [tool.kernelscope.inputs]"
+            % (qual, ", ".join(values), provider, os.path.basename(self.path)),
+            self.path, self.def_line(fn), hint=stub,
+        )
+
+    def to_device(self, value, device):
+        torch = self.torch
+        if isinstance(value, (torch.Tensor, torch.nn.Module)):
+            return value.to(device)
+        if isinstance(value, list):
+            return [self.to_device(v, device) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self.to_device(v, device) for v in value)
+        if isinstance(value, dict):
+            return {k: self.to_device(v, device) for k, v in value.items()}
+        return value
+
+    # errors -----------------------------------------------------------------------------
+    def user_error(self, kind, exc, prefix=""):
+        frames, lines = self.user_frames(exc.__traceback__)
+        torch = self.torch
+        oom = getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None)
+        hint = None
+        if oom is not None and isinstance(exc, oom):
+            kind = "cuda_oom"
+            hint = "lower batch_size or the input sizes; the worker freed its cache"
+        elif isinstance(exc, KeyboardInterrupt):
+            kind = "keyboard_interrupt"
+        elif isinstance(exc, SystemExit):
+            kind = "exit"
+        text = str(exc).strip().splitlines()[0][:400] if str(exc).strip() else ""
+        message = prefix + type(exc).__name__ + (": " + text if text else "")
+        where = frames[-1] if frames else None
+        exc.__traceback__ = None
+        return JobError(
+            kind, message, where.filename if where else self.path, where.lineno if where else None,
+            hint=hint, tb=lines[-20:],
+        )
+
+    # running ------------------------------------------------------------------------------
+    def select_device(self):
+        torch = self.torch
+        want = self.req.get("device") or "auto"
+        has_cuda = torch.cuda.is_available()
+        if want == "auto":
+            want = "cuda" if has_cuda else "cpu"
+        if want == "cpu":
+            return torch.device("cpu")
+        if not want.startswith("cuda"):
+            raise JobError("bad_device", "unknown device %r; use auto, cpu, cuda or cuda:N" % want)
+        if not has_cuda:
+            raise JobError("no_cuda", "no CUDA device on %s (torch %s)" % (socket.gethostname(), torch.__version__))
+        dev = torch.device(want)
+        index = dev.index if dev.index is not None else torch.cuda.current_device()
+        count = torch.cuda.device_count()
+        if index >= count:
+            raise JobError("bad_device", "cuda:%d requested but %s has %d CUDA device(s)" % (index, socket.gethostname(), count))
+        torch.cuda.set_device(index)
+        return torch.device("cuda", index)
+
+    def run(self):
+        torch = self.torch
+        from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+        req = self.req
+        self.progress("import")
+        module = self.load_module()
+        fn, owner = self.resolve(module)
+        device = self.select_device()
+        cuda = device.type == "cuda"
+        sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
+        self.progress("inputs")
+        args, kwargs = self.find_inputs(module, fn, owner, device)
+        call = self._guarded(fn, args, kwargs)
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+        trace_dir = req["trace_dir"]
+        os.makedirs(trace_dir, exist_ok=True)
+        stem = "%s-%s" % (req["qualname"].replace(".", "_"), self.id)
+
+        # 1. cold call, under a light profiler so the trace shows entry -> first kernel
+        self.progress("cold")
+        cold_tmp = os.path.join(trace_dir, stem + ".cold.json")
+        with profile(activities=activities) as cold_prof:
+            t0 = time.perf_counter()
+            with record_function("ks:cold"):
+                call()
+            sync()
+            first_call_us = (time.perf_counter() - t0) * 1e6
+        cold_prof.export_chrome_trace(cold_tmp)
+        entry_to_kernel = first_kernel_after(load_json(cold_tmp), "ks:cold") if cuda else None
+        cold_path = gzip_file(cold_tmp)
+
+        # 2. warmed schedule
+        wait, warmup, active = int(req["wait"]), int(req["warmup"]), int(req["active"])
+        total = wait + warmup + active
+        trace_tmp = os.path.join(trace_dir, stem + ".pt.trace.json")
+        marks = {}
+        with profile(
+            activities=activities,
+            schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
+            on_trace_ready=lambda p: p.export_chrome_trace(trace_tmp),
+            record_shapes=bool(req.get("record_shapes", True)),
+            with_stack=bool(req.get("with_stack", True)),
+            with_flops=bool(req.get("record_shapes", True)),
+        ) as prof:
+            for i in range(total):
+                stage = STAGES_PROFILED[0 if i < wait else 1 if i < wait + warmup else 2]
+                self.progress(stage, i + 1, total)
+                if i == wait + warmup:
+                    sync()
+                    if cuda:
+                        torch.cuda.reset_peak_memory_stats(device)
+                    marks["active0"] = time.perf_counter()
+                with record_function("ks:call"):
+                    call()
+                if i == total - 1:
+                    sync()
+                    marks["active1"] = time.perf_counter()
+                prof.step()
+        memory = None
+        if cuda:
+            memory = {
+                "peak_allocated_bytes": int(torch.cuda.max_memory_allocated(device)),
+                "peak_reserved_bytes": int(torch.cuda.max_memory_reserved(device)),
+            }
+        self.progress("export")
+        averages = key_average_rows(prof)
+        trace_path = gzip_file(trace_tmp)
+        wall_us = (marks["active1"] - marks["active0"]) * 1e6 / max(active, 1)
+
+        # 3. the same call without the profiler
+        self.progress("timing")
+        timing = self.time_unprofiled(call, sync, cuda, wall_us)
+
+        # 4. line attribution, in a pass of its own so the timed steps stay clean
+        lines = []
+        if req.get("line_pass", True):
+            self.progress("lines")
+            lines = self.attribute_lines(call, sync, activities, trace_dir, stem, max(1, min(active, 3)))
+
+        props = device_properties(torch, device)
+        return {
+            "type": "profile_finished",
+            "job_id": self.id,
+            "trace_path": trace_path,
+            "sidecar": {
+                "function_line": self.def_line(fn),
+                "device_type": device.type,
+                "device_name": props.get("name", "cpu"),
+                "device_index": device.index if cuda else None,
+                "device_properties": props,
+                "wait": wait,
+                "warmup": warmup,
+                "active": active,
+                "cold": {
+                    "first_call_us": first_call_us,
+                    "entry_to_first_kernel_us": entry_to_kernel,
+                    "process_fresh": self.worker.jobs_run == 0,
+                    "trace_path": cold_path,
+                },
+                "timing": timing,
+                "wall_us_per_step": wall_us,
+                "key_averages": averages,
+                "lines": lines,
+                "memory": memory,
+                "torch": torch.__version__,
+                "cuda": torch.version.cuda,
+                "python": platform.python_version(),
+                "hostname": socket.gethostname(),
+            },
+        }
+
+    def _guarded(self, fn, args, kwargs):
+        """The call, with user exceptions turned into JobErrors naming the user's line."""
+
+        def call():
+            try:
+                return fn(*args, **kwargs)
+            except Cancelled:
+                raise
+            except BaseException as e:
+                if self.worker.cancel_requested.is_set():
+                    raise Cancelled() from None
+                raise self.user_error("user_exception", e) from None
+
+        return call
+
+    def time_unprofiled(self, call, sync, cuda, wall_us):
+        reps = int(self.req.get("timing_reps") or 0)
+        if reps <= 0:
+            reps = int(min(200, max(5, 0.25e6 / max(wall_us, 1.0))))
+        samples = []
+        sync()
+        t0 = time.perf_counter()
+        if cuda:
+            torch = self.torch
+            events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+            for start, end in events:
+                start.record()
+                call()
+                end.record()
+            host_us = (time.perf_counter() - t0) * 1e6 / reps
+            sync()
+            samples = [s.elapsed_time(e) * 1e3 for s, e in events]
+            method = "cuda_events"
+        else:
+            for _ in range(reps):
+                t = time.perf_counter()
+                call()
+                samples.append((time.perf_counter() - t) * 1e6)
+            host_us = (time.perf_counter() - t0) * 1e6 / reps
+            method = "perf_counter"
+        return {
+            "us_per_call": statistics.median(samples),
+            "method": method,
+            "reps": reps,
+            "samples_us": samples[:200],
+            "host_us_per_call": host_us,
+        }
+
+    def attribute_lines(self, call, sync, activities, trace_dir, stem, calls):
+        from torch.autograd.profiler import record_function
+        from torch.profiler import profile
+
+        keys = []
+        key_index = {}
+        open_ranges = {}
+
+        def enter(frame):
+            key = (frame.f_code.co_filename, frame.f_lineno)
+            idx = key_index.get(key)
+            if idx is None:
+                idx = key_index[key] = len(keys)
+                keys.append(key)
+            rf = record_function("ks:line:%d" % idx)
+            rf.__enter__()
+            open_ranges[frame] = rf
+
+        def local(frame, event, arg):
+            if event == "line":
+                rf = open_ranges.pop(frame, None)
+                if rf is not None:
+                    rf.__exit__(None, None, None)
+                enter(frame)
+            elif event == "return":
+                rf = open_ranges.pop(frame, None)
+                if rf is not None:
+                    rf.__exit__(None, None, None)
+            return local
+
+        def tracer(frame, event, arg):
+            if event == "call" and self.is_user_file(frame.f_code.co_filename):
+                return local
+            return None
+
+        tmp = os.path.join(trace_dir, stem + ".lines.json")
+        with profile(activities=activities) as prof:
+            sync()
+            sys.settrace(tracer)
+            try:
+                for _ in range(calls):
+                    call()
+            finally:
+                sys.settrace(None)
+                for rf in open_ranges.values():
+                    rf.__exit__(None, None, None)
+                open_ranges.clear()
+            sync()
+        prof.export_chrome_trace(tmp)
+        try:
+            return line_stats(load_json(tmp), keys, calls)
+        finally:
+            os.unlink(tmp)
+
+
+# --- trace reading for the worker's own passes -----------------------------------------
+
+
+def load_json(path):
+    with open(path, "rb") as f:
+        return json.load(f).get("traceEvents", [])
+
+
+def gzip_file(path):
+    out = path + ".gz"
+    with open(path, "rb") as src, gzip.open(out, "wb", compresslevel=5) as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    os.unlink(path)
+    return out
+
+
+def first_kernel_after(events, name):
+    """Microseconds from the start of annotation `name` to the first GPU activity after it."""
+    region = [e for e in events if e.get("cat") == "user_annotation" and e.get("name") == name]
+    if not region:
+        return None
+    start = region[0]["ts"]
+    gpu = [e["ts"] for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e["ts"] >= start]
+    return (min(gpu) - start) if gpu else None
+
+
+def line_stats(events, keys, calls):
+    """Per-line self/total CPU and CUDA time from the line pass's annotations."""
+    gpu_by_corr = {}
+    for e in events:
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            corr = (e.get("args") or {}).get("correlation")
+            if corr is not None:
+                gpu_by_corr[corr] = gpu_by_corr.get(corr, 0.0) + float(e.get("dur", 0.0))
+    per_tid = {}
+    for e in events:
+        cat = e.get("cat")
+        name = e.get("name", "")
+        if cat == "user_annotation" and name.startswith("ks:line:"):
+            per_tid.setdefault(e.get("tid"), []).append((e["ts"], 0, -e["dur"], int(name[8:]), e))
+        elif cat in ("cuda_runtime", "cuda_driver", "cpu_op"):
+            per_tid.setdefault(e.get("tid"), []).append((e["ts"], 1, 0.0, -1, e))
+    n = len(keys)
+    self_cpu = [0.0] * n
+    total_cpu = [0.0] * n
+    cuda_self = [0.0] * n
+    cuda_total = [0.0] * n
+    hits = [0] * n
+    syncs = [0] * n
+    sync_wait = [0.0] * n
+    op_time = [dict() for _ in range(n)]
+    for items in per_tid.values():
+        items.sort(key=lambda t: (t[0], t[1], t[2]))
+        stack = []  # [idx, end, child_dur, cuda_self, cuda_sub]
+
+        def close(node):
+            idx, end, child, csf, csub, dur = node
+            self_cpu[idx] += dur - child
+            cuda_self[idx] += csf
+            if not any(s[0] == idx for s in stack):
+                total_cpu[idx] += dur
+                cuda_total[idx] += csf + csub
+            if stack:
+                stack[-1][4] += csf + csub
+
+        for ts, kind, neg_dur, idx, e in items:
+            while stack and ts >= stack[-1][1]:
+                close(stack.pop())
+            if kind == 0:
+                dur = -neg_dur
+                if stack:
+                    stack[-1][2] += dur
+                hits[idx] += 1
+                stack.append([idx, ts + dur, 0.0, 0.0, 0.0, dur])
+                continue
+            if not stack:
+                continue
+            top = stack[-1]
+            name = e.get("name", "")
+            if e.get("cat") == "cpu_op":
+                op_time[top[0]][name] = op_time[top[0]].get(name, 0.0) + float(e.get("dur", 0.0))
+                if name in SYNC_OPS:
+                    syncs[top[0]] += 1
+                continue
+            corr = (e.get("args") or {}).get("correlation")
+            top[3] += gpu_by_corr.get(corr, 0.0)
+            if "Synchronize" in name or name in ("cudaMemcpy", "cuMemcpyDtoH_v2"):
+                syncs[top[0]] += 1
+                sync_wait[top[0]] += float(e.get("dur", 0.0))
+        while stack:
+            close(stack.pop())
+    out = []
+    for idx, (path, line) in enumerate(keys):
+        if not hits[idx]:
+            continue
+        ops = sorted(op_time[idx].items(), key=lambda kv: -kv[1])[:3]
+        out.append({
+            "path": path,
+            "line": line,
+            "self_cpu_us": self_cpu[idx] / calls,
+            "cpu_total_us": total_cpu[idx] / calls,
+            "cuda_us": cuda_self[idx] / calls,
+            "cuda_total_us": cuda_total[idx] / calls,
+            "hits": hits[idx] / calls,
+            "syncs": syncs[idx],
+            "sync_wait_us": sync_wait[idx] / calls,
+            "top_ops": [name for name, _ in ops],
+        })
+    return out
+
+
+def key_average_rows(prof):
+    rows = []
+    for avg in prof.key_averages():
+        key = avg.key
+        if key.startswith("<built-in") or ("(" in key and "): " in key):
+            continue  # python_function events from with_stack
+        rows.append({
+            "name": key,
+            "calls": int(avg.count),
+            "self_cpu_us": float(avg.self_cpu_time_total),
+            "cpu_total_us": float(avg.cpu_time_total),
+            "self_device_us": float(getattr(avg, "self_device_time_total", getattr(avg, "self_cuda_time_total", 0.0))),
+            "device_total_us": float(getattr(avg, "device_time_total", getattr(avg, "cuda_time_total", 0.0))),
+            "flops": float(getattr(avg, "flops", 0) or 0),
+        })
+    return rows
+
+
+def device_properties(torch, device):
+    if device.type != "cuda":
+        return {"name": platform.processor() or platform.machine() or "cpu", "threads": torch.get_num_threads()}
+    p = torch.cuda.get_device_properties(device)
+    props = {"name": p.name, "capability": "%d.%d" % (p.major, p.minor), "total_memory": int(p.total_memory),
+             "multi_processor_count": int(p.multi_processor_count)}
+    for attr in ("L2_cache_size", "clock_rate", "memory_clock_rate", "memory_bus_width", "uuid"):
+        value = getattr(p, attr, None)
+        if value is not None:
+            props[attr] = value if isinstance(value, (int, float)) else str(value)
+    return props
+
+
+# --- the worker process -------------------------------------------------------------------
+
+
+class Worker:
+    """Owns the channel, the captured output and the job loop."""
+
+    def __init__(self):
+        proto_in, proto_out = os.dup(0), os.dup(1)
+        self.real_err = os.fdopen(os.dup(2), "w", buffering=1)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        read_end, write_end = os.pipe()
+        os.dup2(write_end, 1)
+        os.dup2(write_end, 2)
+        os.close(write_end)
+        self.channel = Channel(proto_in, proto_out)
+        self.capture = OutputCapture(read_end)
+        self.requests: queue.Queue[Any] = queue.Queue()
+        self.cancel_requested = threading.Event()
+        self.current_job = None
+        self.jobs_run = 0
+        faulthandler.enable(file=self.real_err, all_threads=False)
+        if hasattr(signal, "SIGUSR1"):
+            faulthandler.register(signal.SIGUSR1, file=self.real_err, all_threads=False)
+        self._real_exit = os._exit
+        os._exit = self._exit_hook
+        self.torch = None
+
+    def log(self, text):
+        self.real_err.write("kernelscope-worker: %s\n" % text)
+
+    def _exit_hook(self, code=0):
+        job = self.current_job
+        if job is not None:
+            frame = sys._getframe(1)
+            output, _ = self.capture.collect()
+            self.channel.send({
+                "type": "profile_failed", "job_id": job.id, "kind": "exit",
+                "message": "user code called os._exit(%s); the worker was replaced" % code,
+                "path": frame.f_code.co_filename, "line": frame.f_lineno, "output": output,
+            })
+        self._real_exit(code)
+
+    def _read_requests(self):
+        while True:
+            try:
+                msg = self.channel.receive()
+            except Exception as e:
+                self.log("bad frame: %r" % e)
+                msg = None
+            if msg is None:  # the server went away: stop at once, even mid-job
+                self._real_exit(0)
+            if msg.get("type") == "cancel":
+                job = self.current_job
+                if job is not None and job.id == msg.get("job_id"):
+                    self.cancel_requested.set()
+                    import _thread
+
+                    _thread.interrupt_main()
+                continue
+            self.requests.put(msg)
+
+    def start(self):
+        t0 = time.perf_counter()
+        import torch
+
+        self.torch = torch
+        cuda_init_us = None
+        devices = []
+        if torch.cuda.is_available():
+            t = time.perf_counter()
+            torch.cuda.init()
+            torch.zeros(1, device="cuda")
+            torch.cuda.synchronize()
+            cuda_init_us = (time.perf_counter() - t) * 1e6
+            for i in range(torch.cuda.device_count()):
+                p = torch.cuda.get_device_properties(i)
+                devices.append({"index": i, "name": p.name, "total_memory": int(p.total_memory),
+                                "multi_processor_count": int(p.multi_processor_count),
+                                "capability": "%d.%d" % (p.major, p.minor)})
+        self._warm_profiler()
+        self.log("ready in %.2fs" % (time.perf_counter() - t0))
+        self.channel.send({
+            "type": "worker_ready", "pid": os.getpid(), "hostname": socket.gethostname(),
+            "python": platform.python_version(), "executable": sys.executable,
+            "torch": torch.__version__, "cuda": torch.version.cuda, "devices": devices,
+            "cuda_init_us": cuda_init_us, "platform": platform.platform(),
+        })
+        threading.Thread(target=self._read_requests, name="ks-requests", daemon=True).start()
+
+    def _warm_profiler(self):
+        """The first profile() in a process costs ~1.4 s; pay it before the first job."""
+        torch = self.torch
+        from torch.profiler import ProfilerActivity, profile
+
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+        x = torch.ones(8, device="cuda" if torch.cuda.is_available() else "cpu")
+        with profile(activities=acts, record_shapes=True, with_stack=True):
+            (x + x).sum()
+
+    def serve(self):
+        while True:
+            msg = self.requests.get()
+            kind = msg.get("type")
+            if kind == "shutdown":
+                return
+            if kind == "run_profile":
+                self.run_job(msg)
+
+    def run_job(self, req):
+        job = Job(self, req)
+        saved_path = list(sys.path)
+        saved_modules = set(sys.modules)
+        for d in (job.root, os.path.dirname(job.path)):
+            if d not in sys.path:
+                sys.path.insert(0, d)
+        self.cancel_requested.clear()
+        self.capture.begin()
+        self.current_job = job
+        result: dict = {}
+        try:
+            result = job.run()
+        except JobError as e:
+            result = {"type": "profile_failed", "job_id": job.id, "kind": e.kind, "message": e.message,
+                      "path": e.path, "line": e.line, "traceback": e.tb, "hint": e.hint}
+        except (Cancelled, KeyboardInterrupt) as e:
+            if self.cancel_requested.is_set():
+                result = {"type": "profile_failed", "job_id": job.id, "kind": "cancelled", "message": "cancelled"}
+            else:
+                err = job.user_error("keyboard_interrupt", e)
+                result = {"type": "profile_failed", "job_id": job.id, "kind": err.kind, "message": err.message,
+                          "path": err.path, "line": err.line, "traceback": err.tb}
+        except BaseException as e:
+            result = {"type": "profile_failed", "job_id": job.id, "kind": "internal",
+                      "message": "kernelscope worker error: %s: %s" % (type(e).__name__, e),
+                      "traceback": traceback.format_exc().splitlines()[-12:]}
+        finally:
+            self.current_job = None
+            sys.settrace(None)
+            sys.path[:] = saved_path
+            for name in set(sys.modules) - saved_modules:
+                mod = sys.modules.get(name)
+                if getattr(mod, "__file__", None) and job.is_user_file(mod.__file__) or name == req["module_name"]:
+                    del sys.modules[name]
+            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+            self.jobs_run += 1
+        gc.collect()
+        torch = self.torch
+        if torch is not None and torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        output, truncated = self.capture.collect()
+        result["output"] = output
+        if result["type"] == "profile_finished":
+            result["output_truncated"] = truncated
+        self.cancel_requested.clear()
+        self.channel.send(result)
+
+
+def main():
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    worker = Worker()
+    try:
+        worker.start()
+    except ImportError as e:
+        worker.channel.send({"type": "profile_failed", "job_id": "", "kind": "no_torch",
+                             "message": "torch is not importable by %s on %s (%s); install it there: "
+                             "%s -m pip install torch" % (sys.executable, socket.gethostname(), e, sys.executable)})
+        sys.exit(3)
+    except BaseException as e:
+        worker.channel.send({"type": "profile_failed", "job_id": "", "kind": "worker_start",
+                             "message": "worker could not start: %s: %s" % (type(e).__name__, e)})
+        worker.log(traceback.format_exc())
+        sys.exit(3)
+    worker.serve()
+
+
+main()

@@ -1,0 +1,109 @@
+"""The worker through the launcher: inputs, lines, timings, unsaved buffers, device choice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import WORKLOADS, LauncherDriver, failed, ok
+
+THREE = WORKLOADS / "three_lines.py"
+
+
+def test_three_lines_matmul_line_is_costliest(driver: LauncherDriver) -> None:
+    result = ok(driver.run(f"{THREE}::three_lines"))
+    side = result.finished.sidecar
+    by_line = {s.line: s for s in side.lines if s.path == str(THREE)}
+    assert set(by_line) >= {5, 6, 7}
+    assert by_line[6].self_cpu_us > by_line[5].self_cpu_us
+    assert by_line[6].self_cpu_us > by_line[7].self_cpu_us
+    assert "aten::matmul" in by_line[6].top_ops
+    assert side.function_line == 4
+    assert side.device_type == "cpu"
+    assert (side.wait, side.warmup, side.active) == (1, 1, 2)
+
+
+def test_trace_and_cold_trace_are_written(driver: LauncherDriver) -> None:
+    result = ok(driver.run(f"{THREE}::three_lines"))
+    assert Path(result.finished.trace_path).stat().st_size > 0
+    assert result.finished.trace_path.endswith(".pt.trace.json.gz")
+    cold = result.finished.sidecar.cold
+    assert cold.trace_path and Path(cold.trace_path).is_file()
+    assert cold.first_call_us > 0
+    assert cold.entry_to_first_kernel_us is None  # no GPU here
+
+
+def test_unprofiled_timing_is_reported(driver: LauncherDriver) -> None:
+    timing = ok(driver.run(f"{THREE}::three_lines")).finished.sidecar.timing
+    assert timing.method == "perf_counter"
+    assert timing.reps >= 5
+    assert len(timing.samples_us) == min(timing.reps, 200)
+    assert timing.us_per_call > 0
+
+
+def test_callee_lines_in_the_project_are_attributed(driver: LauncherDriver) -> None:
+    side = ok(driver.run(f"{THREE}::helper_calls")).finished.sidecar
+    by_line = {s.line: s for s in side.lines}
+    # line 13 calls square(); its total includes line 18 (the matmul inside square)
+    assert 18 in by_line
+    assert by_line[13].cpu_total_us >= by_line[18].cpu_total_us
+    assert by_line[13].self_cpu_us < by_line[13].cpu_total_us
+
+
+def test_method_with_instance_from_provider(driver: LauncherDriver) -> None:
+    side = ok(driver.run(f"{THREE}::Scaler.scale")).finished.sidecar
+    assert any(s.line == 26 for s in side.lines)
+
+
+def test_provider_dict_form_and_batch_size(driver: LauncherDriver) -> None:
+    result = ok(driver.run(f"{THREE}::sized", batch_size=4))
+    names = {r.name for r in result.finished.sidecar.key_averages}
+    assert "aten::sum" in names
+
+
+def test_batch_size_needs_a_provider_parameter(driver: LauncherDriver) -> None:
+    f = failed(driver.run(f"{THREE}::Scaler.scale", batch_size=2))
+    assert f.kind == "missing_inputs"
+    assert "batch_size" in f.message
+
+
+def test_pyproject_inputs_mapping(driver: LauncherDriver) -> None:
+    result = ok(driver.run(f"{WORKLOADS}/mapped/pkg/model.py::forward"))
+    assert any(r.name == "aten::mul" for r in result.finished.sidecar.key_averages)
+
+
+def test_unsaved_source_is_profiled_as_the_editor_has_it(driver: LauncherDriver) -> None:
+    source = THREE.read_text().replace("b = a @ a @ a @ a", "b = a.cos()")
+    side = ok(driver.run(f"{THREE}::three_lines", source=source)).finished.sidecar
+    by_line = {s.line: s for s in side.lines}
+    assert "aten::cos" in by_line[6].top_ops
+
+
+def test_user_modules_are_reimported_fresh(driver: LauncherDriver, tmp_path: Path) -> None:
+    mod = tmp_path / "fresh.py"
+    mod.write_text("import torch\n\ndef f():\n    return torch.ones(2).sum()\n")
+    ok(driver.run(f"{mod}::f"))
+    mod.write_text("import torch\n\ndef f():\n    return torch.ones(2).cos()\n")
+    side = ok(driver.run(f"{mod}::f")).finished.sidecar
+    assert any(r.name == "aten::cos" for r in side.key_averages)
+
+
+def test_progress_stages_in_order(driver: LauncherDriver) -> None:
+    ok(driver.run(f"{THREE}::three_lines"))
+    stages = [p.stage for p in driver.progress]
+    first = {s: stages.index(s) for s in dict.fromkeys(stages)}
+    order = ["import", "inputs", "cold", "wait", "warmup", "active", "export", "timing", "lines"]
+    assert [s for s in order if s in first] == order
+    assert [first[s] for s in order] == sorted(first[s] for s in order)
+
+
+def test_cuda_request_without_gpu_is_a_clear_error(driver: LauncherDriver) -> None:
+    f = failed(driver.run(f"{THREE}::three_lines", device="cuda"))
+    assert f.kind == "no_cuda"
+    f = failed(driver.run(f"{THREE}::three_lines", device="tpu"))
+    assert f.kind == "bad_device"
+
+
+def test_worker_is_reused_between_jobs(driver: LauncherDriver) -> None:
+    first = ok(driver.run(f"{THREE}::three_lines")).ready.pid
+    second = ok(driver.run(f"{THREE}::three_lines")).ready.pid
+    assert first == second

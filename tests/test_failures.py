@@ -1,0 +1,81 @@
+"""Every bad input gets a clear error naming the user's file and line; the next job still works."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import WORKLOADS, LauncherDriver, failed, ok
+
+from kernelscope.targets import TargetError, load_target
+
+FAIL = WORKLOADS / "failures.py"
+GOOD = f"{WORKLOADS}/three_lines.py::cpu_sync"
+
+
+def _next_job_works(driver: LauncherDriver) -> None:
+    ok(driver.run(GOOD))
+
+
+@pytest.mark.parametrize(
+    ("spec", "kind", "line", "words"),
+    [
+        (f"{FAIL}::raises", "user_exception", 10, "ValueError: bad shape (3,)"),
+        (f"{FAIL}::interrupted", "keyboard_interrupt", 27, "KeyboardInterrupt"),
+        (f"{FAIL}::sys_exit", "exit", 31, "SystemExit: 4"),
+        (f"{FAIL}::oom", "cuda_oom", 36, "OutOfMemoryError"),
+        (f"{FAIL}::reads_stdin", "user_exception", 49, "EOFError"),
+        (f"{FAIL}::exits", "exit", 14, "os._exit(7)"),
+        (f"{FAIL}::segfault", "crash", 18, "Segmentation fault"),
+        (f"{WORKLOADS}/syntax_error.py::broken", "syntax_error", 1, "SyntaxError"),
+        (f"{WORKLOADS}/three_lines.py::nope", "unknown_qualname", None, "three_lines.py has no 'nope'"),
+        (f"{WORKLOADS}/three_lines.py::NOT_A_FUNCTION", "not_callable", None, "is a int"),
+        (f"{WORKLOADS}/three_lines.py::needs_inputs", "missing_inputs", 33, "needs_inputs_inputs"),
+    ],
+)
+def test_bad_input(driver: LauncherDriver, spec: str, kind: str, line: int | None, words: str) -> None:
+    f = failed(driver.run(spec))
+    assert f.kind == kind, f
+    assert words in f.message, f.message
+    if line is not None:
+        assert f.line == line, f
+        assert f.path and f.path.endswith(spec.split("::")[0].rsplit("/", 1)[1])
+    assert not any("kernelscope" in t for t in f.traceback if kind != "crash"), f.traceback
+    _next_job_works(driver)
+
+
+def test_missing_inputs_hint_is_a_provider_stub(driver: LauncherDriver) -> None:
+    f = failed(driver.run(f"{WORKLOADS}/three_lines.py::needs_inputs"))
+    assert f.hint is not None
+    assert f.hint.startswith("def needs_inputs_inputs(batch_size: int = 1")
+    assert "x = torch.randn(" in f.hint
+    compile(f.hint, "stub", "exec")
+
+
+def test_missing_file_is_refused_before_any_worker(tmp_path: Path) -> None:
+    with pytest.raises(TargetError, match="no such file"):
+        load_target(f"{tmp_path / 'gone.py'}::f")
+
+
+def test_unsaved_buffer_of_a_file_not_on_disk_runs(driver: LauncherDriver, tmp_path: Path) -> None:
+    source = "import torch\n\ndef f():\n    return torch.ones(3).sum()\n"
+    ok(driver.run(f"{tmp_path / 'new.py'}::f", source=source))
+
+
+def test_endless_loop_times_out_at_its_line(driver: LauncherDriver) -> None:
+    f = failed(driver.run(f"{FAIL}::endless", timeout=3.0))
+    assert f.kind == "timeout"
+    assert "timed out after 3 s" in f.message
+    assert f.line in (22, 23)
+    _next_job_works(driver)
+
+
+def test_output_is_captured_and_frames_survive(driver: LauncherDriver) -> None:
+    result = ok(driver.run(f"{FAIL}::noisy"))
+    out = result.finished.output
+    assert result.finished.output_truncated
+    assert len(out.encode()) <= 64 * 1024 + 16
+    assert "hello from a subprocess" in out
+    assert "raw bytes on fd 1" in out
+    assert "hello from C printf" in out
+    _next_job_works(driver)

@@ -1,0 +1,2 @@
+def forward(x, scale):
+    return x * scale
