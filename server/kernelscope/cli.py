@@ -15,7 +15,7 @@ from kernelscope.launcher import JobFailed, JobResult, Launcher
 from kernelscope.progress_line import ProgressLine
 from kernelscope.protocol import ProfileFailed, RunProfile
 from kernelscope.render_text import render_failure, render_report
-from kernelscope.report import Report, build_report
+from kernelscope.report import Report, build_report, save_sidecar
 from kernelscope.targets import Schedule, Target, TargetError, build_request, load_target
 from kernelscope.trace_model import TraceError, load_trace
 
@@ -129,6 +129,7 @@ async def _run_job(
 
 
 def _report(result: JobResult, target: Target) -> Report:
+    save_sidecar(result.finished)
     trace = load_trace(result.finished.trace_path)
     return build_report(result.finished, result.ready, trace, str(target.path), target.qualname)
 

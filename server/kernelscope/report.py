@@ -191,6 +191,23 @@ def build_report(
     )
 
 
+def sidecar_path(trace_path: str) -> Path:
+    """Where the sidecar of a trace lives: beside it, `X.pt.trace.json.gz` -> `X.sidecar.json`."""
+    name = Path(trace_path).name
+    for suffix in (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return Path(trace_path).with_name(name + ".sidecar.json")
+
+
+def save_sidecar(finished: ProfileFinished) -> Path:
+    """Write the sidecar beside its trace, so `analyze` finds it later."""
+    path = sidecar_path(finished.trace_path)
+    path.write_bytes(msgspec.json.encode(finished.sidecar))
+    return path
+
+
 def _line_rows(lines: list[LineStat]) -> list[LineRow]:
     """Lines sorted by cost, each with its source text."""
     texts: dict[str, list[str]] = {}

@@ -213,16 +213,16 @@ class Trace(msgspec.Struct):
     warnings: list[str]
 
 
-class _TraceView(msgspec.Struct):
-    traceEvents: list[Event]  # noqa: N815 (the JSON key)
-    deviceProperties: list[dict[str, Any]] = []  # noqa: N815
-    baseTimeNanoseconds: int | None = None  # noqa: N815
+class _TraceView(msgspec.Struct, rename="camel"):
+    trace_events: list[Event]
+    device_properties: list[dict[str, Any]] = []
+    base_time_nanoseconds: int | None = None
 
 
-class _LooseTraceView(msgspec.Struct):
-    traceEvents: list[msgspec.Raw]  # noqa: N815
-    deviceProperties: msgspec.Raw = _NO_RAW  # noqa: N815
-    baseTimeNanoseconds: msgspec.Raw = _NO_RAW  # noqa: N815
+class _LooseTraceView(msgspec.Struct, rename="camel"):
+    trace_events: list[msgspec.Raw]
+    device_properties: msgspec.Raw = _NO_RAW
+    base_time_nanoseconds: msgspec.Raw = _NO_RAW
 
 
 _VIEW_DECODER = msgspec.json.Decoder(_TraceView)
@@ -242,7 +242,7 @@ def load_trace(path: str | Path) -> Trace:
 def decode_trace(data: bytes) -> Trace:
     """Build a Trace from the bytes of a Kineto trace, plain JSON or gzip."""
     view, warnings = _decode_view(_decompress(data))
-    if not view.traceEvents:
+    if not view.trace_events:
         raise TraceError("the trace has no events")
     return _build(view, warnings)
 
@@ -272,10 +272,10 @@ def _decode_view(data: bytes) -> tuple[_TraceView, Counter[str]]:
 def _decode_loose(data: bytes) -> tuple[_TraceView, Counter[str]]:
     try:
         loose = _LOOSE_DECODER.decode(data)
-        raw_events = list(loose.traceEvents)
+        raw_events: list[object] = list(loose.trace_events)
         top = {
-            "deviceProperties": _decode_any(loose.deviceProperties),
-            "baseTimeNanoseconds": _decode_any(loose.baseTimeNanoseconds),
+            "deviceProperties": _decode_any(loose.device_properties),
+            "baseTimeNanoseconds": _decode_any(loose.base_time_nanoseconds),
         }
     except msgspec.ValidationError:
         raise TraceError("not a Kineto trace: no traceEvents list") from None
@@ -285,8 +285,8 @@ def _decode_loose(data: bytes) -> tuple[_TraceView, Counter[str]]:
     events: list[Event] = []
     for raw in raw_events:
         try:
-            events.append(_EVENT_DECODER.decode(raw))
-        except msgspec.MsgspecError:
+            events.append(_decode_event(raw))
+        except (msgspec.MsgspecError, OverflowError, RecursionError, TypeError, ValueError):
             warnings["skipped malformed events"] += 1
     properties = top.get("deviceProperties")
     if not _is_list_of_dicts(properties):
@@ -301,13 +301,20 @@ def _decode_any(raw: msgspec.Raw) -> object:
     return msgspec.json.decode(raw) if raw is not _NO_RAW else None
 
 
+def _decode_event(raw: object) -> Event:
+    """One event from its JSON (a Raw) or from the standard library's parse of it."""
+    if not isinstance(raw, msgspec.Raw):
+        raw = msgspec.json.encode(raw)
+    return _EVENT_DECODER.decode(raw)
+
+
 def _is_list_of_dicts(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(d, dict) for d in value)  # pyright: ignore[reportUnknownVariableType]
 
 
-def _decode_nonstandard(data: bytes) -> tuple[dict[str, object], list[bytes]]:
+def _decode_nonstandard(data: bytes) -> tuple[dict[str, object], list[object]]:
     """Parse with the standard library, which also takes the NaN and Infinity that some
-    writers emit; events are re-encoded (NaN becomes null) to be decoded one by one."""
+    writers emit; events are later re-encoded (NaN becomes null) and decoded one by one."""
     try:
         top: object = json.loads(data)
     except (ValueError, RecursionError) as exc:
@@ -316,11 +323,11 @@ def _decode_nonstandard(data: bytes) -> tuple[dict[str, object], list[bytes]]:
         raise TraceError("not a Kineto trace: no traceEvents list")
     fields: dict[str, object] = top  # pyright: ignore[reportUnknownVariableType]
     events: list[object] = fields["traceEvents"]  # pyright: ignore[reportAssignmentType]
-    return fields, [msgspec.json.encode(e) for e in events]
+    return fields, events
 
 
 def _build(view: _TraceView, warnings: Counter[str]) -> Trace:
-    buckets = _bucket_by_cat(view.traceEvents)
+    buckets = _bucket_by_cat(view.trace_events)
     cpu_ops = _host_ops(buckets.get(CPU_OP, []), warnings)
     annotations = _host_ops(buckets.get(USER_ANNOTATION, []), warnings)
     runtime: list[Op] = []
@@ -344,8 +351,8 @@ def _build(view: _TraceView, warnings: Counter[str]) -> Trace:
         gpu_events=gpu,
         gpu_annotations=_spans(buckets.get(GPU_USER_ANNOTATION, []), warnings),
         steps=_steps(annotations, cpu_ops),
-        device_properties=view.deviceProperties,
-        base_time_ns=view.baseTimeNanoseconds,
+        device_properties=view.device_properties,
+        base_time_ns=view.base_time_nanoseconds,
         warnings=[f"{reason}: {n}" for reason, n in sorted(warnings.items())],
     )
 
@@ -414,7 +421,7 @@ def _gpu_events(events: list[Event], warnings: Counter[str]) -> list[GpuEvent]:
                 e.cat, e.name, e.ts, e.dur, device, stream, a.correlation, a.external_id,
                 a.bytes, e.args,
             )
-        )  # fmt: skip
+        )
     return out
 
 

@@ -33,7 +33,7 @@ from typing import Any
 HEADER = struct.Struct(">I")
 OUTPUT_KEEP = 64 * 1024
 SYNC_MARK = b"\x00kernelscope-sync\x00"
-SYNC_OPS = ("aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::tolist")
+SYNC_OPS = ("aten::_local_scalar_dense", "aten::nonzero")
 STAGES_PROFILED = ("wait", "warmup", "active")
 
 
@@ -590,8 +590,9 @@ class Job:
 
     def attribute_lines(self, call, sync, activities, trace_dir, stem, calls):
         from torch.autograd.profiler import record_function
-        from torch.profiler import profile
+        from torch.profiler import ProfilerActivity, profile
 
+        cuda = ProfilerActivity.CUDA in activities
         keys = []
         key_index = {}
         open_ranges = {}
@@ -638,7 +639,7 @@ class Job:
             sync()
         prof.export_chrome_trace(tmp)
         try:
-            return line_stats(load_json(tmp), keys, calls)
+            return line_stats(load_json(tmp), keys, calls, cuda)
         finally:
             os.unlink(tmp)
 
@@ -669,7 +670,7 @@ def first_kernel_after(events, name):
     return (min(gpu) - start) if gpu else None
 
 
-def line_stats(events, keys, calls):
+def line_stats(events, keys, calls, cuda):
     """Per-line self/total CPU and CUDA time from the line pass's annotations."""
     gpu_by_corr = {}
     for e in events:
@@ -724,8 +725,8 @@ def line_stats(events, keys, calls):
             name = e.get("name", "")
             if e.get("cat") == "cpu_op":
                 op_time[top[0]][name] = op_time[top[0]].get(name, 0.0) + float(e.get("dur", 0.0))
-                if name in SYNC_OPS:
-                    syncs[top[0]] += 1
+                if name in SYNC_OPS and not cuda:
+                    syncs[top[0]] += 1  # on a GPU the runtime's synchronize calls count instead
                 continue
             corr = (e.get("args") or {}).get("correlation")
             top[3] += gpu_by_corr.get(corr, 0.0)
@@ -747,7 +748,7 @@ def line_stats(events, keys, calls):
             "cuda_us": cuda_self[idx] / calls,
             "cuda_total_us": cuda_total[idx] / calls,
             "hits": hits[idx] / calls,
-            "syncs": syncs[idx],
+            "syncs": int(round(syncs[idx] / float(calls))),
             "sync_wait_us": sync_wait[idx] / calls,
             "top_ops": [name for name, _ in ops],
         })

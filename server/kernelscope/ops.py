@@ -1,0 +1,129 @@
+"""The per-op table of self and total CPU and CUDA time, as torch's ``key_averages()``.
+
+Rows are host spans: aten ops, ``record_function`` annotations (``ProfilerStep#N`` folded
+into ``ProfilerStep*``) and runtime/driver calls, which torch also counts as CPU events and as
+children of the op that made them. GPU events are not rows: their time is the self CUDA time
+of the op that launched them. As in torch, an op whose only child has its own name absorbs
+that child (``_remove_dup_nodes``).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+import msgspec
+
+from kernelscope.trace_model import STEP_PREFIX, Op, Trace
+
+__all__ = ["OpStat", "op_table", "step_window"]
+
+STEP_KEY = "ProfilerStep*"
+
+
+class OpStat(msgspec.Struct):
+    """Totals for one op name over a window; times in µs."""
+
+    name: str
+    calls: int
+    self_cpu_us: float
+    cpu_total_us: float
+    self_cuda_us: float
+    cuda_total_us: float
+
+
+def step_window(trace: Trace) -> tuple[float, float]:
+    """From the first step's start to the last step's end; (0, 0) when there are no steps."""
+    if not trace.steps:
+        return (0.0, 0.0)
+    return (min(s.ts for s in trace.steps), max(s.end for s in trace.steps))
+
+
+def op_table(trace: Trace, window: tuple[float, float] | None = None) -> list[OpStat]:
+    """Per-name totals of the ops that start inside ``window`` (default: inside a step),
+    sorted by self CUDA time, then self CPU time, largest first."""
+    ops = trace.ops
+    self_cuda = _self_cuda(trace)
+    cuda_total = _subtree_sums(ops, self_cuda)
+    keep = _starts_in(ops, _intervals(trace, window))
+    rows: dict[str, OpStat] = {}
+    absorbed_into = list(range(len(ops)))
+    for op in ops:
+        i = op.index
+        host = _absorbing_parent(ops, op)
+        if host >= 0:
+            absorbed_into[i] = absorbed_into[host]
+        row_op = ops[absorbed_into[i]]
+        if not keep[row_op.index]:
+            continue
+        row = rows.get(_key(row_op.name))
+        if row is None:
+            row = rows[_key(row_op.name)] = OpStat(_key(row_op.name), 0, 0.0, 0.0, 0.0, 0.0)
+        row.self_cpu_us += _self_cpu(ops, op)
+        row.self_cuda_us += self_cuda[i]
+        if host < 0:
+            row.calls += 1
+            row.cpu_total_us += op.dur
+            row.cuda_total_us += cuda_total[i]
+    return sorted(rows.values(), key=lambda r: (r.self_cuda_us, r.self_cpu_us), reverse=True)
+
+
+def _key(name: str) -> str:
+    return STEP_KEY if name.startswith(STEP_PREFIX) else name
+
+
+def _absorbing_parent(ops: list[Op], op: Op) -> int:
+    """The parent that takes this op in, as torch's ``_remove_dup_nodes``, else -1."""
+    if op.parent < 0:
+        return -1
+    parent = ops[op.parent]
+    if len(parent.children) == 1 and _key(parent.name) == _key(op.name):
+        return parent.index
+    return -1
+
+
+def _self_cpu(ops: list[Op], op: Op) -> float:
+    return op.dur - sum(ops[c].dur for c in op.children)
+
+
+def _self_cuda(trace: Trace) -> list[float]:
+    """GPU time (kernels, copies, sets) of each op's own launches."""
+    own = [0.0] * len(trace.ops)
+    for event in trace.gpu_events:
+        if event.op >= 0:
+            own[event.op] += event.dur
+    return own
+
+
+def _subtree_sums(ops: list[Op], values: list[float]) -> list[float]:
+    """Each op's value plus all its descendants'; parents precede children in ``ops``."""
+    sums = list(values)
+    for op in reversed(ops):
+        if op.parent >= 0:
+            sums[op.parent] += sums[op.index]
+    return sums
+
+
+def _intervals(
+    trace: Trace, window: tuple[float, float] | None
+) -> tuple[list[float], list[float]]:
+    """Sorted, disjoint [start, end) intervals as parallel lists of starts and ends."""
+    if window is not None:
+        return [window[0]], [window[1]]
+    starts: list[float] = []
+    ends: list[float] = []
+    for step in sorted(trace.steps, key=lambda s: s.ts):
+        if ends and step.ts <= ends[-1]:
+            ends[-1] = max(ends[-1], step.end)
+        else:
+            starts.append(step.ts)
+            ends.append(step.end)
+    return starts, ends
+
+
+def _starts_in(ops: list[Op], intervals: tuple[list[float], list[float]]) -> list[bool]:
+    starts, ends = intervals
+    keep: list[bool] = []
+    for op in ops:
+        k = bisect_right(starts, op.ts) - 1
+        keep.append(k >= 0 and op.ts < ends[k])
+    return keep
