@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from kernelscope.launcher import JobFailed, JobResult, Launcher
 from kernelscope.protocol import JobProgress, ProfileFailed
 from kernelscope.targets import Schedule, build_request, load_target
@@ -29,7 +28,9 @@ class LauncherDriver:
 
     def run(self, spec: str, timeout: float = 60.0, **options: Any) -> JobResult | ProfileFailed:
         source = options.pop("source", None)
-        schedule = Schedule(options.pop("wait", 1), options.pop("warmup", 1), options.pop("active", 2))
+        schedule = Schedule(
+            options.pop("wait", 1), options.pop("warmup", 1), options.pop("active", 2)
+        )
         target = load_target(spec, source=source)
         request = build_request(target, self.tmp / "traces", schedule, source=source, **options)
         self.progress = []

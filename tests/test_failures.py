@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 from conftest import WORKLOADS, LauncherDriver, failed, ok
-
 from kernelscope.targets import TargetError, load_target
 
 FAIL = WORKLOADS / "failures.py"
@@ -28,18 +27,25 @@ def _next_job_works(driver: LauncherDriver) -> None:
         (f"{FAIL}::exits", "exit", 14, "os._exit(7)"),
         (f"{FAIL}::segfault", "crash", 18, "Segmentation fault"),
         (f"{WORKLOADS}/syntax_error.py::broken", "syntax_error", 1, "SyntaxError"),
-        (f"{WORKLOADS}/three_lines.py::nope", "unknown_qualname", None, "three_lines.py has no 'nope'"),
+        (
+            f"{WORKLOADS}/three_lines.py::nope",
+            "unknown_qualname",
+            None,
+            "three_lines.py has no 'nope'",
+        ),
         (f"{WORKLOADS}/three_lines.py::NOT_A_FUNCTION", "not_callable", None, "is a int"),
         (f"{WORKLOADS}/three_lines.py::needs_inputs", "missing_inputs", 33, "needs_inputs_inputs"),
     ],
 )
-def test_bad_input(driver: LauncherDriver, spec: str, kind: str, line: int | None, words: str) -> None:
+def test_bad_input(
+    driver: LauncherDriver, spec: str, kind: str, line: int | None, words: str
+) -> None:
     f = failed(driver.run(spec))
     assert f.kind == kind, f
     assert words in f.message, f.message
     if line is not None:
         assert f.line == line, f
-        assert f.path and f.path.endswith(spec.split("::")[0].rsplit("/", 1)[1])
+        assert f.path and f.path.endswith(spec.split("::", maxsplit=1)[0].rsplit("/", 1)[1])
     assert not any("kernelscope" in t for t in f.traceback if kind != "crash"), f.traceback
     _next_job_works(driver)
 
@@ -79,3 +85,43 @@ def test_output_is_captured_and_frames_survive(driver: LauncherDriver) -> None:
     assert "raw bytes on fd 1" in out
     assert "hello from C printf" in out
     _next_job_works(driver)
+
+
+def test_cancel_stops_the_job_and_keeps_the_worker(driver: LauncherDriver) -> None:
+    pid = ok(driver.run(GOOD)).ready.pid
+    stopped_in = _cancel(driver, "endless")
+    assert stopped_in < 2.0
+    assert ok(driver.run(GOOD)).ready.pid == pid  # the Python loop was interrupted, not killed
+
+
+def test_cancel_kills_a_worker_stuck_in_c_code(driver: LauncherDriver) -> None:
+    pid = ok(driver.run(GOOD)).ready.pid
+    assert _cancel(driver, "blocked_in_c") < 2.0
+    assert ok(driver.run(GOOD)).ready.pid != pid
+
+
+def _cancel(driver: LauncherDriver, qualname: str) -> float:
+    import asyncio
+    import time
+
+    from kernelscope.targets import Schedule, build_request
+
+    target = load_target(f"{FAIL}::{qualname}")
+    request = build_request(target, driver.tmp / "traces", Schedule(0, 0, 1))
+
+    async def cancel_after(delay: float) -> float:
+        task = asyncio.ensure_future(driver.launcher.profile(request, None, 60.0))
+        await asyncio.sleep(delay)
+        t0 = time.perf_counter()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return time.perf_counter() - t0
+
+    return driver.loop.run_until_complete(cancel_after(2.0))
+
+
+def test_crash_replaces_the_worker(driver: LauncherDriver) -> None:
+    pid = ok(driver.run(GOOD)).ready.pid
+    failed(driver.run(f"{FAIL}::segfault"))
+    assert ok(driver.run(GOOD)).ready.pid != pid

@@ -1,2 +1,3 @@
 """kernelscope: torch.profiler inside the editor."""
+
 __version__ = "0.1.0"

@@ -173,11 +173,24 @@ def _analyze(args: argparse.Namespace) -> int:
         )
         return EXIT_OK
     print(f"kernelscope · {path}  ({len(trace.steps)} steps)")
-    print("\n".join(table(
-        ["name", "calls", "self CPU", "CPU total", "self CUDA", "CUDA total"],
-        [[o.name[:48], str(o.calls), fmt_us(o.self_cpu_us), fmt_us(o.cpu_total_us),
-          fmt_us(o.self_cuda_us), fmt_us(o.cuda_total_us)] for o in ops[:20]],
-    )))
+    print(
+        "\n".join(
+            table(
+                ["name", "calls", "self CPU", "CPU total", "self CUDA", "CUDA total"],
+                [
+                    [
+                        o.name[:48],
+                        str(o.calls),
+                        fmt_us(o.self_cpu_us),
+                        fmt_us(o.cpu_total_us),
+                        fmt_us(o.self_cuda_us),
+                        fmt_us(o.cuda_total_us),
+                    ]
+                    for o in ops[:20]
+                ],
+            )
+        )
+    )
     return EXIT_OK
 
 

@@ -99,6 +99,10 @@ class WorkerProcess:
             log.info("worker %s: %s -> %s", self.pid, self.state.value, state.value)
             self.state = state
 
+    def _mark_idle(self) -> None:
+        if self.state is WorkerState.BUSY:
+            self._set_state(WorkerState.READY)
+
     async def start(self, timeout: float) -> WorkerReady:
         """Spawn, stream the program, and wait for its WorkerReady frame."""
         loop = asyncio.get_running_loop()
@@ -171,8 +175,9 @@ class WorkerProcess:
         elif isinstance(msg, JobProgress):
             if pending and pending.job_id == msg.job_id and pending.on_progress:
                 pending.on_progress(msg)
-        elif not msg.job_id and self._ready_future and not self._ready_future.done():
-            self._ready_future.set_result(msg)  # failed before ready: no torch, say
+        elif isinstance(msg, ProfileFailed) and not msg.job_id:
+            if self._ready_future and not self._ready_future.done():
+                self._ready_future.set_result(msg)  # failed before ready: no torch, say
         elif pending and pending.job_id == msg.job_id and not pending.future.done():
             if isinstance(msg, ProfileFailed) and msg.kind == "exit":
                 self._exit_failure = msg  # the process is about to end by os._exit
@@ -248,8 +253,7 @@ class WorkerProcess:
             result = await pending.future
         finally:
             self._pending = None
-        if self.state is WorkerState.BUSY:
-            self._set_state(WorkerState.READY)
+        self._mark_idle()
         if isinstance(result, ProfileFailed):
             if self._exit_failure is not None:
                 await self.kill()
@@ -275,8 +279,7 @@ class WorkerProcess:
                 await self._proc.stdin.drain()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(pending.future), 1.0)
-                if self.state is WorkerState.BUSY:
-                    self._set_state(WorkerState.READY)
+                self._mark_idle()
                 return
         await self.kill()
 
@@ -296,7 +299,11 @@ class WorkerProcess:
 
     async def shutdown(self) -> None:
         """Ask the worker to exit; kill it if it lingers."""
-        if self._proc is not None and self._proc.stdin is not None and self.state is WorkerState.READY:
+        if (
+            self._proc is not None
+            and self._proc.stdin is not None
+            and self.state is WorkerState.READY
+        ):
             with contextlib.suppress(Exception):
                 self._proc.stdin.write(protocol.encode_frame(protocol.Shutdown()))
                 await self._proc.stdin.drain()

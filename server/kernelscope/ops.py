@@ -1,10 +1,10 @@
 """The per-op table of self and total CPU and CUDA time, as torch's ``key_averages()``.
 
-Rows are host spans: aten ops, ``record_function`` annotations (``ProfilerStep#N`` folded
-into ``ProfilerStep*``) and runtime/driver calls, which torch also counts as CPU events and as
+Rows are host spans: aten ops, ``record_function`` annotations (``ProfilerStep#N`` counted
+as ``ProfilerStep*``) and runtime/driver calls, which torch also counts as CPU events and as
 children of the op that made them. GPU events are not rows: their time is the self CUDA time
 of the op that launched them. As in torch, an op whose only child has its own name absorbs
-that child (``_remove_dup_nodes``).
+that child (``EventList._remove_dup_nodes``).
 """
 
 from __future__ import annotations
@@ -46,24 +46,21 @@ def op_table(trace: Trace, window: tuple[float, float] | None = None) -> list[Op
     cuda_total = _subtree_sums(ops, self_cuda)
     keep = _starts_in(ops, _intervals(trace, window))
     rows: dict[str, OpStat] = {}
-    absorbed_into = list(range(len(ops)))
+    row_of = _absorbed_into(ops)
     for op in ops:
-        i = op.index
-        host = _absorbing_parent(ops, op)
-        if host >= 0:
-            absorbed_into[i] = absorbed_into[host]
-        row_op = ops[absorbed_into[i]]
+        row_op = ops[row_of[op.index]]
         if not keep[row_op.index]:
             continue
-        row = rows.get(_key(row_op.name))
+        key = _key(row_op.name)
+        row = rows.get(key)
         if row is None:
-            row = rows[_key(row_op.name)] = OpStat(_key(row_op.name), 0, 0.0, 0.0, 0.0, 0.0)
-        row.self_cpu_us += _self_cpu(ops, op)
-        row.self_cuda_us += self_cuda[i]
-        if host < 0:
+            row = rows[key] = OpStat(key, 0, 0.0, 0.0, 0.0, 0.0)
+        row.self_cpu_us += op.self_dur
+        row.self_cuda_us += self_cuda[op.index]
+        if row_op is op:
             row.calls += 1
             row.cpu_total_us += op.dur
-            row.cuda_total_us += cuda_total[i]
+            row.cuda_total_us += cuda_total[op.index]
     return sorted(rows.values(), key=lambda r: (r.self_cuda_us, r.self_cpu_us), reverse=True)
 
 
@@ -71,18 +68,19 @@ def _key(name: str) -> str:
     return STEP_KEY if name.startswith(STEP_PREFIX) else name
 
 
-def _absorbing_parent(ops: list[Op], op: Op) -> int:
-    """The parent that takes this op in, as torch's ``_remove_dup_nodes``, else -1."""
-    if op.parent < 0:
-        return -1
-    parent = ops[op.parent]
-    if len(parent.children) == 1 and _key(parent.name) == _key(op.name):
-        return parent.index
-    return -1
-
-
-def _self_cpu(ops: list[Op], op: Op) -> float:
-    return op.dur - sum(ops[c].dur for c in op.children)
+def _absorbed_into(ops: list[Op]) -> list[int]:
+    """For each op, the op whose row it counts in: its own, or, as torch's
+    ``_remove_dup_nodes``, that of a parent of the same name of which it is the only child."""
+    child_counts = [0] * len(ops)
+    for op in ops:
+        if op.parent >= 0:
+            child_counts[op.parent] += 1
+    row_of = list(range(len(ops)))
+    for op in ops:  # parents come before their children
+        parent = op.parent
+        if parent >= 0 and child_counts[parent] == 1 and _key(ops[parent].name) == _key(op.name):
+            row_of[op.index] = row_of[parent]
+    return row_of
 
 
 def _self_cuda(trace: Trace) -> list[float]:
@@ -103,10 +101,8 @@ def _subtree_sums(ops: list[Op], values: list[float]) -> list[float]:
     return sums
 
 
-def _intervals(
-    trace: Trace, window: tuple[float, float] | None
-) -> tuple[list[float], list[float]]:
-    """Sorted, disjoint [start, end) intervals as parallel lists of starts and ends."""
+def _intervals(trace: Trace, window: tuple[float, float] | None) -> tuple[list[float], list[float]]:
+    """Sorted, disjoint [start, end) intervals, as lists of starts and of ends."""
     if window is not None:
         return [window[0]], [window[1]]
     starts: list[float] = []

@@ -1,4 +1,4 @@
-"""A one-line progress display on stderr: rewritten in place on a terminal, stage lines otherwise."""
+"""One-line progress on stderr: rewritten in place on a terminal, stage lines otherwise."""
 
 from __future__ import annotations
 

@@ -63,13 +63,12 @@ def load_project(path: Path) -> Project:
     inputs = table.get("inputs", {})
     remotes = table.get("remotes", {})
     if not isinstance(inputs, dict) or not all(
-        isinstance(v, str) and ":" in v and ":" in k for k, v in cast(dict[str, Any], inputs).items()
+        isinstance(v, str) and ":" in v and ":" in k
+        for k, v in cast(dict[str, Any], inputs).items()
     ):
         raise ProjectError(
             f'{config}: [tool.kernelscope.inputs] maps "module:function" = "module:provider"'
         )
     if not isinstance(remotes, dict):
         raise ProjectError(f"{config}: [tool.kernelscope.remotes] must be a table")
-    return Project(
-        root, cast(dict[str, str], inputs), cast(dict[str, dict[str, Any]], remotes)
-    )
+    return Project(root, cast(dict[str, str], inputs), cast(dict[str, dict[str, Any]], remotes))

@@ -31,13 +31,15 @@ def shorten(path: str, base: str | None = None) -> str:
     return rel if len(rel) < len(path) else path
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> list[str]:
-    """Columns padded to width; the first `left` columns left-aligned, the rest right."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "") -> list[str]:
+    """Columns padded to width; `align` has one letter a column, l or r (default: l then r)."""
+    align = align or "l" + "r" * (len(headers) - 1)
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
 
     def line(cells: Sequence[str]) -> str:
         out = [
-            c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+            c.ljust(w) if a == "l" else c.rjust(w)
+            for c, w, a in zip(cells, widths, align, strict=True)
         ]
         return "  " + "  ".join(out).rstrip()
 
@@ -56,9 +58,11 @@ def render_report(report: Report, max_ops: int = 15, max_lines: int = 10) -> str
         + (f" via {report.runner.remote}" if report.runner.remote else "")
         + f" · python {report.runner.python} · torch {report.runner.torch}"
         + (f" · CUDA {report.runner.cuda}" if report.runner.cuda else ""),
-        f"schedule  wait {report.steps.wait} · warmup {report.steps.warmup} · active {report.steps.active}",
+        f"schedule  wait {report.steps.wait} · warmup {report.steps.warmup}"
+        f" · active {report.steps.active}",
         "",
-        f"per step    CPU {fmt_us(t.cpu_us_per_step)} · CUDA {fmt_us(t.cuda_us_per_step) if cuda else DASH}"
+        f"per step    CPU {fmt_us(t.cpu_us_per_step)}"
+        f" · CUDA {fmt_us(t.cuda_us_per_step) if cuda else DASH}"
         f" · wall {fmt_us(t.wall_us_per_step)}  (profiled)",
         f"unprofiled  {fmt_us(t.unprofiled_us_per_call)} per call (median of {t.unprofiled_reps}, "
         f"{t.unprofiled_method.replace('_', ' ')})" + _inflation(report),
@@ -68,14 +72,22 @@ def render_report(report: Report, max_ops: int = 15, max_lines: int = 10) -> str
         + (f" · CUDA context {fmt_us(d.cuda_init_us)} at worker start" if d.cuda_init_us else ""),
     ]
     if report.memory:
-        out.append(f"memory      peak {report.memory.peak_allocated_bytes / 2**20:.1f} MiB allocated")
+        out.append(
+            f"memory      peak {report.memory.peak_allocated_bytes / 2**20:.1f} MiB allocated"
+        )
     steps = report.steps.active
     out += ["", f"ops (totals over {steps} active step{'s' if steps != 1 else ''})"]
     out += table(
         ["name", "calls", "self CPU", "CPU total", "self CUDA", "CUDA total"],
         [
-            [o.name[:48], str(o.calls), fmt_us(o.self_cpu_us), fmt_us(o.cpu_total_us),
-             fmt_us(o.self_cuda_us) if cuda else DASH, fmt_us(o.cuda_total_us) if cuda else DASH]
+            [
+                o.name[:48],
+                str(o.calls),
+                fmt_us(o.self_cpu_us),
+                fmt_us(o.cpu_total_us),
+                fmt_us(o.self_cuda_us) if cuda else DASH,
+                fmt_us(o.cuda_total_us) if cuda else DASH,
+            ]
             for o in report.ops[:max_ops]
         ],
     )
@@ -84,16 +96,25 @@ def render_report(report: Report, max_ops: int = 15, max_lines: int = 10) -> str
         out += table(
             ["line", "self CPU", "CPU total", "CUDA", "code"],
             [
-                [f"{shorten(r.path)}:{r.line}", fmt_us(r.self_cpu_us), fmt_us(r.cpu_total_us),
-                 fmt_us(r.cuda_us) if cuda else DASH, "  " + r.code[:60]]
+                [
+                    f"{shorten(r.path)}:{r.line}",
+                    fmt_us(r.self_cpu_us),
+                    fmt_us(r.cpu_total_us),
+                    fmt_us(r.cuda_us) if cuda else DASH,
+                    r.code[:60],
+                ]
                 for r in report.lines[:max_lines]
             ],
-            left=1,
+            align="lrrrl",
         )
     if report.output.strip():
         tail = report.output.rstrip("\n").splitlines()[-10:]
         more = " (truncated)" if report.output_truncated else ""
-        out += ["", f"output of the function (last {len(tail)} lines{more})", *("  " + ln for ln in tail)]
+        out += [
+            "",
+            f"output of the function (last {len(tail)} lines{more})",
+            *("  " + ln for ln in tail),
+        ]
     out += ["", f"trace       {shorten(report.trace.path)}"]
     return "\n".join(out)
 
@@ -114,7 +135,9 @@ def render_failure(failure: ProfileFailed, target: str) -> str:
         code = _source_line(failure.path, failure.line)
         out.append(f"  --> {where}" + (f"\n   | {code}" if code else ""))
     if failure.hint:
-        out.append("  hint:\n" + "\n".join("    " + ln for ln in failure.hint.rstrip().splitlines()))
+        out.append(
+            "  hint:\n" + "\n".join("    " + ln for ln in failure.hint.rstrip().splitlines())
+        )
     if failure.output.strip():
         tail = failure.output.rstrip("\n").splitlines()[-8:]
         out.append("  output of the function (last lines):")

@@ -148,9 +148,7 @@ def build_report(
     cpu_total = sum(calls) if calls else sum(steps)
     cuda_total = sum(g.dur for g in trace.gpu_events)
     return Report(
-        function=FunctionRef(
-            path=function_path, qualname=qualname, line=side.function_line
-        ),
+        function=FunctionRef(path=function_path, qualname=qualname, line=side.function_line),
         device=DeviceRef(side.device_type, side.device_name, side.device_index),
         runner=Runner(
             remote=remote,

@@ -1,19 +1,23 @@
 """Kineto Chrome traces (torch.profiler ``export_chrome_trace``) read into a linked model.
 
-One msgspec decode into view Structs whose ``args`` stay undecoded, one pass that sorts events
-by category, then host spans nested per thread and GPU work linked to its launch and its op.
-Only the args that linking needs are decoded; the rest (``Input Dims`` ...) on demand.
+One msgspec decode into view Structs (``args`` left undecoded, spans validated by msgspec),
+one pass that files events by category, then host spans nested per thread and GPU work linked
+to its launch and to the op that made it. Only the args that linking needs are decoded; the
+rest (``Input Dims`` ...) on demand. A trace msgspec rejects is read again event by event,
+and the bad events are skipped and counted in ``Trace.warnings``.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import re
 import zlib
-from collections import Counter
-from operator import attrgetter
+from collections import Counter, defaultdict
+from itertools import compress
+from operator import attrgetter, eq
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Union, cast
 
 import msgspec
 
@@ -53,26 +57,31 @@ HIDDEN_OPS = frozenset(
     }
 )
 STEP_PREFIX = "ProfilerStep#"
+#: Chrome trace phases other than "X" (complete span); events of these are not read.
+OTHER_PHASES = tuple("BEiICbnestfPONDMVvRc")
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _LIMIT_US = 1e18  # |ts| and dur beyond this (31,000 years) are corrupt, not data
 _NO_RAW = msgspec.Raw(b"{}")
+_TS = attrgetter("ts")
+_DUR = attrgetter("dur")
+_INDEX = attrgetter("index")
 
 
 class TraceError(Exception):
     """The input cannot be read as a Kineto trace; the message is one line."""
 
 
-class Event(msgspec.Struct, gc=False):
-    """One Chrome trace event: only the fields kernelscope reads, ``args`` undecoded."""
+class Event(msgspec.Struct, tag_field="ph", tag="X", gc=False):
+    """A complete ("X") Chrome trace event, only the fields kernelscope reads; ``args`` is
+    left undecoded. Times are µs."""
 
-    ph: str = ""
+    name: str
+    ts: Annotated[float, msgspec.Meta(ge=-_LIMIT_US, le=_LIMIT_US)]
+    dur: Annotated[float, msgspec.Meta(ge=0.0, le=_LIMIT_US)]
     cat: str = ""
-    name: str = ""
     pid: int | str = 0
     tid: int | str = 0
-    ts: float = float("nan")
-    dur: float = float("nan")
     args: msgspec.Raw = _NO_RAW
 
     @property
@@ -81,22 +90,42 @@ class Event(msgspec.Struct, gc=False):
         return self.ts + self.dur
 
 
+class _OtherEvent(msgspec.Struct, tag_field="ph", gc=False):
+    """An event of another phase (metadata, instant, flow ...): nothing is read from it."""
+
+    cat: ClassVar[str] = ""  # files it under "", a category nothing reads
+
+
+if TYPE_CHECKING:
+    _AnyEvent = Event | _OtherEvent
+else:  # msgspec needs one class per tag
+    _AnyEvent = Union[  # noqa: UP007
+        tuple(
+            [Event]
+            + [
+                msgspec.defstruct(f"_Phase{p}", [], bases=(_OtherEvent,), tag=p)
+                for p in OTHER_PHASES
+            ]
+        )
+    ]
+
+
 class OpInputs(msgspec.Struct, frozen=True):
     """Shapes and dtypes an op was called with (present with ``record_shapes=True``)."""
 
-    dims: list[Any] = msgspec.field(default_factory=list, name="Input Dims")
-    types: list[str] = msgspec.field(default_factory=list, name="Input type")
+    dims: list[Any] = msgspec.field(default_factory=list[Any], name="Input Dims")
+    types: list[str] = msgspec.field(default_factory=list[str], name="Input type")
 
 
-class _ExternalId(msgspec.Struct):
+class _ExternalId(msgspec.Struct, gc=False):
     value: int = msgspec.field(default=-1, name="External id")
 
 
-class _RuntimeArgs(msgspec.Struct):
+class _RuntimeArgs(msgspec.Struct, gc=False):
     correlation: int = -1
 
 
-class _GpuArgs(msgspec.Struct):
+class _GpuArgs(msgspec.Struct, gc=False):
     correlation: int = -1
     external_id: int = msgspec.field(default=-1, name="External id")
     device: int = -1
@@ -104,18 +133,21 @@ class _GpuArgs(msgspec.Struct):
     bytes: int = 0
 
 
+_EXTERNAL_ID_FIRST = re.compile(rb'\{\s*"External id"\s*:\s*(-?\d+)\s*[,}]')
 _INPUTS_DECODER = msgspec.json.Decoder(OpInputs)
 _EXTERNAL_ID_DECODER = msgspec.json.Decoder(_ExternalId)
 _RUNTIME_ARGS_DECODER = msgspec.json.Decoder(_RuntimeArgs)
 _GPU_ARGS_DECODER = msgspec.json.Decoder(_GpuArgs)
 
 
-class Op(msgspec.Struct):
+class Op(msgspec.Struct, gc=False):
     """A host span: an aten op (``cpu_op``), a ``record_function`` (``user_annotation``) or a
     runtime/driver call (``cudaLaunchKernel``, ``cuLaunchKernelEx``, ``cudaMemcpyAsync`` ...).
 
-    ``index``, ``parent`` and ``children`` are positions in ``Trace.ops``; ``parent`` is the
-    innermost span on the same thread that contains this one, -1 at top level.
+    ``index`` and ``parent`` are positions in ``Trace.ops``; ``parent`` is the innermost span
+    on the same thread that contains this one (-1 at top level); ``Trace.children`` lists the
+    children. ``self_dur`` is ``dur`` less the children's. ``correlation`` is set on
+    runtime/driver calls.
     """
 
     cat: str
@@ -125,10 +157,10 @@ class Op(msgspec.Struct):
     ts: float
     dur: float
     args: msgspec.Raw
+    self_dur: float
     correlation: int = -1
     index: int = -1
     parent: int = -1
-    children: list[int] = []
 
     @property
     def end(self) -> float:
@@ -141,7 +173,10 @@ class Op(msgspec.Struct):
         return self.cat in RUNTIME_CATS
 
     def external_id(self) -> int:
-        """The op's ``External id`` (decoded on each call), -1 when absent."""
+        """The ``External id`` in the op's args (read on each call), -1 when absent."""
+        match = _EXTERNAL_ID_FIRST.match(self.args)  # Kineto writes it first: no full decode
+        if match:
+            return int(match[1])
         try:
             return _EXTERNAL_ID_DECODER.decode(self.args).value
         except msgspec.MsgspecError:
@@ -155,12 +190,12 @@ class Op(msgspec.Struct):
             return OpInputs()
 
 
-class GpuEvent(msgspec.Struct):
+class GpuEvent(msgspec.Struct, gc=False):
     """A kernel, memcpy or memset on a GPU stream.
 
     ``launch`` is the position in ``Trace.ops`` of the runtime/driver call with the same
-    ``correlation``; ``op`` that of the cpu_op or user_annotation that launched it (by
-    ``External id``, else the innermost op around the launch); -1 when unknown.
+    ``correlation``, ``op`` that of the cpu_op or user_annotation that launched it; -1 when
+    unknown. ``bytes`` is set on memcpys and memsets.
     """
 
     cat: str
@@ -182,8 +217,8 @@ class GpuEvent(msgspec.Struct):
         return self.ts + self.dur
 
 
-class Step(msgspec.Struct, frozen=True):
-    """One profiler step (or the window that stands in for it)."""
+class Step(msgspec.Struct, frozen=True, gc=False):
+    """One profiler step, or the window that stands in for the steps."""
 
     name: str
     ts: float
@@ -196,25 +231,42 @@ class Step(msgspec.Struct, frozen=True):
 
 
 class Trace(msgspec.Struct):
-    """A Kineto trace: host spans nested, GPU work linked. Times are µs floats."""
+    """A Kineto trace with host spans nested and GPU work linked. Times are µs floats."""
 
     ops: list[Op]
-    """Every cpu_op, user_annotation and runtime call, sorted by (ts, -dur)."""
+    """Every cpu_op, user_annotation and runtime/driver call, sorted by (ts, -dur)."""
     cpu_ops: list[Op]
+    """The ops of ``ops`` that are aten ops (and other ``cpu_op``s), in the same order."""
     user_annotations: list[Op]
+    """The ops of ``ops`` that are ``record_function`` ranges, in the same order."""
     launches: list[Op]
+    """The ops of ``ops`` that are runtime/driver calls (launches, copies, syncs)."""
     python_functions: list[Event]
+    """``with_stack`` frames, in file order (Kineto writes them sorted by ts)."""
     gpu_events: list[GpuEvent]
     """Kernels, memcpys and memsets, sorted by ts."""
     gpu_annotations: list[Event]
+    """GPU-side spans of annotations, sorted by ts."""
     steps: list[Step]
     device_properties: list[dict[str, Any]]
     base_time_ns: int | None
     warnings: list[str]
 
+    def children(self, op: Op) -> list[Op]:
+        """The ops directly inside ``op``, in time order (a scan of the ops in its span)."""
+        out: list[Op] = []
+        end = op.end
+        for i in range(op.index + 1, len(self.ops)):
+            other = self.ops[i]
+            if other.ts > end:
+                break
+            if other.parent == op.index:
+                out.append(other)
+        return out
+
 
 class _TraceView(msgspec.Struct, rename="camel"):
-    trace_events: list[Event]
+    trace_events: list[_AnyEvent]
     device_properties: list[dict[str, Any]] = []
     base_time_nanoseconds: int | None = None
 
@@ -227,11 +279,11 @@ class _LooseTraceView(msgspec.Struct, rename="camel"):
 
 _VIEW_DECODER = msgspec.json.Decoder(_TraceView)
 _LOOSE_DECODER = msgspec.json.Decoder(_LooseTraceView)
-_EVENT_DECODER = msgspec.json.Decoder(Event)
+_EVENT_DECODER = msgspec.json.Decoder(_AnyEvent)
 
 
 def load_trace(path: str | Path) -> Trace:
-    """Read a Kineto trace from a ``.json`` or gzip file (detected by its magic bytes)."""
+    """Read a Kineto trace from a plain or gzip JSON file (told apart by the magic bytes)."""
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
@@ -243,7 +295,7 @@ def decode_trace(data: bytes) -> Trace:
     """Build a Trace from the bytes of a Kineto trace, plain JSON or gzip."""
     view, warnings = _decode_view(_decompress(data))
     if not view.trace_events:
-        raise TraceError("the trace has no events")
+        raise TraceError("the trace has no readable events")
     return _build(view, warnings)
 
 
@@ -262,46 +314,50 @@ def _decompress(data: bytes) -> bytes:
 
 
 def _decode_view(data: bytes) -> tuple[_TraceView, Counter[str]]:
-    """Decode fast when the trace is well formed, else event by event, skipping bad ones."""
+    """Decode in one go when the trace is well formed, else event by event."""
     try:
         return _VIEW_DECODER.decode(data), Counter()
-    except msgspec.MsgspecError:
+    except (msgspec.MsgspecError, RecursionError):
         return _decode_loose(data)
 
 
 def _decode_loose(data: bytes) -> tuple[_TraceView, Counter[str]]:
+    """Decode what can be decoded, skipping and counting bad events and top-level fields."""
     try:
         loose = _LOOSE_DECODER.decode(data)
         raw_events: list[object] = list(loose.trace_events)
         top = {
-            "deviceProperties": _decode_any(loose.device_properties),
-            "baseTimeNanoseconds": _decode_any(loose.base_time_nanoseconds),
+            "deviceProperties": _decode_raw(loose.device_properties),
+            "baseTimeNanoseconds": _decode_raw(loose.base_time_nanoseconds),
         }
     except msgspec.ValidationError:
         raise TraceError("not a Kineto trace: no traceEvents list") from None
+    except RecursionError:
+        raise TraceError("not a Kineto trace: JSON nested too deeply") from None
     except msgspec.DecodeError:
         top, raw_events = _decode_nonstandard(data)
     warnings: Counter[str] = Counter()
-    events: list[Event] = []
+    events: list[_AnyEvent] = []
     for raw in raw_events:
         try:
             events.append(_decode_event(raw))
         except (msgspec.MsgspecError, OverflowError, RecursionError, TypeError, ValueError):
-            warnings["skipped malformed events"] += 1
+            warnings["skipped events with a bad or missing ph, name, ts or dur"] += 1
     properties = top.get("deviceProperties")
     if not _is_list_of_dicts(properties):
+        if properties is not None:
+            warnings["ignored a malformed deviceProperties"] += 1
         properties = []
-        warnings["ignored malformed deviceProperties"] += 1
     base = top.get("baseTimeNanoseconds")
     base = base if isinstance(base, int) and not isinstance(base, bool) else None
-    return _TraceView(events, properties, base), warnings
+    return _TraceView(events, cast("list[dict[str, Any]]", properties), base), warnings
 
 
-def _decode_any(raw: msgspec.Raw) -> object:
+def _decode_raw(raw: msgspec.Raw) -> object:
     return msgspec.json.decode(raw) if raw is not _NO_RAW else None
 
 
-def _decode_event(raw: object) -> Event:
+def _decode_event(raw: object) -> _AnyEvent:
     """One event from its JSON (a Raw) or from the standard library's parse of it."""
     if not isinstance(raw, msgspec.Raw):
         raw = msgspec.json.encode(raw)
@@ -314,42 +370,43 @@ def _is_list_of_dicts(value: object) -> bool:
 
 def _decode_nonstandard(data: bytes) -> tuple[dict[str, object], list[object]]:
     """Parse with the standard library, which also takes the NaN and Infinity that some
-    writers emit; events are later re-encoded (NaN becomes null) and decoded one by one."""
+    writers emit; events are then re-encoded (NaN becomes null) and decoded one by one."""
     try:
         top: object = json.loads(data)
     except (ValueError, RecursionError) as exc:
         raise TraceError(f"not valid JSON: {exc}") from None
     if not isinstance(top, dict) or not isinstance(top.get("traceEvents"), list):  # pyright: ignore[reportUnknownMemberType]
         raise TraceError("not a Kineto trace: no traceEvents list")
-    fields: dict[str, object] = top  # pyright: ignore[reportUnknownVariableType]
-    events: list[object] = fields["traceEvents"]  # pyright: ignore[reportAssignmentType]
-    return fields, events
+    fields = cast("dict[str, object]", top)
+    return fields, cast("list[object]", fields["traceEvents"])
 
 
 def _build(view: _TraceView, warnings: Counter[str]) -> Trace:
-    buckets = _bucket_by_cat(view.trace_events)
-    cpu_ops = _host_ops(buckets.get(CPU_OP, []), warnings)
-    annotations = _host_ops(buckets.get(USER_ANNOTATION, []), warnings)
-    runtime: list[Op] = []
+    buckets = _bucket_by_cat(cast("list[Event]", view.trace_events))
+    cpu_ops = _host_ops(buckets.get(CPU_OP, []))
+    annotations = _host_ops(buckets.get(USER_ANNOTATION, []))
+    launches: list[Op] = []
     for cat in RUNTIME_CATS:
-        runtime += _runtime_calls(buckets.get(cat, []), warnings)
-    ops = _sorted_by_start(cpu_ops + annotations + runtime)
-    _nest(ops)
+        launches += _runtime_calls(buckets.get(cat, []), warnings)
+    ops = cpu_ops + annotations + launches
+    straddling = _nest_sorted(ops)
     gpu: list[GpuEvent] = []
     for cat in GPU_CATS:
         gpu += _gpu_events(buckets.get(cat, []), warnings)
-    gpu.sort(key=attrgetter("ts"))
-    _link(ops, gpu)
-    cpu_ops = [op for op in ops if op.cat == CPU_OP]
-    annotations = [op for op in ops if op.cat == USER_ANNOTATION]
+    gpu.sort(key=_TS)
+    _link(ops, gpu, straddling)
+    for group in (cpu_ops, annotations, launches):
+        group.sort(key=_INDEX)
+    gpu_annotations = buckets.get(GPU_USER_ANNOTATION, [])
+    gpu_annotations.sort(key=_TS)
     return Trace(
         ops=ops,
         cpu_ops=cpu_ops,
         user_annotations=annotations,
-        launches=[op for op in ops if op.cat in RUNTIME_CATS],
-        python_functions=_spans(buckets.get(PYTHON_FUNCTION, []), warnings),
+        launches=launches,
+        python_functions=buckets.get(PYTHON_FUNCTION, []),
         gpu_events=gpu,
-        gpu_annotations=_spans(buckets.get(GPU_USER_ANNOTATION, []), warnings),
+        gpu_annotations=gpu_annotations,
         steps=_steps(annotations, cpu_ops),
         device_properties=view.device_properties,
         base_time_ns=view.base_time_nanoseconds,
@@ -357,58 +414,37 @@ def _build(view: _TraceView, warnings: Counter[str]) -> Trace:
     )
 
 
-def _bucket_by_cat(events: list[Event]) -> dict[str, list[Event]]:
-    buckets: dict[str, list[Event]] = {}
+def _bucket_by_cat(events: list[Event]) -> defaultdict[str, list[Event]]:
+    """Events by category; events of other phases all land under "", which nothing reads."""
+    buckets: defaultdict[str, list[Event]] = defaultdict(list)
     for event in events:
-        bucket = buckets.get(event.cat)
-        if bucket is None:
-            bucket = buckets[event.cat] = []
-        bucket.append(event)
+        buckets[event.cat].append(event)
     return buckets
 
 
-def _is_span(event: Event) -> bool:
-    return (
-        event.ph == "X"
-        and event.name != ""
-        and -_LIMIT_US < event.ts < _LIMIT_US
-        and 0.0 <= event.dur < _LIMIT_US
-    )
-
-
-def _spans(events: list[Event], warnings: Counter[str]) -> list[Event]:
-    """The events that are complete spans with a name and sane ts/dur; counts the others."""
-    good = [e for e in events if _is_span(e)]
-    if len(good) != len(events):
-        warnings[f"skipped {events[0].cat} events with missing or bad ph/name/ts/dur"] += (
-            len(events) - len(good)
-        )
-    return good
-
-
-def _host_ops(events: list[Event], warnings: Counter[str]) -> list[Op]:
+def _host_ops(events: list[Event]) -> list[Op]:
     return [
-        Op(e.cat, e.name, e.pid, e.tid, e.ts, e.dur, e.args)
-        for e in _spans(events, warnings)
+        Op(e.cat, e.name, e.pid, e.tid, e.ts, e.dur, e.args, e.dur)
+        for e in events
         if e.name not in HIDDEN_OPS
     ]
 
 
 def _runtime_calls(events: list[Event], warnings: Counter[str]) -> list[Op]:
     calls: list[Op] = []
-    for e in _spans(events, warnings):
+    for e in events:
         try:
             correlation = _RUNTIME_ARGS_DECODER.decode(e.args).correlation
         except msgspec.MsgspecError:
             warnings[f"ignored malformed args of {e.cat} events"] += 1
             correlation = -1
-        calls.append(Op(e.cat, e.name, e.pid, e.tid, e.ts, e.dur, e.args, correlation))
+        calls.append(Op(e.cat, e.name, e.pid, e.tid, e.ts, e.dur, e.args, e.dur, correlation))
     return calls
 
 
 def _gpu_events(events: list[Event], warnings: Counter[str]) -> list[GpuEvent]:
     out: list[GpuEvent] = []
-    for e in _spans(events, warnings):
+    for e in events:
         try:
             a = _GPU_ARGS_DECODER.decode(e.args)
         except msgspec.MsgspecError:
@@ -421,66 +457,102 @@ def _gpu_events(events: list[Event], warnings: Counter[str]) -> list[GpuEvent]:
                 e.cat, e.name, e.ts, e.dur, device, stream, a.correlation, a.external_id,
                 a.bytes, e.args,
             )
-        )
+        )  # fmt: skip
     return out
 
 
-def _sorted_by_start(ops: list[Op]) -> list[Op]:
-    """Sort by (ts, -dur), the order torch nests in; set each op's index."""
-    ops.sort(key=attrgetter("dur"), reverse=True)
-    ops.sort(key=attrgetter("ts"))
-    for i, op in enumerate(ops):
-        op.index = i
-    return ops
-
-
-def _nest(ops: list[Op]) -> None:
-    """Set parent/children from time containment on each thread, as torch's
-    ``EventList._populate_cpu_children`` does, in whole nanoseconds; no recursion."""
-    if not ops:
-        return
-    t0 = ops[0].ts
-    stacks: dict[tuple[int | str, int | str], list[tuple[int, Op]]] = {}
+def _nest_sorted(ops: list[Op]) -> set[int]:
+    """Sort ops by (ts, -dur), the order torch nests in, and nest them (see ``_nest``)."""
+    ops.sort(key=_TS)
+    in_order, straddling = _nest(ops)
+    if in_order:
+        return straddling
+    _order_ties(ops)
     for op in ops:
-        start = round((op.ts - t0) * 1000.0)
-        end = start + round(op.dur * 1000.0)
-        thread = (op.pid, op.tid)
-        stack = stacks.get(thread)
-        if stack is None:
-            stack = stacks[thread] = []
-        while stack:
-            parent_end, parent = stack[-1]
-            if start >= parent_end or end > parent_end:
-                stack.pop()
-            else:
-                op.parent = parent.index
-                parent.children.append(op.index)
-                break
-        stack.append((end, op))
+        op.self_dur = op.dur
+        op.parent = -1
+    return _nest(ops)[1]
 
 
-def _link(ops: list[Op], gpu_events: list[GpuEvent]) -> None:
-    """Link each GPU event to its launch (by correlation) and to its op: the innermost op
-    around the launch when its External id agrees, else the op holding that External id."""
+def _order_ties(ops: list[Op]) -> None:
+    """Put the longer of ops that start together first, so a parent precedes its child."""
+    starts = list(map(_TS, ops))
+    ties = list(compress(range(1, len(starts)), map(eq, starts, starts[1:])))
+    k = 0
+    while k < len(ties):
+        first = last = ties[k]
+        k += 1
+        while k < len(ties) and ties[k] == last + 1:
+            last = ties[k]
+            k += 1
+        ops[first - 1 : last + 1] = sorted(ops[first - 1 : last + 1], key=_DUR, reverse=True)
+
+
+def _nest(ops: list[Op]) -> tuple[bool, set[int]]:
+    """Set each op's index, parent and self time by time containment on its thread, as
+    torch's ``EventList._populate_cpu_children`` does, without recursion.
+
+    Returns whether ops that start together were longest first (else the tree is wrong and
+    must be rebuilt) and the ops that start inside an op but end after it (clock skew).
+    Times are compared in ns relative to the first op; Kineto writes µs with 3 decimals, so
+    times within half a ns are equal.
+    """
+    straddling: set[int] = set()
+    if not ops:
+        return True, straddling
+    in_order = True
+    stacks: dict[tuple[int | str, int | str], tuple[list[float], list[Op]]] = {}
+    t0 = ops[0].ts
+    pid: int | str | None = None
+    tid: int | str | None = None
+    ends: list[float] = []
+    open_ops: list[Op] = []
+    previous_start = previous_dur = -1.0
+    for index, op in enumerate(ops):
+        op.index = index
+        if op.tid != tid or op.pid != pid:
+            pid, tid = op.pid, op.tid
+            ends, open_ops = stacks.setdefault((pid, tid), ([], []))
+        dur = op.dur
+        start = (op.ts - t0) * 1000.0
+        if start == previous_start and dur > previous_dur:
+            in_order = False
+        previous_start = start
+        previous_dur = dur
+        end = start + dur * 1000.0
+        while ends:
+            top = ends[-1]
+            if start <= top - 0.5:
+                if end <= top + 0.5:
+                    parent = open_ops[-1]
+                    op.parent = parent.index
+                    parent.self_dur -= dur
+                    break
+                straddling.add(index)
+            ends.pop()
+            open_ops.pop()
+        ends.append(end)
+        open_ops.append(op)
+    return in_order, straddling
+
+
+def _link(ops: list[Op], gpu_events: list[GpuEvent], straddling: set[int]) -> None:
+    """Link each GPU event to its launch (same correlation) and to the op that launched it:
+    the innermost cpu_op or user_annotation around the launch on its thread; where there is
+    none, or the launch straddles an op, the op with the event's External id."""
     launches = {op.correlation: op for op in ops if op.correlation >= 0}
-    known_ids: dict[int, int] = {}  # op index -> External id, for ops checked so far
     by_external_id: dict[int, int] | None = None
     for event in gpu_events:
-        launch = launches.get(event.correlation) if event.correlation >= 0 else None
+        launch = launches.get(event.correlation)
         owner = -1
         if launch is not None:
             event.launch = launch.index
-            owner = _launching_op(ops, launch)
-        if event.external_id >= 0 and owner >= 0:
-            if owner not in known_ids:
-                known_ids[owner] = ops[owner].external_id()
-            if known_ids[owner] == event.external_id:
-                event.op = owner
-                continue
-        if event.external_id >= 0:
+            if launch.index not in straddling:
+                owner = _launching_op(ops, launch)
+        if owner < 0 and event.external_id >= 0:
             if by_external_id is None:
                 by_external_id = _ops_by_external_id(ops)
-            owner = by_external_id.get(event.external_id, owner)
+            owner = by_external_id.get(event.external_id, -1)
         event.op = owner
 
 

@@ -47,3 +47,7 @@ def noisy():
 
 def reads_stdin():
     return input()
+
+
+def blocked_in_c():
+    ctypes.CDLL(None).sleep(100)

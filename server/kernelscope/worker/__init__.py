@@ -26,7 +26,7 @@ BOOTSTRAP = (
 @cache
 def worker_source() -> bytes:
     """The worker program, as sent to every interpreter that runs it."""
-    return resources.files(__package__).joinpath("program.py").read_bytes()
+    return resources.files(__name__).joinpath("program.py").read_bytes()
 
 
 def bootstrap_payload() -> bytes:

@@ -114,7 +114,9 @@ class OutputCapture:
             with self.lock:
                 self.data += chunk
                 self.total += len(chunk)
-                mark = self.data.find(SYNC_MARK, max(0, len(self.data) - len(chunk) - len(SYNC_MARK)))
+                mark = self.data.find(
+                    SYNC_MARK, max(0, len(self.data) - len(chunk) - len(SYNC_MARK))
+                )
                 if mark >= 0:
                     self.total -= len(self.data) - mark
                     del self.data[mark:]
@@ -170,25 +172,31 @@ class Job:
     def is_user_file(self, filename):
         hit = self._user_cache.get(filename)
         if hit is None:
-            hit = (
-                filename == self.path
-                or (
-                    filename.startswith(self.user_dirs)
-                    and "site-packages" not in filename
-                    and "/.venv/" not in filename
-                )
+            hit = filename == self.path or (
+                filename.startswith(self.user_dirs)
+                and "site-packages" not in filename
+                and "/.venv/" not in filename
             )
             self._user_cache[filename] = hit
         return hit
 
     def user_frames(self, tb):
         frames = [f for f in traceback.extract_tb(tb) if self.is_user_file(f.filename)]
-        lines = ["%s:%s in %s: %s" % (f.filename, f.lineno, f.name, (f.line or "").strip()) for f in frames]
+        lines = [
+            "%s:%s in %s: %s" % (f.filename, f.lineno, f.name, (f.line or "").strip())
+            for f in frames
+        ]
         return frames, lines
 
     def progress(self, stage, step=0, total=0):
         self.worker.channel.send(
-            {"type": "job_progress", "job_id": self.id, "stage": stage, "step": step, "total": total}
+            {
+                "type": "job_progress",
+                "job_id": self.id,
+                "stage": stage,
+                "step": step,
+                "total": total,
+            }
         )
 
     # import and resolve ------------------------------------------------------------
@@ -199,14 +207,21 @@ class Job:
                 with open(self.path, "rb") as f:
                     source = f.read()
             except FileNotFoundError:
-                raise JobError("file_not_found", "no such file: %s" % self.path, self.path) from None
+                raise JobError(
+                    "file_not_found", "no such file: %s" % self.path, self.path
+                ) from None
             except OSError as e:
-                raise JobError("file_not_found", "cannot read %s: %s" % (self.path, e.strerror), self.path) from None
+                raise JobError(
+                    "file_not_found", "cannot read %s: %s" % (self.path, e.strerror), self.path
+                ) from None
         try:
             code = compile(source, self.path, "exec", dont_inherit=True)
         except SyntaxError as e:
             raise JobError(
-                "syntax_error", "SyntaxError: %s" % e.msg, self.path, e.lineno,
+                "syntax_error",
+                "SyntaxError: %s" % e.msg,
+                self.path,
+                e.lineno,
             ) from None
         name = self.req["module_name"]
         module = types.ModuleType(name)
@@ -217,7 +232,9 @@ class Job:
         try:
             exec(code, module.__dict__)
         except BaseException as e:
-            raise self.user_error("import_error", e, "while importing %s: " % os.path.basename(self.path)) from None
+            raise self.user_error(
+                "import_error", e, "while importing %s: " % os.path.basename(self.path)
+            ) from None
         return module
 
     def resolve(self, module):
@@ -249,8 +266,10 @@ class Job:
 
     def _known_names(self, obj):
         names = sorted(
-            n for n, v in vars(obj).items()
-            if not n.startswith("_") and (inspect.isfunction(v) or inspect.isclass(v))
+            n
+            for n, v in vars(obj).items()
+            if not n.startswith("_")
+            and (inspect.isfunction(v) or inspect.isclass(v))
             and (getattr(v, "__module__", None) == self.req["module_name"] or inspect.isclass(obj))
         )
         return " (defined: %s)" % ", ".join(names[:20]) if names else ""
@@ -272,7 +291,8 @@ class Job:
                 args = [self._default_instance(owner, fn, params)]
                 params = params[1:]
             required = [
-                p for p in params
+                p
+                for p in params
                 if p.default is inspect.Parameter.empty
                 and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
             ]
@@ -295,7 +315,9 @@ class Job:
             for part in attr.split("."):
                 target = getattr(target, part)
         except BaseException as e:
-            raise self.user_error("missing_inputs", e, "input provider %s from pyproject.toml: " % spec) from None
+            raise self.user_error(
+                "missing_inputs", e, "input provider %s from pyproject.toml: " % spec
+            ) from None
         return target
 
     def _call_provider(self, provider, device):
@@ -310,8 +332,10 @@ class Job:
         elif self.req.get("batch_size") is not None:
             raise JobError(
                 "missing_inputs",
-                "%s() takes no batch_size; add a `batch_size: int = 1` parameter to scale inputs" % name,
-                self.path, self.def_line(provider),
+                "%s() takes no batch_size; add a `batch_size: int = 1` parameter to scale inputs"
+                % name,
+                self.path,
+                self.def_line(provider),
             )
         if "device" in params:
             kw["device"] = device
@@ -327,20 +351,26 @@ class Job:
             "bad_inputs",
             "%s() returned %s; return a tuple of positional arguments or "
             '{"args": [...], "kwargs": {...}}' % (name, type(result).__name__),
-            self.path, self.def_line(provider),
+            self.path,
+            self.def_line(provider),
         )
 
     def _default_instance(self, owner, fn, params):
         try:
             sig = inspect.signature(owner)
-            if all(p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-                   for p in sig.parameters.values()):
+            if all(
+                p.default is not inspect.Parameter.empty
+                or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                for p in sig.parameters.values()
+            ):
                 return owner()
         except BaseException as e:
             if isinstance(e, (TypeError, ValueError)):
                 pass
             else:
-                raise self.user_error("user_exception", e, "constructing %s(): " % owner.__name__) from None
+                raise self.user_error(
+                    "user_exception", e, "constructing %s(): " % owner.__name__
+                ) from None
         raise self.missing_inputs(fn, params, owner=owner)
 
     def missing_inputs(self, fn, params, owner=None):
@@ -361,16 +391,20 @@ class Job:
                 builders.append("    %s = torch.randn(1024 * batch_size, device=device)" % p.name)
             else:
                 builders.append("    %s = ...  # %s" % (p.name, ann_name or "any"))
-        stub = "def %s(batch_size: int = 1, device: str = \"cpu\"):\n%s\n    return (%s)\n" % (
-            provider, "\n".join(builders), ", ".join(values) + ("," if len(values) == 1 else ""),
+        stub = 'def %s(batch_size: int = 1, device: str = "cpu"):\n%s\n    return (%s)\n' % (
+            provider,
+            "\n".join(builders),
+            ", ".join(values) + ("," if len(values) == 1 else ""),
         )
         return JobError(
             "missing_inputs",
             "%s(%s) needs inputs: define %s(batch_size=1, device=...) in %s returning a tuple of "
-            "arguments (or {\"args\": [...], \"kwargs\": {...}}), or map it in pyproject.toml "
+            'arguments (or {"args": [...], "kwargs": {...}}), or map it in pyproject.toml '
             "under [tool.kernelscope.inputs]"
             % (qual, ", ".join(values), provider, os.path.basename(self.path)),
-            self.path, self.def_line(fn), hint=stub,
+            self.path,
+            self.def_line(fn),
+            hint=stub,
         )
 
     def to_device(self, value, device):
@@ -403,8 +437,12 @@ class Job:
         where = frames[-1] if frames else None
         exc.__traceback__ = None
         return JobError(
-            kind, message, where.filename if where else self.path, where.lineno if where else None,
-            hint=hint, tb=lines[-20:],
+            kind,
+            message,
+            where.filename if where else self.path,
+            where.lineno if where else None,
+            hint=hint,
+            tb=lines[-20:],
         )
 
     # running ------------------------------------------------------------------------------
@@ -419,12 +457,19 @@ class Job:
         if not want.startswith("cuda"):
             raise JobError("bad_device", "unknown device %r; use auto, cpu, cuda or cuda:N" % want)
         if not has_cuda:
-            raise JobError("no_cuda", "no CUDA device on %s (torch %s)" % (socket.gethostname(), torch.__version__))
+            raise JobError(
+                "no_cuda",
+                "no CUDA device on %s (torch %s)" % (socket.gethostname(), torch.__version__),
+            )
         dev = torch.device(want)
         index = dev.index if dev.index is not None else torch.cuda.current_device()
         count = torch.cuda.device_count()
         if index >= count:
-            raise JobError("bad_device", "cuda:%d requested but %s has %d CUDA device(s)" % (index, socket.gethostname(), count))
+            raise JobError(
+                "bad_device",
+                "cuda:%d requested but %s has %d CUDA device(s)"
+                % (index, socket.gethostname(), count),
+            )
         torch.cuda.set_device(index)
         return torch.device("cuda", index)
 
@@ -473,18 +518,26 @@ class Job:
             with_stack=bool(req.get("with_stack", True)),
             with_flops=bool(req.get("record_shapes", True)),
         ) as prof:
+
+            def open_active_window():
+                # Drain the warmup steps' GPU work before the window opens: with the CPU
+                # running ahead, their kernels would otherwise land in the active steps.
+                sync()
+                if cuda:
+                    torch.cuda.reset_peak_memory_stats(device)
+                marks["active0"] = time.perf_counter()
+
+            if wait + warmup == 0:
+                open_active_window()
             for i in range(total):
                 stage = STAGES_PROFILED[0 if i < wait else 1 if i < wait + warmup else 2]
                 self.progress(stage, i + 1, total)
-                if i == wait + warmup:
-                    sync()
-                    if cuda:
-                        torch.cuda.reset_peak_memory_stats(device)
-                    marks["active0"] = time.perf_counter()
                 with record_function("ks:call"):
                     call()
+                if i == wait + warmup - 1:
+                    open_active_window()
                 if i == total - 1:
-                    sync()
+                    sync()  # the last steps' kernels must finish before the profiler collects
                     marks["active1"] = time.perf_counter()
                 prof.step()
         memory = None
@@ -506,7 +559,9 @@ class Job:
         lines = []
         if req.get("line_pass", True):
             self.progress("lines")
-            lines = self.attribute_lines(call, sync, activities, trace_dir, stem, max(1, min(active, 3)))
+            lines = self.attribute_lines(
+                call, sync, activities, trace_dir, stem, max(1, min(active, 3))
+            )
 
         props = device_properties(torch, device)
         return {
@@ -558,13 +613,17 @@ class Job:
     def time_unprofiled(self, call, sync, cuda, wall_us):
         reps = int(self.req.get("timing_reps") or 0)
         if reps <= 0:
-            reps = int(min(200, max(5, 0.25e6 / max(wall_us, 1.0))))
+            # ~0.1 s of calls: long sustained runs drift as the GPU's clocks settle lower
+            reps = int(min(100, max(5, 0.1e6 / max(wall_us, 1.0))))
         samples = []
         sync()
         t0 = time.perf_counter()
         if cuda:
             torch = self.torch
-            events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+            events = [
+                (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                for _ in range(reps)
+            ]
             for start, end in events:
                 start.record()
                 call()
@@ -654,7 +713,7 @@ def load_json(path):
 
 def gzip_file(path):
     out = path + ".gz"
-    with open(path, "rb") as src, gzip.open(out, "wb", compresslevel=5) as dst:
+    with open(path, "rb") as src, gzip.GzipFile(out, "wb", compresslevel=5) as dst:
         shutil.copyfileobj(src, dst, 1 << 20)
     os.unlink(path)
     return out
@@ -666,8 +725,37 @@ def first_kernel_after(events, name):
     if not region:
         return None
     start = region[0]["ts"]
-    gpu = [e["ts"] for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e["ts"] >= start]
+    gpu = [
+        e["ts"]
+        for e in events
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e["ts"] >= start
+    ]
     return (min(gpu) - start) if gpu else None
+
+
+class LineTally:
+    """Per-line sums over the line pass; ranges are closed innermost first."""
+
+    def __init__(self, n):
+        self.self_cpu = [0.0] * n
+        self.total_cpu = [0.0] * n
+        self.cuda_self = [0.0] * n
+        self.cuda_total = [0.0] * n
+        self.hits = [0] * n
+        self.syncs = [0] * n
+        self.sync_wait = [0.0] * n
+        self.op_time = [{} for _ in range(n)]
+
+    def close(self, node, stack):
+        """Book one finished range; recursion into the same line counts its total once."""
+        idx, _end, child, csf, csub, dur = node
+        self.self_cpu[idx] += dur - child
+        self.cuda_self[idx] += csf
+        if not any(s[0] == idx for s in stack):
+            self.total_cpu[idx] += dur
+            self.cuda_total[idx] += csf + csub
+        if stack:
+            stack[-1][4] += csf + csub
 
 
 def line_stats(events, keys, calls, cuda):
@@ -686,73 +774,58 @@ def line_stats(events, keys, calls, cuda):
             per_tid.setdefault(e.get("tid"), []).append((e["ts"], 0, -e["dur"], int(name[8:]), e))
         elif cat in ("cuda_runtime", "cuda_driver", "cpu_op"):
             per_tid.setdefault(e.get("tid"), []).append((e["ts"], 1, 0.0, -1, e))
-    n = len(keys)
-    self_cpu = [0.0] * n
-    total_cpu = [0.0] * n
-    cuda_self = [0.0] * n
-    cuda_total = [0.0] * n
-    hits = [0] * n
-    syncs = [0] * n
-    sync_wait = [0.0] * n
-    op_time = [dict() for _ in range(n)]
+    tally = LineTally(len(keys))
     for items in per_tid.values():
         items.sort(key=lambda t: (t[0], t[1], t[2]))
-        stack = []  # [idx, end, child_dur, cuda_self, cuda_sub]
-
-        def close(node):
-            idx, end, child, csf, csub, dur = node
-            self_cpu[idx] += dur - child
-            cuda_self[idx] += csf
-            if not any(s[0] == idx for s in stack):
-                total_cpu[idx] += dur
-                cuda_total[idx] += csf + csub
-            if stack:
-                stack[-1][4] += csf + csub
-
+        stack = []  # open ranges: [line index, end, child time, own CUDA, callees' CUDA, dur]
         for ts, kind, neg_dur, idx, e in items:
             while stack and ts >= stack[-1][1]:
-                close(stack.pop())
+                tally.close(stack.pop(), stack)
             if kind == 0:
                 dur = -neg_dur
                 if stack:
                     stack[-1][2] += dur
-                hits[idx] += 1
+                tally.hits[idx] += 1
                 stack.append([idx, ts + dur, 0.0, 0.0, 0.0, dur])
-                continue
-            if not stack:
-                continue
-            top = stack[-1]
-            name = e.get("name", "")
-            if e.get("cat") == "cpu_op":
-                op_time[top[0]][name] = op_time[top[0]].get(name, 0.0) + float(e.get("dur", 0.0))
-                if name in SYNC_OPS and not cuda:
-                    syncs[top[0]] += 1  # on a GPU the runtime's synchronize calls count instead
-                continue
-            corr = (e.get("args") or {}).get("correlation")
-            top[3] += gpu_by_corr.get(corr, 0.0)
-            if "Synchronize" in name or name in ("cudaMemcpy", "cuMemcpyDtoH_v2"):
-                syncs[top[0]] += 1
-                sync_wait[top[0]] += float(e.get("dur", 0.0))
+            elif stack:
+                attribute_event(tally, stack[-1], e, gpu_by_corr, cuda)
         while stack:
-            close(stack.pop())
+            tally.close(stack.pop(), stack)
     out = []
     for idx, (path, line) in enumerate(keys):
-        if not hits[idx]:
+        if not tally.hits[idx]:
             continue
-        ops = sorted(op_time[idx].items(), key=lambda kv: -kv[1])[:3]
-        out.append({
-            "path": path,
-            "line": line,
-            "self_cpu_us": self_cpu[idx] / calls,
-            "cpu_total_us": total_cpu[idx] / calls,
-            "cuda_us": cuda_self[idx] / calls,
-            "cuda_total_us": cuda_total[idx] / calls,
-            "hits": hits[idx] / calls,
-            "syncs": int(round(syncs[idx] / float(calls))),
-            "sync_wait_us": sync_wait[idx] / calls,
-            "top_ops": [name for name, _ in ops],
-        })
+        ops = sorted(tally.op_time[idx].items(), key=lambda kv: -kv[1])[:3]
+        out.append(
+            {
+                "path": path,
+                "line": line,
+                "self_cpu_us": tally.self_cpu[idx] / calls,
+                "cpu_total_us": tally.total_cpu[idx] / calls,
+                "cuda_us": tally.cuda_self[idx] / calls,
+                "cuda_total_us": tally.cuda_total[idx] / calls,
+                "hits": tally.hits[idx] / calls,
+                "syncs": round(tally.syncs[idx] / float(calls)),
+                "sync_wait_us": tally.sync_wait[idx] / calls,
+                "top_ops": [name for name, _ in ops],
+            }
+        )
     return out
+
+
+def attribute_event(tally, top, e, gpu_by_corr, cuda):
+    """Charge an op or a runtime call to the innermost open line range."""
+    idx = top[0]
+    name = e.get("name", "")
+    if e.get("cat") == "cpu_op":
+        tally.op_time[idx][name] = tally.op_time[idx].get(name, 0.0) + float(e.get("dur", 0.0))
+        if name in SYNC_OPS and not cuda:
+            tally.syncs[idx] += 1  # on a GPU the runtime's synchronize calls count instead
+        return
+    top[3] += gpu_by_corr.get((e.get("args") or {}).get("correlation"), 0.0)
+    if "Synchronize" in name or name in ("cudaMemcpy", "cuMemcpyDtoH_v2"):
+        tally.syncs[idx] += 1
+        tally.sync_wait[idx] += float(e.get("dur", 0.0))
 
 
 def key_average_rows(prof):
@@ -761,24 +834,39 @@ def key_average_rows(prof):
         key = avg.key
         if key.startswith("<built-in") or ("(" in key and "): " in key):
             continue  # python_function events from with_stack
-        rows.append({
-            "name": key,
-            "calls": int(avg.count),
-            "self_cpu_us": float(avg.self_cpu_time_total),
-            "cpu_total_us": float(avg.cpu_time_total),
-            "self_device_us": float(getattr(avg, "self_device_time_total", getattr(avg, "self_cuda_time_total", 0.0))),
-            "device_total_us": float(getattr(avg, "device_time_total", getattr(avg, "cuda_time_total", 0.0))),
-            "flops": float(getattr(avg, "flops", 0) or 0),
-        })
+        rows.append(
+            {
+                "name": key,
+                "calls": int(avg.count),
+                "self_cpu_us": float(avg.self_cpu_time_total),
+                "cpu_total_us": float(avg.cpu_time_total),
+                "self_device_us": float(
+                    getattr(
+                        avg, "self_device_time_total", getattr(avg, "self_cuda_time_total", 0.0)
+                    )
+                ),
+                "device_total_us": float(
+                    getattr(avg, "device_time_total", getattr(avg, "cuda_time_total", 0.0))
+                ),
+                "flops": float(getattr(avg, "flops", 0) or 0),
+            }
+        )
     return rows
 
 
 def device_properties(torch, device):
     if device.type != "cuda":
-        return {"name": platform.processor() or platform.machine() or "cpu", "threads": torch.get_num_threads()}
+        return {
+            "name": platform.processor() or platform.machine() or "cpu",
+            "threads": torch.get_num_threads(),
+        }
     p = torch.cuda.get_device_properties(device)
-    props = {"name": p.name, "capability": "%d.%d" % (p.major, p.minor), "total_memory": int(p.total_memory),
-             "multi_processor_count": int(p.multi_processor_count)}
+    props = {
+        "name": p.name,
+        "capability": "%d.%d" % (p.major, p.minor),
+        "total_memory": int(p.total_memory),
+        "multi_processor_count": int(p.multi_processor_count),
+    }
     for attr in ("L2_cache_size", "clock_rate", "memory_clock_rate", "memory_bus_width", "uuid"):
         value = getattr(p, attr, None)
         if value is not None:
@@ -813,7 +901,7 @@ class Worker:
             faulthandler.register(signal.SIGUSR1, file=self.real_err, all_threads=False)
         self._real_exit = os._exit
         os._exit = self._exit_hook
-        self.torch = None
+        self.torch: Any = None
 
     def log(self, text):
         self.real_err.write("kernelscope-worker: %s\n" % text)
@@ -823,11 +911,17 @@ class Worker:
         if job is not None:
             frame = sys._getframe(1)
             output, _ = self.capture.collect()
-            self.channel.send({
-                "type": "profile_failed", "job_id": job.id, "kind": "exit",
-                "message": "user code called os._exit(%s); the worker was replaced" % code,
-                "path": frame.f_code.co_filename, "line": frame.f_lineno, "output": output,
-            })
+            self.channel.send(
+                {
+                    "type": "profile_failed",
+                    "job_id": job.id,
+                    "kind": "exit",
+                    "message": "user code called os._exit(%s); the worker was replaced" % code,
+                    "path": frame.f_code.co_filename,
+                    "line": frame.f_lineno,
+                    "output": output,
+                }
+            )
         self._real_exit(code)
 
     def _read_requests(self):
@@ -864,17 +958,31 @@ class Worker:
             cuda_init_us = (time.perf_counter() - t) * 1e6
             for i in range(torch.cuda.device_count()):
                 p = torch.cuda.get_device_properties(i)
-                devices.append({"index": i, "name": p.name, "total_memory": int(p.total_memory),
-                                "multi_processor_count": int(p.multi_processor_count),
-                                "capability": "%d.%d" % (p.major, p.minor)})
+                devices.append(
+                    {
+                        "index": i,
+                        "name": p.name,
+                        "total_memory": int(p.total_memory),
+                        "multi_processor_count": int(p.multi_processor_count),
+                        "capability": "%d.%d" % (p.major, p.minor),
+                    }
+                )
         self._warm_profiler()
         self.log("ready in %.2fs" % (time.perf_counter() - t0))
-        self.channel.send({
-            "type": "worker_ready", "pid": os.getpid(), "hostname": socket.gethostname(),
-            "python": platform.python_version(), "executable": sys.executable,
-            "torch": torch.__version__, "cuda": torch.version.cuda, "devices": devices,
-            "cuda_init_us": cuda_init_us, "platform": platform.platform(),
-        })
+        self.channel.send(
+            {
+                "type": "worker_ready",
+                "pid": os.getpid(),
+                "hostname": socket.gethostname(),
+                "python": platform.python_version(),
+                "executable": sys.executable,
+                "torch": torch.__version__,
+                "cuda": torch.version.cuda,
+                "devices": devices,
+                "cuda_init_us": cuda_init_us,
+                "platform": platform.platform(),
+            }
+        )
         threading.Thread(target=self._read_requests, name="ks-requests", daemon=True).start()
 
     def _warm_profiler(self):
@@ -882,7 +990,9 @@ class Worker:
         torch = self.torch
         from torch.profiler import ProfilerActivity, profile
 
-        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+        acts = [ProfilerActivity.CPU] + (
+            [ProfilerActivity.CUDA] if torch.cuda.is_available() else []
+        )
         x = torch.ones(8, device="cuda" if torch.cuda.is_available() else "cpu")
         with profile(activities=acts, record_shapes=True, with_stack=True):
             (x + x).sum()
@@ -910,26 +1020,50 @@ class Worker:
         try:
             result = job.run()
         except JobError as e:
-            result = {"type": "profile_failed", "job_id": job.id, "kind": e.kind, "message": e.message,
-                      "path": e.path, "line": e.line, "traceback": e.tb, "hint": e.hint}
+            result = {
+                "type": "profile_failed",
+                "job_id": job.id,
+                "kind": e.kind,
+                "message": e.message,
+                "path": e.path,
+                "line": e.line,
+                "traceback": e.tb,
+                "hint": e.hint,
+            }
         except (Cancelled, KeyboardInterrupt) as e:
             if self.cancel_requested.is_set():
-                result = {"type": "profile_failed", "job_id": job.id, "kind": "cancelled", "message": "cancelled"}
+                result = {
+                    "type": "profile_failed",
+                    "job_id": job.id,
+                    "kind": "cancelled",
+                    "message": "cancelled",
+                }
             else:
                 err = job.user_error("keyboard_interrupt", e)
-                result = {"type": "profile_failed", "job_id": job.id, "kind": err.kind, "message": err.message,
-                          "path": err.path, "line": err.line, "traceback": err.tb}
+                result = {
+                    "type": "profile_failed",
+                    "job_id": job.id,
+                    "kind": err.kind,
+                    "message": err.message,
+                    "path": err.path,
+                    "line": err.line,
+                    "traceback": err.tb,
+                }
         except BaseException as e:
-            result = {"type": "profile_failed", "job_id": job.id, "kind": "internal",
-                      "message": "kernelscope worker error: %s: %s" % (type(e).__name__, e),
-                      "traceback": traceback.format_exc().splitlines()[-12:]}
+            result = {
+                "type": "profile_failed",
+                "job_id": job.id,
+                "kind": "internal",
+                "message": "kernelscope worker error: %s: %s" % (type(e).__name__, e),
+                "traceback": traceback.format_exc().splitlines()[-12:],
+            }
         finally:
             self.current_job = None
             sys.settrace(None)
             sys.path[:] = saved_path
             for name in set(sys.modules) - saved_modules:
-                mod = sys.modules.get(name)
-                if getattr(mod, "__file__", None) and job.is_user_file(mod.__file__) or name == req["module_name"]:
+                file = getattr(sys.modules.get(name), "__file__", None)
+                if (file and job.is_user_file(file)) or name == req["module_name"]:
                     del sys.modules[name]
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
             self.jobs_run += 1
@@ -951,13 +1085,26 @@ def main():
     try:
         worker.start()
     except ImportError as e:
-        worker.channel.send({"type": "profile_failed", "job_id": "", "kind": "no_torch",
-                             "message": "torch is not importable by %s on %s (%s); install it there: "
-                             "%s -m pip install torch" % (sys.executable, socket.gethostname(), e, sys.executable)})
+        worker.channel.send(
+            {
+                "type": "profile_failed",
+                "job_id": "",
+                "kind": "no_torch",
+                "message": "torch is not importable by %s on %s (%s); install it there: "
+                "%s -m pip install torch"
+                % (sys.executable, socket.gethostname(), e, sys.executable),
+            }
+        )
         sys.exit(3)
     except BaseException as e:
-        worker.channel.send({"type": "profile_failed", "job_id": "", "kind": "worker_start",
-                             "message": "worker could not start: %s: %s" % (type(e).__name__, e)})
+        worker.channel.send(
+            {
+                "type": "profile_failed",
+                "job_id": "",
+                "kind": "worker_start",
+                "message": "worker could not start: %s: %s" % (type(e).__name__, e),
+            }
+        )
         worker.log(traceback.format_exc())
         sys.exit(3)
     worker.serve()
