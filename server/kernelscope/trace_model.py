@@ -22,6 +22,14 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Union, cast
 import msgspec
 
 __all__ = [
+    "CPU_OP",
+    "GPU_CATS",
+    "GPU_USER_ANNOTATION",
+    "HIDDEN_OPS",
+    "PYTHON_FUNCTION",
+    "RUNTIME_CATS",
+    "STEP_PREFIX",
+    "USER_ANNOTATION",
     "Event",
     "GpuEvent",
     "Op",
@@ -450,6 +458,7 @@ def _gpu_events(events: list[Event], warnings: Counter[str]) -> list[GpuEvent]:
         except msgspec.MsgspecError:
             warnings[f"ignored malformed args of {e.cat} events"] += 1
             a = _GpuArgs()
+        # Without args, Kineto's pid is the device and its tid the stream.
         device = a.device if a.device >= 0 or not isinstance(e.pid, int) else e.pid
         stream = a.stream if a.stream >= 0 or not isinstance(e.tid, int) else e.tid
         out.append(
