@@ -38,13 +38,18 @@ def step_window(trace: Trace) -> tuple[float, float]:
     return (min(s.ts for s in trace.steps), max(s.end for s in trace.steps))
 
 
-def op_table(trace: Trace, window: tuple[float, float] | None = None) -> list[OpStat]:
-    """Per-name totals of the ops that start inside ``window`` (default: inside a step),
+def op_table(
+    trace: Trace, window: tuple[float, float] | None = None, within: str | None = None
+) -> list[OpStat]:
+    """Per-name totals of the ops that start inside ``window`` (default: inside a step) and,
+    with ``within``, lie inside an annotation of that name (the annotation itself excluded);
     sorted by self CUDA time, then self CPU time, largest first."""
     ops = trace.ops
     self_cuda = _self_cuda(trace)
     cuda_total = _subtree_sums(ops, self_cuda)
     keep = _starts_in(ops, _intervals(trace, window))
+    if within is not None:
+        keep = [k and inside for k, inside in zip(keep, _descends_from(ops, within), strict=True)]
     rows: dict[str, OpStat] = {}
     row_of = _absorbed_into(ops)
     for op in ops:
@@ -62,6 +67,16 @@ def op_table(trace: Trace, window: tuple[float, float] | None = None) -> list[Op
             row.cpu_total_us += op.dur
             row.cuda_total_us += cuda_total[op.index]
     return sorted(rows.values(), key=lambda r: (r.self_cuda_us, r.self_cpu_us), reverse=True)
+
+
+def _descends_from(ops: list[Op], name: str) -> list[bool]:
+    """For each op, whether an ancestor is named ``name``; parents precede children."""
+    inside = [False] * len(ops)
+    for op in ops:
+        parent = op.parent
+        if parent >= 0:
+            inside[op.index] = inside[parent] or ops[parent].name == name
+    return inside
 
 
 def _key(name: str) -> str:

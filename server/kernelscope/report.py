@@ -144,9 +144,10 @@ def build_report(
     side = finished.sidecar
     active = max(side.active, 1)
     calls = [a.dur for a in trace.user_annotations if a.name == CALL_ANNOTATION]
-    steps = [s.dur for s in trace.steps]
-    cpu_total = sum(calls) if calls else sum(steps)
-    cuda_total = sum(g.dur for g in trace.gpu_events)
+    cpu_total = sum(calls) if calls else sum(s.dur for s in trace.steps)
+    # Only the function's own work: not the profiler's step markers nor our synchronize.
+    ops = op_table(trace, within=CALL_ANNOTATION if calls else None)
+    cuda_total = sum(o.self_cuda_us for o in ops)
     return Report(
         function=FunctionRef(path=function_path, qualname=qualname, line=side.function_line),
         device=DeviceRef(side.device_type, side.device_name, side.device_index),
@@ -176,7 +177,7 @@ def build_report(
         ),
         ops=[
             OpRow(o.name, o.calls, o.self_cpu_us, o.cpu_total_us, o.self_cuda_us, o.cuda_total_us)
-            for o in op_table(trace)
+            for o in ops
         ],
         lines=_line_rows(side.lines),
         trace=TraceRef(trace_path or finished.trace_path, side.cold.trace_path),
