@@ -14,7 +14,24 @@ from kernelscope.protocol import JobProgress, ProfileFailed
 from kernelscope.targets import Schedule, build_request, load_target
 
 WORKLOADS = Path(__file__).parent / "workloads"
-FIXTURES = Path(__file__).parent.parent / "fixtures"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = REPO_ROOT / "fixtures"
+
+
+def cuda_available() -> bool:
+    """Whether this test process's torch sees a CUDA GPU."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+NEEDS_GPU = pytest.mark.skipif(
+    not cuda_available(),
+    reason="needs a CUDA GPU (none here); the GPU path is covered by the recorded H200 "
+    "fixtures in test_gpu_fixtures.py",
+)
 
 
 class LauncherDriver:
@@ -28,6 +45,7 @@ class LauncherDriver:
 
     def run(self, spec: str, timeout: float = 60.0, **options: Any) -> JobResult | ProfileFailed:
         source = options.pop("source", None)
+        options.setdefault("device", "cpu")  # the same results on a GPU host
         schedule = Schedule(
             options.pop("wait", 1), options.pop("warmup", 1), options.pop("active", 2)
         )

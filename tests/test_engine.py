@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import WORKLOADS, LauncherDriver, failed, ok
+import pytest
+from conftest import WORKLOADS, LauncherDriver, cuda_available, failed, ok
 
 THREE = WORKLOADS / "three_lines.py"
 
@@ -96,6 +97,7 @@ def test_progress_stages_in_order(driver: LauncherDriver) -> None:
     assert [first[s] for s in order] == sorted(first[s] for s in order)
 
 
+@pytest.mark.skipif(cuda_available(), reason="this host has a CUDA GPU: no error to provoke")
 def test_cuda_request_without_gpu_is_a_clear_error(driver: LauncherDriver) -> None:
     f = failed(driver.run(f"{THREE}::three_lines", device="cuda"))
     assert f.kind == "no_cuda"
