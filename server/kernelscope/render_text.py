@@ -7,19 +7,10 @@ from collections.abc import Sequence
 
 from kernelscope.protocol import ProfileFailed
 from kernelscope.report import Report
+from kernelscope.units import fmt_us
 
 DASH = "-"
-
-
-def fmt_us(us: float | None) -> str:
-    """12.3 µs, 4.56 ms, 1.20 s; a dash for nothing."""
-    if us is None:
-        return DASH
-    if us < 1_000:
-        return f"{us:.1f} µs"
-    if us < 1_000_000:
-        return f"{us / 1_000:.2f} ms"
-    return f"{us / 1_000_000:.2f} s"
+__all__ = ["fmt_us", "render_failure", "render_report", "shorten", "table"]
 
 
 def shorten(path: str, base: str | None = None) -> str:

@@ -1,0 +1,342 @@
+"""Trace analysis speed and memory against a bare msgspec decode and HolisticTraceAnalysis.
+
+Synthesizes a plain-JSON Kineto trace of ``--size-mb`` MB by replicating the events of real
+H200 recordings (fixtures/*/trace.json.gz) with shifted timestamps and shifted correlation,
+flow, External id and Python id values (so links stay unique), into a temporary directory.
+Then, interleaved, ``--rounds`` rounds of:
+
+  (a) a bare decode: read the file + ``msgspec.json.decode`` into a plain Struct of every
+      event field kernelscope could use (``args`` as ``msgspec.Raw``);
+  (b) kernelscope's analysis of the file: ``kernelscope.diagnose.analyze_file(path)`` when it
+      exists, else ``load_trace(path)`` + ``op_table(trace)``;
+  (c) HolisticTraceAnalysis's parser of one trace file, ``hta.common.trace.parse_trace_file``
+      (what ``TraceAnalysis`` runs per rank), when HTA is installed.
+
+and the peak memory of (b) in a fresh child process. Targets (issue text): (b) <= 1.5x (a),
+(c) >= 8x (b), peak memory of (b) <= 3x the file size.
+
+    python bench/trace_speed.py [--size-mb 150] [--rounds 3] [--trace FILE] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import gzip
+import importlib
+import io
+import logging
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures"
+#: Replicated in this order; together they hold every event kind kernelscope reads:
+#: syncs (memcpys, memsets, many cpu_ops and runtime calls), two_streams (two streams,
+#: cuLaunchKernelEx driver launches), matmul_add_8192 (cuBLASLt launches, memsets).
+SOURCES = ("syncs", "two_streams", "matmul_add_8192")
+
+SPEED_VS_DECODE = 1.5
+SPEED_VS_HTA = 8.0
+MEMORY_VS_FILE = 3.0
+
+
+# -- the bare-decode baseline -------------------------------------------------------------
+
+
+class BareEvent(msgspec.Struct):
+    """Every field of a Chrome trace event that an analysis reads; ``args`` undecoded.
+    Defaults where Kineto omits a field (metadata events have no cat/dur, flows no args)."""
+
+    ph: str
+    cat: str = ""
+    name: str = ""
+    pid: int | str = 0
+    tid: int | str = 0
+    ts: float = 0.0
+    dur: float = 0.0
+    args: msgspec.Raw = msgspec.Raw(b"{}")
+
+
+class BareTrace(msgspec.Struct):
+    traceEvents: list[BareEvent]  # noqa: N815 (the JSON's name)
+
+
+class BareEventNoGc(BareEvent, gc=False):
+    """The same Struct with the GC not tracking it (msgspec's documented speed option)."""
+
+
+class BareTraceNoGc(msgspec.Struct):
+    traceEvents: list[BareEventNoGc]  # noqa: N815
+
+
+_BARE = msgspec.json.Decoder(BareTrace)
+_BARE_NO_GC = msgspec.json.Decoder(BareTraceNoGc)
+
+
+def bare_decode(path: Path) -> object:
+    return _BARE.decode(path.read_bytes())
+
+
+def bare_decode_no_gc(path: Path) -> object:
+    return _BARE_NO_GC.decode(path.read_bytes())
+
+
+# -- synthesis ----------------------------------------------------------------------------
+
+_NUMBER = rb"(-?\d+(?:\.\d+)?)"
+#: The values to shift, by the key they follow. Flow ids ("id") equal correlations.
+_SHIFTED = re.compile(
+    rb'"(ts|correlation|id|External id|Python id|Python parent id)": ' + _NUMBER
+)
+_ID_STRIDE = 10_000_000  # per copy; far above any id one fixture uses
+
+
+class _TopLevel(msgspec.Struct):
+    traceEvents: list[msgspec.Raw]  # noqa: N815
+
+
+class _EventHead(msgspec.Struct):
+    ph: str = ""
+    cat: str = ""
+    ts: float = 0.0
+    dur: float = 0.0
+
+
+def _fixture_events(name: str) -> tuple[bytes, list[bytes], float, float, dict[str, Any]]:
+    """(raw events to copy, raw events to keep once, first ts, last end, top-level fields)."""
+    text = gzip.decompress((FIXTURES / name / "trace.json.gz").read_bytes())
+    top = msgspec.json.decode(text, type=dict[str, msgspec.Raw])
+    events = msgspec.json.decode(text, type=_TopLevel).traceEvents
+    copied: list[bytes] = []
+    once: list[bytes] = []
+    start, end = float("inf"), float("-inf")
+    for raw in events:
+        head = msgspec.json.decode(raw, type=_EventHead)
+        # metadata, instants and the profiler's own span describe the trace, not its work
+        if head.ph in {"M", "i"} or head.cat == "Trace":
+            once.append(bytes(raw))
+            continue
+        copied.append(bytes(raw))
+        start = min(start, head.ts)
+        end = max(end, head.ts + head.dur)
+    fields = {k: v for k, v in top.items() if k != "traceEvents"}
+    return b",\n  ".join(copied), once, start, end, fields
+
+
+def _shifted(block: bytes, dt: float, did: int) -> bytes:
+    def shift(match: re.Match[bytes]) -> bytes:
+        key, value = match[1], match[2]
+        if key == b"ts":
+            return b'"ts": %.3f' % (float(value) + dt)
+        number = int(value)
+        return b'"%s": %d' % (key, number + did if number >= 0 else number)
+
+    return _SHIFTED.sub(shift, block)
+
+
+def synthesize(path: Path, size_mb: float) -> int:
+    """Write the trace; returns its size in bytes."""
+    sources = [_fixture_events(name) for name in SOURCES]
+    target = int(size_mb * 1e6)
+    out = io.BytesIO()
+    _, once, t0, _, fields = sources[0]
+    out.write(b"{\n")
+    for key, value in fields.items():
+        if key != "traceName":
+            out.write(b'  "%s": %s,\n' % (key.encode(), bytes(value)))
+    out.write(b'  "traceEvents": [\n  ')
+    out.write(b",\n  ".join(once))
+    cursor = t0  # where the next copy starts, µs
+    copy = 0
+    while out.tell() < target:
+        for block, _, start, end, _ in sources:
+            copy += 1
+            dt = round(cursor - start)  # whole µs: shifted times keep their 3 decimals
+            out.write(b",\n  ")
+            out.write(_shifted(block, dt, copy * _ID_STRIDE))
+            cursor += (end - start) + 1000.0  # 1 ms apart
+    out.write(b'\n  ],\n  "traceName": "%s"\n}\n' % str(path).encode())
+    path.write_bytes(out.getvalue())
+    return out.tell()
+
+
+# -- measurement --------------------------------------------------------------------------
+
+
+def _analysis() -> tuple[str, Callable[[Path], object]]:
+    try:
+        diagnose = importlib.import_module("kernelscope.diagnose")
+    except ImportError:
+        diagnose = None
+    analyze_file = getattr(diagnose, "analyze_file", None)
+    if callable(analyze_file):
+        return "kernelscope.diagnose.analyze_file(path)", analyze_file
+    from kernelscope.ops import op_table
+    from kernelscope.trace_model import load_trace
+
+    def load_and_table(path: Path) -> object:
+        trace = load_trace(path)
+        return trace, op_table(trace)
+
+    return "kernelscope load_trace(path) + op_table(trace)", load_and_table
+
+
+def _hta() -> tuple[str, Callable[[Path], object] | None]:
+    try:
+        from hta.common.trace import parse_trace_file  # pyright: ignore
+        from hta.version import __version__  # pyright: ignore
+    except Exception as exc:  # an install may be broken in many ways
+        return f"HTA not measured: cannot import it ({type(exc).__name__}: {exc})", None
+    logging.getLogger("hta").setLevel(logging.ERROR)  # it logs each parse as a warning
+
+    def parse(path: Path) -> object:
+        return parse_trace_file(str(path))  # pyright: ignore
+
+    return f"HolisticTraceAnalysis {__version__} hta.common.trace.parse_trace_file", parse
+
+
+def _timed(fn: Callable[[Path], object], path: Path) -> float:
+    gc.collect()
+    t0 = time.perf_counter()
+    result = fn(path)
+    elapsed = time.perf_counter() - t0
+    del result
+    gc.collect()
+    return elapsed
+
+
+_CHILD = """
+import sys
+from pathlib import Path
+sys.path.insert(0, {bench!r})
+import trace_speed
+name, fn = trace_speed._analysis()
+if sys.argv[1] == "run":
+    result = fn(Path(sys.argv[2]))
+status = Path("/proc/self/status").read_text()
+print(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")))
+"""
+
+
+def peak_memory(path: Path) -> tuple[int, int]:
+    """Peak RSS of a fresh child that imports the analysis only, and of one that also runs it
+    on ``path``, in bytes. Read from VmHWM: Linux carries ``ru_maxrss`` over fork and exec, so
+    a child's would start at this (large) process's peak."""
+    code = _CHILD.format(bench=str(Path(__file__).parent))
+    peaks: list[int] = []
+    for mode in ("idle", "run"):
+        out = subprocess.run(
+            [sys.executable, "-c", code, mode, str(path)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        peaks.append(int(out) * 1024)  # kB
+    return peaks[0], peaks[1]
+
+
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size-mb", type=float, default=150.0, help="synthetic trace size")
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds of each")
+    parser.add_argument("--trace", type=Path, help="use this plain-JSON trace instead")
+    parser.add_argument("--keep", type=Path, help="write the synthetic trace here and keep it")
+    parser.add_argument("--no-hta", action="store_true", help="skip HolisticTraceAnalysis")
+    options = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="ks-trace-speed-") as tmp:
+        if options.trace is not None:
+            path = options.trace
+            size = path.stat().st_size
+            print(f"trace: {path} (given), {size / 1e6:.1f} MB")
+        else:
+            folder = options.keep or Path(tmp)
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / "synthetic.pt.trace.json"
+            t0 = time.perf_counter()
+            size = synthesize(path, options.size_mb)
+            print(
+                f"trace: {path}, {size / 1e6:.1f} MB plain JSON, synthesized in "
+                f"{time.perf_counter() - t0:.1f} s from {' + '.join(SOURCES)} (H200 fixtures)"
+            )
+        head = msgspec.json.decode(path.read_bytes(), type=BareTrace).traceEvents
+        kinds: dict[str, int] = {}
+        for e in head:
+            kinds[e.cat or f"ph={e.ph}"] = kinds.get(e.cat or f"ph={e.ph}", 0) + 1
+        print(f"events: {len(head):,} in all; by category: " + ", ".join(
+            f"{k} {n:,}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1])
+        ))  # fmt: skip
+        del head
+
+        analysis_name, analysis = _analysis()
+        hta_name, hta = (_hta() if not options.no_hta else ("HTA skipped (--no-hta)", None))
+        columns: list[tuple[str, str, Callable[[Path], object]]] = [
+            ("a", "bare msgspec decode into a plain Struct (args: Raw), incl. file read",
+             bare_decode),
+            ("a'", "the same decode, Struct with gc=False (info; not a target's baseline)",
+             bare_decode_no_gc),
+            ("b", analysis_name + ", incl. file read", analysis),
+        ]  # fmt: skip
+        if hta is not None:
+            columns.append(("c", hta_name + ", incl. file read", hta))
+        else:
+            print(hta_name)
+        print(f"python {sys.version.split()[0]}, msgspec {msgspec.__version__}; "
+              f"{options.rounds} interleaved rounds, medians below")  # fmt: skip
+
+        times: dict[str, list[float]] = {key: [] for key, _, _ in columns}
+        for r in range(options.rounds):
+            line = []
+            for key, _, fn in columns:
+                t = _timed(fn, path)
+                times[key].append(t)
+                line.append(f"{key} {t:.3f} s")
+            print(f"  round {r + 1}: " + ", ".join(line))
+        median = {key: statistics.median(ts) for key, ts in times.items()}
+
+        print()
+        print(f"{'':3} {'median s':>9} {'min s':>7}  what")
+        for key, what, _ in columns:
+            print(f"{key:3} {median[key]:9.3f} {min(times[key]):7.3f}  {what}")
+
+        idle, peak = peak_memory(path)
+        used = peak - idle
+        print(
+            f"peak memory of (b) in a fresh process: {peak / 1e6:.0f} MB RSS, less "
+            f"{idle / 1e6:.0f} MB for the interpreter and imports alone = {used / 1e6:.0f} MB"
+        )
+
+        print()
+        ratio = median["b"] / median["a"]
+        print(f"(b)/(a) kernelscope vs bare decode: {ratio:.2f}x "
+              f"(target <= {SPEED_VS_DECODE}x): {_verdict(ratio <= SPEED_VS_DECODE)}")  # fmt: skip
+        no_gc = median["b"] / median["a'"]
+        print(f"        info: (b) vs the gc=False decode (a'): {no_gc:.2f}x")
+        if "c" in median:
+            speedup = median["c"] / median["b"]
+            print(f"(c)/(b) HTA parser vs kernelscope: {speedup:.1f}x faster "
+                  f"(target >= {SPEED_VS_HTA}x): {_verdict(speedup >= SPEED_VS_HTA)}")  # fmt: skip
+        else:
+            print("(c)/(b) HTA parser vs kernelscope: not measured (see above)")
+        memory = used / size
+        print(f"peak memory of (b) / file size: {used / 1e6:.0f} MB / {size / 1e6:.0f} MB = "
+              f"{memory:.2f}x (target <= {MEMORY_VS_FILE}x): "
+              f"{_verdict(memory <= MEMORY_VS_FILE)}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""FLOPs and bytes of an op, from the shapes and dtypes Kineto records (`record_shapes=True`).
+
+FLOPs are counted for matrix products, convolutions and attention (2 per multiply-add);
+bytes are each input read once and the output written once, the output's size estimated
+from the op's kind: the product's shape for matrix products, nothing for reductions, the
+largest input for everything else (elementwise ops and copies).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, cast
+
+import msgspec
+
+from kernelscope.trace_model import Op, OpInputs
+
+DTYPE_BYTES = {
+    "double": 8,
+    "float": 4,
+    "c10::Half": 2,
+    "c10::BFloat16": 2,
+    "c10::Float8_e4m3fn": 1,
+    "c10::Float8_e5m2": 1,
+    "long int": 8,
+    "int": 4,
+    "short int": 2,
+    "signed char": 1,
+    "unsigned char": 1,
+    "bool": 1,
+    "c10::complex<float>": 8,
+    "c10::complex<double>": 16,
+}
+MATMULS = frozenset(
+    {
+        "aten::mm",
+        "aten::addmm",
+        "aten::bmm",
+        "aten::baddbmm",
+        "aten::matmul",
+        "aten::linear",
+        "aten::_scaled_mm",
+    }
+)
+CONVOLUTIONS = frozenset(
+    {
+        "aten::convolution",
+        "aten::_convolution",
+        "aten::conv1d",
+        "aten::conv2d",
+        "aten::conv3d",
+        "aten::cudnn_convolution",
+    }
+)
+ATTENTION = frozenset(
+    {
+        "aten::scaled_dot_product_attention",
+        "aten::_scaled_dot_product_flash_attention",
+        "aten::_scaled_dot_product_efficient_attention",
+        "aten::_scaled_dot_product_cudnn_attention",
+        "aten::_flash_attention_forward",
+        "aten::_efficient_attention_forward",
+    }
+)
+FLOP_OPS = MATMULS | CONVOLUTIONS | ATTENTION
+REDUCTIONS = frozenset(
+    {
+        "aten::sum",
+        "aten::mean",
+        "aten::amax",
+        "aten::amin",
+        "aten::max",
+        "aten::min",
+        "aten::norm",
+        "aten::linalg_vector_norm",
+        "aten::prod",
+        "aten::argmax",
+        "aten::argmin",
+        "aten::any",
+        "aten::all",
+        "aten::std",
+        "aten::var",
+        "aten::nonzero",
+        "aten::_local_scalar_dense",
+    }
+)
+_INTS = re.compile(r"-?\d+")
+
+
+def numel(dims: list[int]) -> int:
+    """Elements of a shape ([] is a scalar: 1)."""
+    return math.prod(dims) if dims else 1
+
+
+def _tensors(inputs: OpInputs) -> list[tuple[list[int], str]]:
+    """(shape, dtype) of each tensor input; scalars, lists and Nones left out."""
+    out: list[tuple[list[int], str]] = []
+    for dims, dtype in zip(inputs.dims, inputs.types, strict=False):
+        if dtype in DTYPE_BYTES and isinstance(dims, list):
+            shape = cast(list[object], dims)
+            if all(isinstance(d, int) for d in shape):
+                out.append((cast(list[int], shape), dtype))
+    return out
+
+
+class _Concrete(msgspec.Struct):
+    values: list[Any] = msgspec.field(default_factory=list[Any], name="Concrete Inputs")
+
+
+_CONCRETE = msgspec.json.Decoder(_Concrete)
+
+
+def concrete_inputs(op: Op) -> list[Any]:
+    """The op's ``Concrete Inputs`` (scalar arguments as strings); empty when absent."""
+    try:
+        return _CONCRETE.decode(op.args).values
+    except msgspec.MsgspecError:
+        return []
+
+
+def flops_of(op: Op) -> float:
+    """FLOPs of one recorded call of `op`."""
+    if op.name not in FLOP_OPS:
+        return 0.0
+    return op_flops(op.name, op.inputs(), concrete_inputs(op) if op.name in CONVOLUTIONS else [])
+
+
+def op_flops(name: str, inputs: OpInputs, concrete: list[Any] | None = None) -> float:
+    """Floating-point operations of one call; 0 when the op or its shapes are not known."""
+    t = _tensors(inputs)
+    try:
+        if name in ("aten::mm", "aten::_scaled_mm") and len(t) >= 2:
+            (m, k), (_, n) = t[0][0][-2:], t[1][0][-2:]
+            return 2.0 * m * k * n
+        if name == "aten::addmm" and len(t) >= 3:
+            (m, k), (_, n) = t[1][0][-2:], t[2][0][-2:]
+            return 2.0 * m * k * n
+        if name in ("aten::bmm", "aten::matmul") and len(t) >= 2:
+            a, b = t[0][0], t[1][0]
+            if len(a) == 1 or len(b) == 1:
+                return 2.0 * numel(a) * (b[-1] if len(b) > 1 else 1)
+            batch = max(numel(a[:-2]), numel(b[:-2]))
+            return 2.0 * batch * a[-2] * a[-1] * b[-1]
+        if name == "aten::baddbmm" and len(t) >= 3:
+            a, b = t[1][0], t[2][0]
+            return 2.0 * a[0] * a[1] * a[2] * b[2]
+        if name == "aten::linear" and len(t) >= 2:
+            x, w = t[0][0], t[1][0]
+            return 2.0 * numel(x[:-1]) * x[-1] * w[0]
+        if name in CONVOLUTIONS and len(t) >= 2:
+            return _conv_flops(t[0][0], t[1][0], concrete or [])
+        if name in ATTENTION and len(t) >= 3:
+            q, k = t[0][0], t[1][0]
+            return 4.0 * numel(q[:-2]) * q[-2] * k[-2] * q[-1]
+    except (IndexError, ValueError):
+        return 0.0
+    return 0.0
+
+
+def _conv_flops(x: list[int], w: list[int], concrete: list[Any]) -> float:
+    """2 · N · C_out · C_in/groups · kernel · output positions; stride from Concrete Inputs."""
+    spatial = len(w) - 2
+    strides = _concrete_ints(concrete, 3) or [1] * spatial
+    out_positions = 1
+    for i in range(spatial):
+        out_positions *= max(1, x[2 + i] // (strides[i] if i < len(strides) else 1))
+    return 2.0 * x[0] * w[0] * numel(w[1:]) * out_positions
+
+
+def _concrete_ints(values: list[Any], index: int) -> list[int]:
+    if index < len(values) and isinstance(values[index], str):
+        return [int(v) for v in _INTS.findall(str(values[index]))]
+    return []
+
+
+def op_bytes(name: str, inputs: OpInputs) -> float:
+    """Bytes one call moves through memory: inputs read once, the output written once."""
+    t = _tensors(inputs)
+    if not t:
+        return 0.0
+    read = sum(numel(d) * DTYPE_BYTES[dt] for d, dt in t)
+    size = DTYPE_BYTES[t[0][1]]
+    if name in MATMULS and len(t) >= 2:
+        a, b = (
+            (t[1][0], t[2][0])
+            if name in ("aten::addmm", "aten::baddbmm") and len(t) >= 3
+            else (t[0][0], t[1][0])
+        )
+        written = numel(a[:-1]) * (b[-1] if len(b) > 1 else 1) * size
+    elif name in REDUCTIONS:
+        written = 0
+    else:
+        written = max(numel(d) * DTYPE_BYTES[dt] for d, dt in t)
+    return float(read + written)
+
+
+def matmul_dtype(inputs: OpInputs) -> str | None:
+    """The dtype of a matmul's first tensor input."""
+    t = _tensors(inputs)
+    return t[0][1] if t else None
