@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 from conftest import FIXTURES
 from kernelscope.ops import op_table
-from kernelscope.protocol import ProfileFinished, Sidecar, WorkerReady
-from kernelscope.report import build_report
+from kernelscope.protocol import Sidecar
+from kernelscope.report import Report, replay_report
 from kernelscope.trace_model import load_trace
 
 SCENARIOS = sorted(p.parent.name for p in FIXTURES.glob("*/meta.json"))
@@ -24,26 +25,14 @@ def _load(name: str) -> tuple[dict[str, Any], Sidecar, dict[str, Any]]:
     return meta, sidecar, report
 
 
-def _rebuild(name: str) -> Any:
+def _rebuild(name: str) -> Report:
     """The report as the server builds it, from the recorded trace and sidecar."""
     _, side, recorded = _load(name)
-    trace_path = FIXTURES / name / "trace.json.gz"
-    finished = ProfileFinished(job_id="replay", trace_path=str(trace_path), sidecar=side)
-    ready = WorkerReady(
-        pid=0,
-        hostname=side.hostname,
-        python=side.python,
-        executable="python3",
-        torch=side.torch,
-        cuda=side.cuda,
-        cuda_init_us=recorded["dead_window"]["cuda_init_us"],
-    )
-    return build_report(
-        finished,
-        ready,
-        load_trace(trace_path),
-        recorded["function"]["path"],
+    return replay_report(
+        FIXTURES / name / "trace.json.gz",
+        side,
         recorded["function"]["qualname"],
+        str(FIXTURES / "workloads" / Path(recorded["function"]["path"]).name),
     )
 
 

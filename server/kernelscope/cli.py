@@ -11,11 +11,19 @@ from pathlib import Path
 import msgspec
 
 from kernelscope import __version__
+from kernelscope.diagnose import SidecarError, load_sidecar
 from kernelscope.launcher import JobFailed, JobResult, Launcher
 from kernelscope.progress_line import ProgressLine
 from kernelscope.protocol import ProfileFailed, RunProfile
-from kernelscope.render_text import render_failure, render_report
-from kernelscope.report import Report, build_report, save_sidecar
+from kernelscope.render_text import render_failure, render_report, render_trace_analysis
+from kernelscope.report import (
+    Report,
+    analyze_trace,
+    companions,
+    replay_report,
+    report_for_job,
+    save_sidecar,
+)
 from kernelscope.targets import Schedule, Target, TargetError, build_request, load_target
 from kernelscope.trace_model import TraceError, load_trace
 
@@ -61,9 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-lines", action="store_true", help="skip the per-line attribution pass")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
-    a = sub.add_parser("analyze", help="read a torch.profiler trace and print its ops")
+    a = sub.add_parser("analyze", help="diagnose any torch.profiler trace (plain or gzip)")
     a.add_argument("trace", metavar="TRACE")
-    a.add_argument("--json", action="store_true")
+    a.add_argument(
+        "--sidecar", metavar="FILE", help="the worker's sidecar (default: found beside TRACE)"
+    )
+    a.add_argument("--trace-only", action="store_true", help="ignore any sidecar")
+    a.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     return parser
 
 
@@ -130,8 +142,7 @@ async def _run_job(
 
 def _report(result: JobResult, target: Target) -> Report:
     save_sidecar(result.finished)
-    trace = load_trace(result.finished.trace_path)
-    return build_report(result.finished, result.ready, trace, str(target.path), target.qualname)
+    return report_for_job(result.finished, str(target.path), target.qualname, result.ready)
 
 
 def _fail_usage(message: str, as_json: bool) -> int:
@@ -155,42 +166,31 @@ def _print_json_error(kind: str, message: str) -> None:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from kernelscope.ops import op_table
-    from kernelscope.render_text import fmt_us, table
-
     path = Path(args.trace)
     if not path.is_file():
         return _fail_usage(f"no such file: {path}", args.json)
+    found_sidecar, found_cold = companions(path)
+    sidecar_file = Path(args.sidecar) if args.sidecar else found_sidecar
     try:
-        trace = load_trace(path)
-    except TraceError as e:
+        if sidecar_file is not None and not args.trace_only:
+            side = load_sidecar(sidecar_file)
+            report = replay_report(path, side, side.qualname, side.path)
+            out: object = report
+            text = render_report(report)
+        else:
+            trace = load_trace(path)
+            cold = load_trace(found_cold) if found_cold else None
+            result = analyze_trace(path, trace, cold)
+            out, text = result, render_trace_analysis(result)
+    except (TraceError, SidecarError) as e:
+        if args.json:
+            _print_json_error("bad_trace", f"{path}: {e}")
         print(f"kernelscope: {path}: {e}", file=sys.stderr)
         return EXIT_FAILED
-    ops = op_table(trace)
     if args.json:
-        sys.stdout.buffer.write(
-            msgspec.json.encode({"trace": {"path": str(path)}, "ops": ops}) + b"\n"
-        )
-        return EXIT_OK
-    print(f"kernelscope · {path}  ({len(trace.steps)} steps)")
-    print(
-        "\n".join(
-            table(
-                ["name", "calls", "self CPU", "CPU total", "self CUDA", "CUDA total"],
-                [
-                    [
-                        o.name[:48],
-                        str(o.calls),
-                        fmt_us(o.self_cpu_us),
-                        fmt_us(o.cpu_total_us),
-                        fmt_us(o.self_cuda_us),
-                        fmt_us(o.cuda_total_us),
-                    ]
-                    for o in ops[:20]
-                ],
-            )
-        )
-    )
+        sys.stdout.buffer.write(msgspec.json.encode(out) + b"\n")
+    else:
+        print(text)
     return EXIT_OK
 
 

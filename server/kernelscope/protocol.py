@@ -164,6 +164,8 @@ class Sidecar(msgspec.Struct):
     cuda: str | None = None
     python: str = ""
     hostname: str = ""
+    path: str = ""
+    qualname: str = ""
 
 
 class ProfileFinished(Message, tag="profile_finished"):

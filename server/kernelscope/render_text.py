@@ -5,12 +5,21 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from kernelscope.findings import Finding
 from kernelscope.protocol import ProfileFailed
-from kernelscope.report import Report
+from kernelscope.report import OpRow, Report, TraceAnalysis
 from kernelscope.units import fmt_us
 
 DASH = "-"
-__all__ = ["fmt_us", "render_failure", "render_report", "shorten", "table"]
+__all__ = [
+    "fmt_us",
+    "render_failure",
+    "render_report",
+    "render_trace_analysis",
+    "shorten",
+    "table",
+]
+MARKS = {"error": "✖", "warning": "▲", "info": "●", "hint": "·"}
 
 
 def shorten(path: str, base: str | None = None) -> str:
@@ -66,22 +75,10 @@ def render_report(report: Report, max_ops: int = 15, max_lines: int = 10) -> str
         out.append(
             f"memory      peak {report.memory.peak_allocated_bytes / 2**20:.1f} MiB allocated"
         )
+    out += _verdict(report.verdict.summary if report.verdict else None, report.findings)
     steps = report.steps.active
     out += ["", f"ops (totals over {steps} active step{'s' if steps != 1 else ''})"]
-    out += table(
-        ["name", "calls", "self CPU", "CPU total", "self CUDA", "CUDA total"],
-        [
-            [
-                o.name[:48],
-                str(o.calls),
-                fmt_us(o.self_cpu_us),
-                fmt_us(o.cpu_total_us),
-                fmt_us(o.self_cuda_us) if cuda else DASH,
-                fmt_us(o.cuda_total_us) if cuda else DASH,
-            ]
-            for o in report.ops[:max_ops]
-        ],
-    )
+    out += _ops_table(report.ops, cuda, max_ops)
     if report.lines:
         out += ["", "costliest lines (per call, from a traced pass)"]
         out += table(
@@ -107,6 +104,68 @@ def render_report(report: Report, max_ops: int = 15, max_lines: int = 10) -> str
             *("  " + ln for ln in tail),
         ]
     out += ["", f"trace       {shorten(report.trace.path)}"]
+    return "\n".join(out)
+
+
+BOUND_CODES = ("KS101", "KS102", "KS103", "KS104")
+
+
+def _verdict(summary: str | None, findings: list[Finding]) -> list[str]:
+    """The verdict with what to try, then the other findings."""
+    out: list[str] = []
+    if summary:
+        out += ["", f"verdict     {summary}"]
+        bound = next((f for f in findings if f.code in BOUND_CODES), None)
+        out += [f"      try: {t}" for t in (bound.try_ if bound else [])]
+    rest = [f for f in findings if f.code not in BOUND_CODES]
+    if not rest:
+        return out
+    out += ["", "findings"]
+    tried: set[str] = set()
+    for f in rest:
+        where = f" {shorten(f.path)}:{f.line}" if f.path and f.line else ""
+        out.append(f"  {MARKS.get(f.severity, '-')} {f.code}{where}  {f.message}")
+        if f.code not in tried:  # what to try, once per code
+            out += [f"      try: {t}" for t in f.try_]
+            tried.add(f.code)
+    return out
+
+
+def _ops_table(ops: list[OpRow], cuda: bool, limit: int) -> list[str]:
+    return table(
+        ["name", "calls", "self CPU", "CPU total", "self CUDA", "CUDA total"],
+        [
+            [
+                o.name[:48],
+                str(o.calls),
+                fmt_us(o.self_cpu_us),
+                fmt_us(o.cpu_total_us),
+                fmt_us(o.self_cuda_us) if cuda else DASH,
+                fmt_us(o.cuda_total_us) if cuda else DASH,
+            ]
+            for o in ops[:limit]
+        ],
+    )
+
+
+def render_trace_analysis(result: TraceAnalysis, max_ops: int = 15) -> str:
+    """`analyze` of a bare trace: device, verdict, dead window, findings, ops."""
+    v = result.verdict
+    cuda = v.bound != "host"
+    out = [
+        f"kernelscope · {shorten(result.trace.path)}  ({result.steps} step"
+        f"{'s' if result.steps != 1 else ''}"
+        + (f", {result.device}" if result.device else "")
+        + ")",
+        "",
+        "entry → first kernel "
+        + fmt_us(result.dead_window.get("entry_to_first_kernel_us"))
+        + " (from the start of the first region)",
+    ]
+    out += _verdict(v.summary, result.findings)
+    out += ["", f"ops (totals over {result.steps} steps)", *_ops_table(result.ops, cuda, max_ops)]
+    if result.warnings:
+        out += ["", "warnings", *("  " + w for w in result.warnings)]
     return "\n".join(out)
 
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import datetime
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
 from kernelscope import __version__
+from kernelscope.diagnose import Analysis, Options, Verdict, analyze
+from kernelscope.findings import Finding
 from kernelscope.ops import op_table
-from kernelscope.protocol import LineStat, ProfileFinished, WorkerReady
-from kernelscope.trace_model import Trace
+from kernelscope.protocol import LineStat, ProfileFinished, Sidecar, WorkerReady
+from kernelscope.trace_model import Trace, load_trace
 
 CALL_ANNOTATION = "ks:call"
 
@@ -125,6 +128,9 @@ class Report(msgspec.Struct):
     lines: list[LineRow]
     trace: TraceRef
     memory: Memory | None = None
+    verdict: Verdict | None = None
+    findings: list[Finding] = []
+    warnings: list[str] = []
     output: str = ""
     output_truncated: bool = False
     created: str = ""
@@ -133,31 +139,30 @@ class Report(msgspec.Struct):
 
 def build_report(
     finished: ProfileFinished,
-    ready: WorkerReady,
     trace: Trace,
     function_path: str,
     qualname: str,
+    ready: WorkerReady | None = None,
+    analysis: Analysis | None = None,
     remote: str | None = None,
-    trace_path: str | None = None,
 ) -> Report:
-    """Join the worker's sidecar with what the trace says."""
+    """Join the worker's sidecar, the trace, and its analysis."""
     side = finished.sidecar
     active = max(side.active, 1)
     calls = [a.dur for a in trace.user_annotations if a.name == CALL_ANNOTATION]
     cpu_total = sum(calls) if calls else sum(s.dur for s in trace.steps)
-    # Only the function's own work: not the profiler's step markers nor our synchronize.
-    ops = op_table(trace, within=CALL_ANNOTATION if calls else None)
+    ops = op_table(trace, within=_own_calls(trace))
     cuda_total = sum(o.self_cuda_us for o in ops)
     return Report(
         function=FunctionRef(path=function_path, qualname=qualname, line=side.function_line),
         device=DeviceRef(side.device_type, side.device_name, side.device_index),
         runner=Runner(
             remote=remote,
-            host=side.hostname or ready.hostname,
-            python=side.python or ready.python,
-            torch=side.torch or ready.torch,
+            host=side.hostname or (ready.hostname if ready else ""),
+            python=side.python or (ready.python if ready else ""),
+            torch=side.torch or (ready.torch if ready else None),
             cuda=side.cuda,
-            executable=ready.executable,
+            executable=ready.executable if ready else "",
         ),
         steps=Steps(side.wait, side.warmup, side.active),
         timing=Timing(
@@ -171,33 +176,143 @@ def build_report(
         ),
         dead_window=DeadWindow(
             first_call_us=side.cold.first_call_us,
-            entry_to_first_kernel_us=side.cold.entry_to_first_kernel_us,
+            entry_to_first_kernel_us=analysis.entry_to_first_kernel_us
+            if analysis and analysis.entry_to_first_kernel_us is not None
+            else side.cold.entry_to_first_kernel_us,
             process_fresh=side.cold.process_fresh,
-            cuda_init_us=ready.cuda_init_us,
+            cuda_init_us=ready.cuda_init_us if ready else None,
         ),
         ops=[
             OpRow(o.name, o.calls, o.self_cpu_us, o.cpu_total_us, o.self_cuda_us, o.cuda_total_us)
             for o in ops
         ],
         lines=_line_rows(side.lines),
-        trace=TraceRef(trace_path or finished.trace_path, side.cold.trace_path),
+        trace=TraceRef(finished.trace_path, side.cold.trace_path),
         memory=Memory(side.memory.peak_allocated_bytes, side.memory.peak_reserved_bytes)
         if side.memory
         else None,
+        verdict=analysis.verdict if analysis else None,
+        findings=analysis.findings if analysis else [],
+        warnings=analysis.warnings if analysis else [],
         output=finished.output,
         output_truncated=finished.output_truncated,
         created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     )
 
 
-def sidecar_path(trace_path: str) -> Path:
-    """Where the sidecar of a trace lives: beside it, `X.pt.trace.json.gz` -> `X.sidecar.json`."""
+def _own_calls(trace: Trace) -> str | None:
+    """Our per-call annotation when the trace has it: the ops table then holds only the
+    function's own work, not the profiler's step markers nor our synchronize."""
+    return (
+        CALL_ANNOTATION if any(a.name == CALL_ANNOTATION for a in trace.user_annotations) else None
+    )
+
+
+def _stem(trace_path: str | Path) -> str:
     name = Path(trace_path).name
     for suffix in (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json"):
         if name.endswith(suffix):
-            name = name[: -len(suffix)]
-            break
-    return Path(trace_path).with_name(name + ".sidecar.json")
+            return name[: -len(suffix)]
+    return name
+
+
+def sidecar_path(trace_path: str | Path) -> Path:
+    """Where the sidecar of a trace lives: beside it, `X.pt.trace.json.gz` -> `X.sidecar.json`."""
+    return Path(trace_path).with_name(_stem(trace_path) + ".sidecar.json")
+
+
+def companions(trace_path: str | Path) -> tuple[Path | None, Path | None]:
+    """The sidecar and cold-call trace beside a trace, if present (`X.sidecar.json`,
+    `X.cold.json.gz`; or `sidecar.json`, `cold.json.gz` in a fixture folder)."""
+    folder, stem = Path(trace_path).parent, _stem(trace_path)
+    side = next(
+        (p for p in (folder / f"{stem}.sidecar.json", folder / "sidecar.json") if p.is_file()),
+        None,
+    )
+    cold = next(
+        (p for p in (folder / f"{stem}.cold.json.gz", folder / "cold.json.gz") if p.is_file()),
+        None,
+    )
+    return side, cold
+
+
+class TraceAnalysis(msgspec.Struct):
+    """`analyze` of a trace with no sidecar: what the trace alone supports."""
+
+    trace: TraceRef
+    steps: int
+    device: str | None
+    verdict: Verdict
+    findings: list[Finding]
+    dead_window: dict[str, float | None]
+    ops: list[OpRow]
+    warnings: list[str] = []
+    kernelscope: str = __version__
+
+
+def analyze_trace(
+    path: str | Path, trace: Trace, cold: Trace | None = None, options: Options | None = None
+) -> TraceAnalysis:
+    """Diagnose a trace from anywhere (no sidecar): FLOPs come from recorded shapes."""
+    analysis = analyze(trace, None, options, cold_trace=cold)
+    return TraceAnalysis(
+        trace=TraceRef(str(path), None),
+        steps=analysis.steps,
+        device=analysis.verdict.device,
+        verdict=analysis.verdict,
+        findings=analysis.findings,
+        dead_window={"entry_to_first_kernel_us": analysis.entry_to_first_kernel_us},
+        ops=[
+            OpRow(o.name, o.calls, o.self_cpu_us, o.cpu_total_us, o.self_cuda_us, o.cuda_total_us)
+            for o in op_table(trace, within=_own_calls(trace))
+        ],
+        warnings=analysis.warnings,
+    )
+
+
+def report_for_job(
+    finished: ProfileFinished,
+    function_path: str,
+    qualname: str,
+    ready: WorkerReady | None = None,
+    remote: str | None = None,
+    options: Options | None = None,
+) -> Report:
+    """Read a finished job's traces, analyze them, and build the report (raises TraceError)."""
+    trace = load_trace(finished.trace_path)
+    cold_path = finished.sidecar.cold.trace_path
+    cold = load_trace(cold_path) if cold_path and Path(cold_path).is_file() else None
+    analysis = analyze(
+        trace, finished.sidecar, options, function_path=function_path, cold_trace=cold
+    )
+    return build_report(finished, trace, function_path, qualname, ready, analysis, remote)
+
+
+def replay_report(
+    trace_path: str | Path,
+    sidecar: Sidecar,
+    qualname: str,
+    function_path: str,
+    options: Options | None = None,
+) -> Report:
+    """The report of a recorded run (a trace with its sidecar), as if it had just finished."""
+    finished = ProfileFinished(job_id="replay", trace_path=str(trace_path), sidecar=sidecar)
+    _, cold = companions(trace_path)
+    if not function_path or not qualname:
+        function_path, qualname = _recorded_function(trace_path, function_path, qualname)
+    if cold is not None:
+        finished.sidecar.cold.trace_path = str(cold)
+    return report_for_job(finished, function_path, qualname, options=options)
+
+
+def _recorded_function(trace_path: str | Path, path: str, qualname: str) -> tuple[str, str]:
+    """Path and qualname from a `report.json` recorded beside the trace (the fixtures')."""
+    recorded = Path(trace_path).with_name("report.json")
+    try:
+        function = msgspec.json.decode(recorded.read_bytes(), type=dict[str, Any])["function"]
+        return path or str(function["path"]), qualname or str(function["qualname"])
+    except (OSError, KeyError, TypeError, msgspec.DecodeError, msgspec.ValidationError):
+        return path, qualname or "?"
 
 
 def save_sidecar(finished: ProfileFinished) -> Path:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import statistics
-from itertools import pairwise
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from kernelscope.trace_model import GpuEvent, Op, Trace
 

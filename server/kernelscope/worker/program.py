@@ -592,6 +592,8 @@ class Job:
                 "cuda": torch.version.cuda,
                 "python": platform.python_version(),
                 "hostname": socket.gethostname(),
+                "path": self.path,
+                "qualname": req["qualname"],
             },
         }
 
