@@ -71,6 +71,11 @@ def test_profile_json_has_the_documented_schema() -> None:
     assert top["line"] == 6
     assert Path(report["trace"]["path"]).is_file()
     assert report["timing"]["unprofiled_us_per_call"] > 0
+    assert report["verdict"]["bound"] == "host"
+    assert {"bound", "gpu_busy_fraction", "achieved_tflops", "achieved_gbps", "summary"} <= set(
+        report["verdict"]
+    )
+    assert any(f["code"] == "KS104" for f in report["findings"])
 
 
 def test_noisy_function_still_gives_valid_json() -> None:
@@ -115,6 +120,27 @@ def test_json_error_object_for_failures() -> None:
     error = json.loads(proc.stdout)["error"]
     assert error["kind"] == "missing_inputs"
     assert error["line"] == 33
+
+
+def test_analyze_replays_a_recorded_gpu_run() -> None:
+    trace = REPO / "fixtures" / "matmul_add_8192" / "trace.json.gz"
+    proc = kernelscope("analyze", str(trace), "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["function"]["qualname"] == "matmul_add"
+    assert report["verdict"]["bound"] == "compute"
+    assert report["dead_window"]["entry_to_first_kernel_us"] > 10_000
+    bare = json.loads(kernelscope("analyze", str(trace), "--json", "--trace-only").stdout)
+    assert bare["verdict"]["bound"] == "compute"
+    assert bare["dead_window"]["entry_to_first_kernel_us"] < 1_000  # first warm step
+    human = kernelscope("analyze", str(trace)).stdout
+    assert "verdict     compute-bound" in human
+
+
+def test_calibrate_without_a_gpu_says_so() -> None:
+    proc = kernelscope("calibrate", "--device", "cpu")
+    assert proc.returncode == 1
+    assert "calibrate measures GPU ceilings" in proc.stderr
 
 
 def test_usage_errors_exit_2() -> None:

@@ -8,11 +8,13 @@ from typing import Any
 
 import msgspec
 import pytest
-from conftest import FIXTURES
+
 from kernelscope.ops import op_table
 from kernelscope.protocol import Sidecar
 from kernelscope.report import Report, replay_report
 from kernelscope.trace_model import load_trace
+
+from conftest import FIXTURES
 
 SCENARIOS = sorted(p.parent.name for p in FIXTURES.glob("*/meta.json"))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,9 +14,10 @@ import msgspec
 from kernelscope import __version__
 from kernelscope.diagnose import SidecarError, load_sidecar
 from kernelscope.launcher import JobFailed, JobResult, Launcher
+from kernelscope.peaks import Peaks, datasheet_peaks, save_calibrated
 from kernelscope.progress_line import ProgressLine
-from kernelscope.protocol import ProfileFailed, RunProfile
-from kernelscope.render_text import render_failure, render_report, render_trace_analysis
+from kernelscope.protocol import CalibrationFinished, ProfileFailed, RunCalibration, RunProfile
+from kernelscope.render_text import render_failure, render_report, render_trace_analysis, table
 from kernelscope.report import (
     Report,
     analyze_trace,
@@ -69,6 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-lines", action="store_true", help="skip the per-line attribution pass")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
+    c = sub.add_parser("calibrate", help="measure this GPU's matmul and copy ceilings")
+    c.add_argument("--device", default="cuda", help="cuda | cuda:N (default cuda)")
+    c.add_argument("--python", default=None, help="interpreter that runs the worker (has torch)")
+    c.add_argument("--size", type=int, default=8192, help="matmul size n (default 8192)")
+    c.add_argument("--timeout", type=_positive_float, default=300.0)
+    c.add_argument("--no-save", action="store_true", help="print only; keep the cache as it is")
+    c.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
     a = sub.add_parser("analyze", help="diagnose any torch.profiler trace (plain or gzip)")
     a.add_argument("trace", metavar="TRACE")
     a.add_argument(
@@ -85,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "profile":
             return _profile(args)
+        if args.command == "calibrate":
+            return _calibrate(args)
         return _analyze(args)
     except KeyboardInterrupt:
         print("kernelscope: interrupted", file=sys.stderr)
@@ -165,11 +177,66 @@ def _print_json_error(kind: str, message: str) -> None:
     )
 
 
+def _calibrate(args: argparse.Namespace) -> int:
+    request = RunCalibration(job_id=uuid.uuid4().hex[:12], device=args.device, size=args.size)
+
+    async def run() -> CalibrationFinished:
+        launcher = Launcher(python=args.python, respawn=False)
+        try:
+            return (await launcher.calibrate(request, args.timeout))[0]
+        finally:
+            await launcher.close()
+
+    print("kernelscope: measuring matmul and copy ceilings…", file=sys.stderr)
+    try:
+        measured = asyncio.run(run())
+    except JobFailed as e:
+        return _fail_job(e.failure, "calibrate", args.json)
+    peaks = Peaks(
+        measured.device_name,
+        measured.bf16_tflops,
+        measured.fp16_tflops,
+        measured.tf32_tflops,
+        measured.fp32_tflops,
+        measured.copy_gbps,
+        source="calibrated",
+    )
+    saved = None if args.no_save else save_calibrated(peaks)
+    if args.json:
+        out = {"measured": measured, "peaks": peaks, "saved": str(saved) if saved else None}
+        sys.stdout.buffer.write(msgspec.json.encode(out) + b"\n")
+        return EXIT_OK
+    sheet = datasheet_peaks(measured.device_name, measured.total_memory)
+    print(f"kernelscope calibrate · {measured.device_name}")
+    rows = [
+        ("bf16 matmul", peaks.bf16_tflops, sheet.bf16_tflops if sheet else None, "TFLOP/s"),
+        ("fp16 matmul", peaks.fp16_tflops, sheet.fp16_tflops if sheet else None, "TFLOP/s"),
+        ("tf32 matmul", peaks.tf32_tflops, sheet.tf32_tflops if sheet else None, "TFLOP/s"),
+        ("fp32 matmul", peaks.fp32_tflops, sheet.fp32_tflops if sheet else None, "TFLOP/s"),
+        ("copy", peaks.hbm_gbps, sheet.hbm_gbps if sheet else None, "GB/s"),
+    ]
+    print(
+        "\n".join(
+            table(
+                ["ceiling", "measured", "datasheet", "share", "unit"],
+                [
+                    [n, f"{m:.0f}", f"{d:.0f}" if d else "-", f"{m / d:.0%}" if d else "-", u]
+                    for n, m, d, u in rows
+                ],
+                align="lrrrl",
+            )
+        )
+    )
+    print(f"method: {measured.method}")
+    print(f"saved to {saved}" if saved else "not saved (--no-save)")
+    return EXIT_OK
+
+
 def _analyze(args: argparse.Namespace) -> int:
     path = Path(args.trace)
     if not path.is_file():
         return _fail_usage(f"no such file: {path}", args.json)
-    found_sidecar, found_cold = companions(path)
+    found_sidecar, _ = companions(path)
     sidecar_file = Path(args.sidecar) if args.sidecar else found_sidecar
     try:
         if sidecar_file is not None and not args.trace_only:
@@ -178,9 +245,7 @@ def _analyze(args: argparse.Namespace) -> int:
             out: object = report
             text = render_report(report)
         else:
-            trace = load_trace(path)
-            cold = load_trace(found_cold) if found_cold else None
-            result = analyze_trace(path, trace, cold)
+            result = analyze_trace(path, load_trace(path))
             out, text = result, render_trace_analysis(result)
     except (TraceError, SidecarError) as e:
         if args.json:

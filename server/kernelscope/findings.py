@@ -6,7 +6,7 @@ from enum import StrEnum
 
 import msgspec
 
-DOCS_URL = "https://github.com/kernelscope/kernelscope/blob/main/docs/findings.md"
+DOCS_PAGE = "docs/findings.md"
 
 
 class Severity(StrEnum):
@@ -33,5 +33,5 @@ class Finding(msgspec.Struct, omit_defaults=True):
 
     @property
     def docs(self) -> str:
-        """The link to this code's section of docs/findings.md."""
-        return f"{DOCS_URL}#{self.code.lower()}"
+        """This code's section of docs/findings.md, relative to the project's root."""
+        return f"{DOCS_PAGE}#{self.code.lower()}"

@@ -25,9 +25,12 @@ from kernelscope import protocol
 from kernelscope.protocol import (
     FRAME_HEADER,
     MAX_FRAME_BYTES,
+    CalibrationFinished,
+    JobOutcome,
     JobProgress,
     ProfileFailed,
     ProfileFinished,
+    RunCalibration,
     RunProfile,
     WorkerReady,
 )
@@ -69,7 +72,7 @@ class JobResult:
 class _Pending:
     job_id: str
     on_progress: ProgressCallback | None
-    future: asyncio.Future[ProfileFinished | ProfileFailed] = field(
+    future: asyncio.Future[JobOutcome | ProfileFailed] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
 
@@ -220,11 +223,11 @@ class WorkerProcess:
 
     async def run(
         self,
-        request: RunProfile,
+        request: RunProfile | RunCalibration,
         on_progress: ProgressCallback | None,
         timeout: float,
         local_signals: bool,
-    ) -> ProfileFinished:
+    ) -> JobOutcome:
         """Send one job and wait for its result; raise JobFailed on any failure."""
         if self.state is not WorkerState.READY or self._proc is None or self._proc.stdin is None:
             raise JobFailed(_failure("crash", "the worker is not running"))
@@ -358,17 +361,35 @@ class Launcher:
         timeout: float = 120.0,
     ) -> JobResult:
         """Run one job; JobFailed says why it produced no profile."""
+        finished, ready = await self._run(request, on_progress, timeout)
+        assert isinstance(finished, ProfileFinished)
+        return JobResult(finished, ready)
+
+    async def calibrate(
+        self, request: RunCalibration, timeout: float = 300.0
+    ) -> tuple[CalibrationFinished, WorkerReady]:
+        """Measure the GPU's ceilings on the worker; JobFailed says why not."""
+        measured, ready = await self._run(request, None, timeout)
+        assert isinstance(measured, CalibrationFinished)
+        return measured, ready
+
+    async def _run(
+        self,
+        request: RunProfile | RunCalibration,
+        on_progress: ProgressCallback | None,
+        timeout: float,
+    ) -> tuple[JobOutcome, WorkerReady]:
         async with self._lock:
             ready = await self.start()
             worker = self._worker
             assert worker is not None
             try:
-                finished = await worker.run(request, on_progress, timeout, not self.prefix)
+                outcome = await worker.run(request, on_progress, timeout, not self.prefix)
             except JobFailed:
                 if worker.state is WorkerState.DEAD and self.respawn:
                     self.start()
                 raise
-            return JobResult(finished, ready)
+            return outcome, ready
 
     async def restart(self) -> None:
         """Replace the worker now (after a settings change, say)."""

@@ -44,6 +44,16 @@ class RunProfile(Message, tag="run_profile"):
     batch_size: int | None = None
 
 
+class RunCalibration(Message, tag="run_calibration"):
+    """Measure the device's matmul and copy ceilings."""
+
+    job_id: str
+    device: str = "cuda"
+    size: int = 8192
+    reps: int = 20
+    copy_bytes: int = 2**30
+
+
 class Cancel(Message, tag="cancel"):
     """Stop the running job; the worker answers ProfileFailed(kind='cancelled')."""
 
@@ -191,8 +201,23 @@ class ProfileFailed(Message, tag="profile_failed"):
     hint: str | None = None
 
 
-ToWorker = RunProfile | Cancel | Shutdown
-FromWorker = WorkerReady | JobProgress | ProfileFinished | ProfileFailed
+class CalibrationFinished(Message, tag="calibration_finished"):
+    """Measured ceilings of one GPU: TFLOP/s per matmul dtype, copy GB/s."""
+
+    job_id: str
+    device_name: str
+    total_memory: int
+    bf16_tflops: float
+    fp16_tflops: float
+    tf32_tflops: float
+    fp32_tflops: float
+    copy_gbps: float
+    method: str = ""
+
+
+ToWorker = RunProfile | RunCalibration | Cancel | Shutdown
+FromWorker = WorkerReady | JobProgress | ProfileFinished | ProfileFailed | CalibrationFinished
+JobOutcome = ProfileFinished | CalibrationFinished
 
 _to_worker_encoder = msgspec.json.Encoder()
 _from_worker_decoder = msgspec.json.Decoder(FromWorker)
