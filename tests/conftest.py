@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from kernelscope.launcher import JobFailed, JobResult, Launcher
 from kernelscope.protocol import JobProgress, ProfileFailed
 from kernelscope.targets import Schedule, build_request, load_target

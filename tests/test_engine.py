@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from conftest import WORKLOADS, LauncherDriver, cuda_available, failed, ok
 
 THREE = WORKLOADS / "three_lines.py"

@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import WORKLOADS, LauncherDriver, failed, ok
+
 from kernelscope.targets import TargetError, load_target
+
+from conftest import WORKLOADS, LauncherDriver, failed, ok
 
 FAIL = WORKLOADS / "failures.py"
 GOOD = f"{WORKLOADS}/three_lines.py::cpu_sync"

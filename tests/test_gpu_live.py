@@ -6,6 +6,7 @@ import os
 import statistics
 
 import pytest
+
 from conftest import NEEDS_GPU, REPO_ROOT, LauncherDriver, failed, ok
 
 pytestmark = NEEDS_GPU

@@ -9,10 +9,12 @@ from typing import Any
 
 import msgspec
 import pytest
-from conftest import WORKLOADS
+
 from kernelscope import protocol
 from kernelscope.protocol import FRAME_HEADER, RunProfile
 from kernelscope.worker import BOOTSTRAP, bootstrap_payload
+
+from conftest import WORKLOADS
 
 
 def _normalize(value: Any) -> Any:
