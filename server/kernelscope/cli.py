@@ -26,6 +26,7 @@ from kernelscope.report import (
     report_for_job,
     save_sidecar,
 )
+from kernelscope.scale_command import add_scale_parser, run_scale
 from kernelscope.targets import Schedule, Target, TargetError, build_request, load_target
 from kernelscope.trace_model import TraceError, load_trace
 
@@ -71,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-lines", action="store_true", help="skip the per-line attribution pass")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
+    sub.add_parser("serve", help="run the language server on stdio (for editors)")
+    add_scale_parser(sub)
+
     c = sub.add_parser("calibrate", help="measure this GPU's matmul and copy ceilings")
     c.add_argument("--device", default="cuda", help="cuda | cuda:N (default cuda)")
     c.add_argument("--python", default=None, help="interpreter that runs the worker (has torch)")
@@ -97,6 +101,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _profile(args)
         if args.command == "calibrate":
             return _calibrate(args)
+        if args.command == "scale":
+            return run_scale(args)
+        if args.command == "serve":
+            from kernelscope.server import main as serve
+
+            serve()
+            return EXIT_OK
         return _analyze(args)
     except KeyboardInterrupt:
         print("kernelscope: interrupted", file=sys.stderr)

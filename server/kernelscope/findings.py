@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from pathlib import Path
 
 import msgspec
 
-DOCS_PAGE = "docs/findings.md"
+DOCS_PAGE = Path(__file__).with_name("findings.md")  # docs/findings.md links here
 
 
 class Severity(StrEnum):
@@ -33,5 +34,5 @@ class Finding(msgspec.Struct, omit_defaults=True):
 
     @property
     def docs(self) -> str:
-        """This code's section of docs/findings.md, relative to the project's root."""
-        return f"{DOCS_PAGE}#{self.code.lower()}"
+        """A file URI of this code's section of the findings page shipped with the package."""
+        return f"{DOCS_PAGE.as_uri()}#{self.code.lower()}"

@@ -100,26 +100,12 @@ def points_from_times(
     """Scale points from bare timings (recorded fixtures, tests)."""
     points: list[ScalePoint] = []
     for factor, us in zip(factors, us_per_call, strict=True):
-        previous = points[-1].us_per_call if points else None
-        points.append(_point(factor, base_batch * factor, us, previous))
+        points.append(ScalePoint(factor, base_batch * factor, us, us / factor, _growth(us, points)))
     return points
 
 
-def _point(
-    factor: int, batch_size: int, us: float, previous: float | None, **extra: object
-) -> ScalePoint:
-    growth = us / previous if previous else None
-    return msgspec.convert(
-        {
-            "factor": factor,
-            "batch_size": batch_size,
-            "us_per_call": us,
-            "us_per_item": us / factor,
-            "growth": growth,
-            **extra,
-        },
-        ScalePoint,
-    )
+def _growth(us: float, earlier: Sequence[ScalePoint]) -> float | None:
+    return us / earlier[-1].us_per_call if earlier and earlier[-1].us_per_call > 0 else None
 
 
 def classify(points: Sequence[ScalePoint]) -> ScaleVerdict:
@@ -137,9 +123,11 @@ def classify(points: Sequence[ScalePoint]) -> ScaleVerdict:
 
     The knee splits the points at a measured factor into a flat run and a linear run (both
     include the knee's point); of all such splits the one with the largest change of slope
-    wins, and the shape is "mixed". With no such split the whole series is one run. The
-    thresholds leave margin on the recorded data: the flat runs fit -0.06..0.23 and the
-    linear runs 0.80..1.12 (MLP width 8192), and width 64's only rising pair is 0.68.
+    wins, and the shape is "mixed". With no such split the whole series is one run.
+
+    On the recorded MLP runs (fixtures/mlp_*), width 64 fits 0.03 over x1..x128 and its
+    steepest run, the last pair, is 0.68; width 8192 splits at x4 into -0.06 and 0.80 (at x8
+    into 0.23 and 0.84). LINEAR_FROM is 0.75 rather than 0.8 because that 0.80 is 0.799.
     """
     pts = sorted(points, key=lambda p: p.factor)
     if len(pts) < 2 or len({p.factor for p in pts}) != len(pts):
@@ -158,13 +146,14 @@ def classify(points: Sequence[ScalePoint]) -> ScaleVerdict:
             knee = (k, before, after)
     if knee is not None:
         k, before, after = knee
+        shapes: list[RunShape] = ["flat" if i < k else "linear" for i in range(len(pts) - 1)]
         return ScaleVerdict(
             shape="mixed",
             bound="overhead",
             knee_factor=pts[k].factor,
             summary=_mixed_summary(pts, k, before, after),
             slopes=slopes,
-            segment_shapes=["flat"] * k + ["linear"] * (len(pts) - 1 - k),
+            segment_shapes=shapes,
             run_slopes=[before, after],
         )
     slope = _fit_slope(xs, ys)
@@ -199,7 +188,7 @@ def _fit_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
 def _span(pts: Sequence[ScalePoint]) -> str:
     first, last = pts[0], pts[-1]
     return (
-        f"×{last.factor / first.factor:g} the batch takes "
+        f"×{last.factor / first.factor:g} the batch, "
         f"×{last.us_per_call / first.us_per_call:.2f} the time per call"
     )
 
@@ -208,16 +197,16 @@ def _summary(pts: Sequence[ScalePoint], shape: RunShape, slope: float) -> str:
     if shape == "flat":
         return (
             f"flat (slope {slope:.2f}): {_span(pts)} — overhead-bound: more work per call is "
-            "nearly free; batch more, or cut per-call overhead (CUDA Graphs, torch.compile)"
+            "nearly free; batch more, or cut overhead (CUDA Graphs, torch.compile)"
         )
     if shape == "sublinear":
         return (
             f"sublinear (slope {slope:.2f}): {_span(pts)} — memory- or latency-bound, partly "
-            "saturated: batching still pays; fusing ops cuts memory traffic"
+            "saturated: batching still pays; fusion cuts memory traffic"
         )
     return (
-        f"linear from ×{pts[0].factor} (slope {slope:.2f}): {_span(pts)} — compute-bound "
-        "(or bandwidth-saturated): the device is full; only less or cheaper work per item helps"
+        f"linear (slope {slope:.2f}): {_span(pts)} — compute-bound (or bandwidth-saturated) "
+        f"from ×{pts[0].factor}: the device is full"
     )
 
 
@@ -226,9 +215,8 @@ def _mixed_summary(pts: Sequence[ScalePoint], k: int, before: float, after: floa
     cheaper = pts[0].us_per_item / knee.us_per_item
     return (
         f"flat to ×{knee.factor}, then linear (slopes {before:.2f} → {after:.2f}) — "
-        f"overhead-bound at ×{pts[0].factor}: up to ×{knee.factor} more work per call is "
-        f"nearly free (×{cheaper:.1f} cheaper per item), beyond it the device is full "
-        "(compute-bound)"
+        f"overhead-bound at ×{pts[0].factor}: up to ×{knee.factor} the batch is nearly free "
+        f"(×{cheaper:.1f} cheaper per item); beyond it the device is full (compute-bound)"
     )
 
 
@@ -251,7 +239,7 @@ async def run_scaling(
     provider fails before any job runs, since nothing would pass it the batch size.
     """
     factors = check_factors(factors)
-    _check_provider(target)
+    check_provider(target)
     trace_dir = trace_dir or target.project.root / ".kernelscope" / "scale"
     points: list[ScalePoint] = []
     for factor in factors:
@@ -271,12 +259,14 @@ async def run_scaling(
         except JobFailed as e:
             raise ScaleFailed(e.failure, factor, points) from None
         side = result.finished.sidecar
+        us = side.timing.us_per_call
         points.append(
-            _point(
-                factor,
-                batch_size,
-                side.timing.us_per_call,
-                points[-1].us_per_call if points else None,
+            ScalePoint(
+                factor=factor,
+                batch_size=batch_size,
+                us_per_call=us,
+                us_per_item=us / factor,
+                growth=_growth(us, points),
                 method=side.timing.method,
                 reps=side.timing.reps,
                 trace_path=result.finished.trace_path,
@@ -288,8 +278,8 @@ async def run_scaling(
     return points
 
 
-def _check_provider(target: Target) -> None:
-    """Fail early when no input provider exists: the batch size would be silently ignored.
+def check_provider(target: Target) -> None:
+    """Raise ScaleFailed when no input provider exists: the batch size would go unused.
 
     A provider that exists but takes no ``batch_size`` is the worker's to report.
     """

@@ -1,0 +1,154 @@
+"""Profile jobs for the server: one warm launcher per interpreter, coalescing, analysis off-loop.
+
+Two requests for the same function share one job; jobs on one launcher queue (one device,
+one job). The trace is analyzed in a thread pool of its own, so the event loop keeps
+answering hovers and lenses meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelscope.launcher import Launcher
+from kernelscope.project import ProjectError, load_project
+from kernelscope.protocol import JobProgress
+from kernelscope.pyfunctions import find
+from kernelscope.report import report_for_job, save_sidecar
+from kernelscope.settings import Settings
+from kernelscope.store import RunRecord, Store
+from kernelscope.targets import Schedule, Target, TargetError, build_request
+
+
+@dataclass(frozen=True)
+class ProfileSpec:
+    """What to profile: the file (as the editor has it), the function, and how."""
+
+    path: Path
+    qualname: str
+    source: str
+    device: str
+    schedule: Schedule
+    timeout: float
+    python: str | None
+    batch_size: int | None = None
+
+
+@dataclass
+class ProfileService:
+    """Runs profile jobs and keeps their results per project."""
+
+    executor: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="ks-analysis")
+    )
+    launchers: dict[str, Launcher] = field(default_factory=dict[str, Launcher])
+    stores: dict[Path, Store] = field(default_factory=dict[Path, Store])
+    running: dict[tuple[str, str], asyncio.Task[RunRecord]] = field(
+        default_factory=dict[tuple[str, str], "asyncio.Task[RunRecord]"]
+    )
+    settings: Settings = field(default_factory=Settings)
+
+    def launcher(self, python: str | None) -> Launcher:
+        """The warm launcher for an interpreter (started on first use)."""
+        key = python or sys.executable
+        if key not in self.launchers:
+            self.launchers[key] = Launcher(python=key)
+        launcher = self.launchers[key]
+        launcher.start()
+        return launcher
+
+    def store_for(self, path: Path) -> Store:
+        """The store of the project that holds `path`."""
+        try:
+            root = load_project(path).root
+        except ProjectError:
+            root = path.parent
+        if root not in self.stores:
+            self.stores[root] = Store(
+                root, self.settings.keep_per_function, self.settings.max_trace_bytes
+            )
+        return self.stores[root]
+
+    def find_run(self, run_id: str) -> RunRecord | None:
+        """A run by id in any loaded project."""
+        for store in self.stores.values():
+            if (run := store.get(run_id)) is not None:
+                return run
+        return None
+
+    async def profile(
+        self, spec: ProfileSpec, on_progress: Callable[[JobProgress], None] | None = None
+    ) -> RunRecord:
+        """Profile (or join the running profile of) one function; raises JobFailed/TargetError."""
+        key = (str(spec.path), spec.qualname)
+        task = self.running.get(key)
+        if task is None or task.done():
+            task = asyncio.ensure_future(self._run(spec, on_progress))
+            self.running[key] = task
+            task.add_done_callback(lambda _: self._forget(key, task))
+        # Cancelling any caller cancels the shared job: the user asked to stop profiling it.
+        return await task
+
+    def _forget(self, key: tuple[str, str], task: asyncio.Task[RunRecord]) -> None:
+        if self.running.get(key) is task:
+            del self.running[key]
+
+    async def _run(
+        self, spec: ProfileSpec, on_progress: Callable[[JobProgress], None] | None
+    ) -> RunRecord:
+        fn = find(spec.source, spec.qualname)
+        if fn is None:
+            raise TargetError(f"{spec.path.name} has no function {spec.qualname!r}")
+        try:
+            project = load_project(spec.path)
+        except ProjectError as e:
+            raise TargetError(str(e)) from None
+        if self.settings.inputs:
+            project = type(project)(
+                project.root, {**project.inputs, **self.settings.inputs}, project.remotes
+            )
+        store = self.store_for(spec.path)
+        target = Target(spec.path, spec.qualname, project)
+        request = build_request(
+            target,
+            store.traces_dir,
+            spec.schedule,
+            device=spec.device,
+            source=spec.source,
+            batch_size=spec.batch_size,
+        )
+        result = await self.launcher(spec.python).profile(request, on_progress, spec.timeout)
+        if on_progress:
+            on_progress(JobProgress(job_id=request.job_id, stage="analysis"))
+        loop = asyncio.get_running_loop()
+        finished = result.finished
+
+        def analyze() -> RunRecord:
+            save_sidecar(finished)
+            report = report_for_job(finished, str(spec.path), spec.qualname, result.ready)
+            return RunRecord(
+                run_id=request.job_id,
+                path=str(spec.path),
+                qualname=spec.qualname,
+                created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                text_hash=fn.text_hash,
+                report=report,
+            )
+
+        record = await loop.run_in_executor(self.executor, analyze)
+        store.add(record)
+        return record
+
+    async def close(self) -> None:
+        """Stop every worker."""
+        for task in list(self.running.values()):
+            task.cancel()
+        await asyncio.gather(
+            *(lc.close() for lc in self.launchers.values()), return_exceptions=True
+        )
+        self.executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,143 @@
+"""Functions in Python source, found with `ast` (no imports run): names, lines, parameters."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter as written: name, annotation text, whether it has a default."""
+
+    name: str
+    annotation: str | None
+    has_default: bool
+    kind: str  # positional | keyword | var_positional | var_keyword
+
+
+@dataclass(frozen=True)
+class FunctionDef:
+    """A function or method: 1-based lines, and the 0-based column of its name."""
+
+    qualname: str
+    name: str
+    def_line: int
+    name_col: int
+    end_line: int
+    params: tuple[Param, ...]
+    is_method: bool
+    text_hash: str  # of the function's source lines: changes when the body is edited
+
+    def contains(self, line: int) -> bool:
+        """Whether 1-based `line` lies in the function (decorators excluded)."""
+        return self.def_line <= line <= self.end_line
+
+
+def functions(source: str) -> list[FunctionDef]:
+    """Every function and method with a qualified name (nested functions excluded)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    lines = source.splitlines()
+    found: list[FunctionDef] = []
+    _walk(tree.body, "", False, lines, found)
+    return found
+
+
+def function_at(source: str, line: int) -> FunctionDef | None:
+    """The innermost function or method around 1-based `line`."""
+    best: FunctionDef | None = None
+    for fn in functions(source):
+        if fn.contains(line) and (best is None or fn.def_line >= best.def_line):
+            best = fn
+    return best
+
+
+def find(source: str, qualname: str) -> FunctionDef | None:
+    """The function named `qualname`, if the source defines it."""
+    return next((f for f in functions(source) if f.qualname == qualname), None)
+
+
+def _walk(
+    body: list[ast.stmt], prefix: str, in_class: bool, lines: list[str], out: list[FunctionDef]
+) -> None:
+    for node in body:
+        if isinstance(node, ast.ClassDef):
+            _walk(node.body, f"{prefix}{node.name}.", True, lines, out)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            end = node.end_lineno or node.lineno
+            text = "\n".join(lines[node.lineno - 1 : end])
+            header = lines[node.lineno - 1] if node.lineno <= len(lines) else ""
+            col = header.find(node.name, header.find("def") + 3)
+            out.append(
+                FunctionDef(
+                    qualname=prefix + node.name,
+                    name=node.name,
+                    def_line=node.lineno,
+                    name_col=max(col, 0),
+                    end_line=end,
+                    params=_params(node.args, lines),
+                    is_method=in_class,
+                    text_hash=hashlib.blake2b(text.encode(), digest_size=8).hexdigest(),
+                )
+            )
+
+
+def _params(args: ast.arguments, lines: list[str]) -> tuple[Param, ...]:
+    del lines
+    out: list[Param] = []
+    positional = [*args.posonlyargs, *args.args]
+    first_default = len(positional) - len(args.defaults)
+    for i, a in enumerate(positional):
+        out.append(Param(a.arg, _annotation(a), i >= first_default, "positional"))
+    if args.vararg:
+        out.append(Param(args.vararg.arg, _annotation(args.vararg), True, "var_positional"))
+    for a, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        out.append(Param(a.arg, _annotation(a), default is not None, "keyword"))
+    if args.kwarg:
+        out.append(Param(args.kwarg.arg, _annotation(args.kwarg), True, "var_keyword"))
+    return tuple(out)
+
+
+def _annotation(arg: ast.arg) -> str | None:
+    return ast.unparse(arg.annotation) if arg.annotation is not None else None
+
+
+def provider_stub(fn: FunctionDef) -> str:
+    """Source of an input provider for `fn`, built from its parameters' annotations."""
+    params = [p for p in fn.params if p.kind in ("positional", "keyword")]
+    if fn.is_method and params and params[0].name in ("self", "cls"):
+        params = params[1:]
+        owner = fn.qualname.rsplit(".", 1)[0]
+        values = ["instance"]
+        body = [f"    instance = {owner}()  # build it as your code does"]
+    else:
+        values, body = [], []
+    for p in params:
+        values.append(p.name)
+        body.append(f"    {p.name} = {_example(p)}")
+    name = fn.qualname.replace(".", "_") + "_inputs"
+    returned = ", ".join(values) + ("," if len(values) == 1 else "")
+    return (
+        f'\n\ndef {name}(batch_size: int = 1, device: str = "cpu"):\n'
+        f'    """Inputs for kernelscope: {fn.qualname}({", ".join(values)})."""\n'
+        + "\n".join(body)
+        + f"\n    return ({returned})\n"
+    )
+
+
+def _example(p: Param) -> str:
+    ann = (p.annotation or "").replace(" ", "")
+    if "Tensor" in ann:
+        return "torch.randn(32 * batch_size, 1024, device=device)"
+    if "Module" in ann:
+        return "...  # an nn.Module, .to(device)"
+    return {
+        "int": "1",
+        "float": "1.0",
+        "bool": "False",
+        "str": '""',
+    }.get(ann, f"...  # {p.annotation or 'a value'}")

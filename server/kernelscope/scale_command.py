@@ -1,0 +1,257 @@
+"""``kernelscope scale PATH::QUALNAME``: the batch-doubling test, as a CLI subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any, Protocol
+
+import msgspec
+
+from kernelscope.launcher import Launcher
+from kernelscope.plot_png import render_png, text_chart
+from kernelscope.progress_line import ProgressLine
+from kernelscope.protocol import JobProgress
+from kernelscope.render_text import render_failure, shorten, table
+from kernelscope.scaling import (
+    DEFAULT_FACTORS,
+    ScaleFailed,
+    ScalePoint,
+    ScaleVerdict,
+    check_factors,
+    check_provider,
+    classify,
+    run_scaling,
+)
+from kernelscope.targets import Target, TargetError, function_line, load_target
+from kernelscope.units import fmt_us
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class Subparsers(Protocol):
+    """What argparse's ``add_subparsers()`` returns, as far as this module uses it."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
+
+
+def _factors(text: str) -> list[int]:
+    try:
+        return check_factors([int(part) for part in text.split(",") if part.strip()])
+    except ValueError as e:
+        message = str(e) if "factor" in str(e) else f"expected integers like 1,2,4,8, got {text!r}"
+        raise argparse.ArgumentTypeError(message) from None
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def add_scale_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
+    """Add the ``scale`` subcommand and its options."""
+    p = subparsers.add_parser(
+        "scale", help="time a function at batch ×1, ×2, ×4, … and name its bottleneck"
+    )
+    p.add_argument("target", metavar="PATH::QUALNAME")
+    p.add_argument(
+        "--factors",
+        type=_factors,
+        default=list(DEFAULT_FACTORS),
+        help="batch factors, comma-separated (default 1,2,4,8)",
+    )
+    p.add_argument(
+        "--base-batch",
+        type=_positive_int,
+        default=1,
+        help="batch_size passed to the provider at factor 1 (default 1)",
+    )
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (default auto)")
+    p.add_argument(
+        "--timeout", type=_positive_float, default=120.0, help="seconds per factor (default 120)"
+    )
+    p.add_argument("--python", default=None, help="interpreter that runs the worker (has torch)")
+    p.add_argument(
+        "--png",
+        default=None,
+        metavar="PATH",
+        help="where to write the chart (default <project>/.kernelscope/scale/QUALNAME.png)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    return p
+
+
+def run_scale(args: argparse.Namespace) -> int:
+    """Run the scale subcommand; returns the exit status."""
+    try:
+        target = load_target(args.target)
+    except TargetError as e:
+        return _fail_usage(str(e), args.json)
+    progress = ProgressLine(sys.stderr, target.qualname)
+    try:
+        check_provider(target)
+        points = asyncio.run(_measure(target, args, progress))
+    except ScaleFailed as e:
+        progress.clear()
+        return _fail_job(e, args)
+    finally:
+        progress.clear()
+    verdict = classify(points)
+    png_path = (
+        Path(args.png)
+        if args.png
+        else target.project.root / ".kernelscope" / "scale" / f"{target.qualname}.png"
+    )
+    png: str | None = str(png_path)
+    try:
+        png_path.parent.mkdir(parents=True, exist_ok=True)
+        title = f"{target.qualname} · {_device_label(points[0])}"
+        png_path.write_bytes(render_png(points, verdict, title))
+    except OSError as e:
+        print(f"kernelscope: cannot write {png_path}: {e.strerror or e}", file=sys.stderr)
+        png = None
+    if args.json:
+        sys.stdout.buffer.write(msgspec.json.encode(_json(target, points, verdict, png)) + b"\n")
+    else:
+        print(_render(target, points, verdict, png))
+    return EXIT_OK if png else EXIT_FAILED
+
+
+async def _measure(
+    target: Target, args: argparse.Namespace, progress: ProgressLine
+) -> list[ScalePoint]:
+    launcher = Launcher(python=args.python, respawn=False)
+    progress.stage("worker start")
+
+    def on_progress(factor: int, msg: JobProgress) -> None:
+        progress.name = f"{target.qualname} ×{factor}"
+        progress.on_progress(msg)
+
+    try:
+        return await run_scaling(
+            target,
+            args.factors,
+            launcher,
+            args.device,
+            args.timeout,
+            on_progress,
+            base_batch=args.base_batch,
+        )
+    finally:
+        await launcher.close()
+
+
+def _device_label(point: ScalePoint) -> str:
+    where = point.device_type + (f":{point.device_index}" if point.device_index is not None else "")
+    return f"{where} ({point.device_name})" if point.device_name else where
+
+
+def _function_line(target: Target) -> int | None:
+    try:
+        return function_line(target.path.read_text(encoding="utf-8"), target.qualname)
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _render(
+    target: Target, points: list[ScalePoint], verdict: ScaleVerdict, png: str | None
+) -> str:
+    line = _function_line(target)
+    where = shorten(str(target.path)) + (f":{line}" if line else "")
+    method = points[0].method.replace("_", " ")
+    out = [
+        f"kernelscope scale · {target.qualname}  ({where})",
+        f"device    {_device_label(points[0])} · unprofiled time per call ({method})",
+        "",
+        *table(
+            ["factor", "batch", "per call", "per item", "growth"],
+            [
+                [
+                    f"×{p.factor}",
+                    str(p.batch_size),
+                    fmt_us(p.us_per_call),
+                    fmt_us(p.us_per_item),
+                    f"×{p.growth:.2f}" if p.growth is not None else "-",
+                ]
+                for p in points
+            ],
+        ),
+        "",
+        text_chart(points),
+        "",
+        f"verdict   {verdict.summary}",
+    ]
+    if png:
+        out.append(f"chart     {shorten(png)}")
+    return "\n".join(out)
+
+
+def _point_json(p: ScalePoint) -> dict[str, object]:
+    return {
+        "factor": p.factor,
+        "batch_size": p.batch_size,
+        "us_per_call": p.us_per_call,
+        "us_per_item": p.us_per_item,
+        "growth": p.growth,
+        "method": p.method,
+        "reps": p.reps,
+        "trace": p.trace_path,
+    }
+
+
+def _json(
+    target: Target, points: list[ScalePoint], verdict: ScaleVerdict, png: str | None
+) -> dict[str, object]:
+    first = points[0]
+    return {
+        "function": {
+            "path": str(target.path),
+            "qualname": target.qualname,
+            "line": _function_line(target),
+        },
+        "device": {
+            "type": first.device_type,
+            "name": first.device_name,
+            "index": first.device_index,
+        },
+        "points": [_point_json(p) for p in points],
+        "verdict": verdict,
+        "png": png,
+    }
+
+
+def _fail_usage(message: str, as_json: bool) -> int:
+    if as_json:
+        error = {"error": {"kind": "usage", "message": message}}
+        sys.stdout.buffer.write(msgspec.json.encode(error) + b"\n")
+    print(f"kernelscope: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _fail_job(e: ScaleFailed, args: argparse.Namespace) -> int:
+    failure = e.failure
+    if e.points and e.factor is not None:
+        done = ", ".join(f"×{p.factor} {fmt_us(p.us_per_call)}" for p in e.points)
+        message = (
+            f"at ×{e.factor} (batch_size {e.factor * args.base_batch}): {failure.message}"
+            f" (measured before it: {done})"
+        )
+        failure = msgspec.structs.replace(failure, message=message)
+    if args.json:
+        out: dict[str, object] = {"error": failure}
+        if e.points:
+            out["points"] = [_point_json(p) for p in e.points]
+        sys.stdout.buffer.write(msgspec.json.encode(out) + b"\n")
+    print(render_failure(failure, args.target), file=sys.stderr)
+    return EXIT_FAILED
