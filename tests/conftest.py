@@ -9,10 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 from kernelscope.launcher import JobFailed, JobResult, Launcher
 from kernelscope.protocol import JobProgress, ProfileFailed
 from kernelscope.targets import Schedule, build_request, load_target
+
+from lsp_helpers import SERVER, capabilities, decode_code_actions_faithfully, make_project
 
 WORKLOADS = Path(__file__).parent / "workloads"
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -80,3 +85,27 @@ def ok(result: JobResult | ProfileFailed) -> JobResult:
 def failed(result: JobResult | ProfileFailed) -> ProfileFailed:
     assert isinstance(result, ProfileFailed), "expected the job to fail"
     return result
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A throwaway project with the test workloads (results land in its .kernelscope/)."""
+    return make_project(tmp_path / "proj")
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
+async def client(lsp_client: LanguageClient, project: Path):  # type: ignore[no-untyped-def]
+    """A kernelscope server with pytest-lsp's client, initialized on `project`."""
+    decode_code_actions_faithfully(lsp_client)
+    lsp_client.set_configuration(
+        {"device": "cpu", "schedule": {"wait": 0, "warmup": 1, "active": 2}}, section="kernelscope"
+    )
+    await lsp_client.initialize_session(
+        lsp.InitializeParams(
+            capabilities=capabilities(),
+            root_uri=project.as_uri(),
+            workspace_folders=[lsp.WorkspaceFolder(project.as_uri(), "proj")],
+        )
+    )
+    yield
+    await lsp_client.shutdown_session()

@@ -3,113 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
-import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
-import pytest_lsp
 from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 
-from conftest import WORKLOADS
-
-SERVER = [sys.executable, "-m", "kernelscope", "serve"]
-
-
-def capabilities(progress: bool = True, show_document: bool = True) -> lsp.ClientCapabilities:
-    return lsp.ClientCapabilities(
-        window=lsp.WindowClientCapabilities(
-            work_done_progress=progress,
-            show_document=lsp.ShowDocumentClientCapabilities(support=show_document),
-        ),
-        workspace=lsp.WorkspaceClientCapabilities(
-            configuration=True,
-            code_lens=lsp.CodeLensWorkspaceClientCapabilities(refresh_support=True),
-            inlay_hint=lsp.InlayHintWorkspaceClientCapabilities(refresh_support=True),
-        ),
-        text_document=lsp.TextDocumentClientCapabilities(
-            code_action=lsp.CodeActionClientCapabilities(
-                code_action_literal_support=lsp.ClientCodeActionLiteralOptions(
-                    code_action_kind=lsp.ClientCodeActionKindOptions(
-                        value_set=[lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.Source]
-                    )
-                )
-            ),
-            publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities(),
-        ),
-    )
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A throwaway project with the test workloads (results land in its .kernelscope/)."""
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "pyproject.toml").write_text("[project]\nname = 'proj'\n")
-    for name in ("three_lines.py", "failures.py"):
-        shutil.copy(WORKLOADS / name, root / name)
-    return root
-
-
-def decode_code_actions_faithfully(client: LanguageClient) -> None:
-    """lsprotocol 2025.0.0 decodes a CodeAction that carries a command as a Command (the wire
-    JSON is right): pick the type from the fields instead."""
-    converter = client.protocol._converter  # pyright: ignore[reportPrivateUsage]
-    result_type = attrs.fields(lsp.CodeActionResponse).result.type
-
-    def structure(obj: Any, _: Any) -> Any:
-        if obj is None:
-            return None
-        return [
-            converter.structure(o, lsp.CodeAction)
-            if "kind" in o or "edit" in o or isinstance(o.get("command"), dict)
-            else converter.structure(o, lsp.Command)
-            for o in obj
-        ]
-
-    converter.register_structure_hook_func(lambda t: t == result_type, structure)
-
-    # the client advertises refreshSupport, so it must answer the server's refresh requests
-    client.refreshes = []  # type: ignore[attr-defined]
-    for method in (lsp.WORKSPACE_CODE_LENS_REFRESH, lsp.WORKSPACE_INLAY_HINT_REFRESH):
-        client.feature(method)(lambda params, m=method: client.refreshes.append(m))  # type: ignore[attr-defined]
-
-
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
-async def client(lsp_client: LanguageClient, project: Path):
-    decode_code_actions_faithfully(lsp_client)
-    lsp_client.set_configuration(
-        {"device": "cpu", "schedule": {"wait": 0, "warmup": 1, "active": 2}}, section="kernelscope"
-    )
-    await lsp_client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=capabilities(),
-            root_uri=project.as_uri(),
-            workspace_folders=[lsp.WorkspaceFolder(project.as_uri(), "proj")],
-        )
-    )
-    yield
-    await lsp_client.shutdown_session()
-
-
-def open_doc(client: LanguageClient, path: Path, text: str | None = None) -> str:
-    uri = path.as_uri()
-    client.text_document_did_open(
-        lsp.DidOpenTextDocumentParams(
-            lsp.TextDocumentItem(uri, "python", 1, text if text is not None else path.read_text())
-        )
-    )
-    return uri
-
-
-async def profile(client: LanguageClient, uri: str, qualname: str, *extra: Any) -> Any:
-    return await client.workspace_execute_command_async(
-        lsp.ExecuteCommandParams("kernelscope.profile", [uri, qualname, *extra])
-    )
+from lsp_helpers import open_doc, profile, start, stop
 
 
 async def test_code_action_offers_profile_inside_a_function(
@@ -307,12 +209,11 @@ async def test_user_exception_is_a_diagnostic_at_its_line(
 
 
 async def test_results_survive_a_server_restart(project: Path) -> None:
-    client = await _start(project)
+    client = await start(project)
     uri = open_doc(client, project / "three_lines.py")
     assert (await profile(client, uri, "three_lines"))["ok"]
-    await client.shutdown_session()
-    await client.stop()
-    again = await _start(project)
+    await stop(client)
+    again = await start(project)
     uri = open_doc(again, project / "three_lines.py")
     await again.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     assert any(d.code == "KS100" for d in again.diagnostics[uri])
@@ -320,18 +221,4 @@ async def test_results_survive_a_server_restart(project: Path) -> None:
         lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(3, 6))
     )
     assert hover is not None
-    await again.shutdown_session()
-    await again.stop()
-
-
-async def _start(project: Path) -> LanguageClient:
-    client = pytest_lsp.make_test_lsp_client()
-    decode_code_actions_faithfully(client)
-    client.set_configuration(
-        {"device": "cpu", "schedule": {"wait": 0, "warmup": 1, "active": 1}}, section="kernelscope"
-    )
-    await client.start_io(*SERVER)
-    await client.initialize_session(
-        lsp.InitializeParams(capabilities=capabilities(), root_uri=project.as_uri())
-    )
-    return client
+    await stop(again)

@@ -9,20 +9,25 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import gzip
+import shutil
 import sys
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelscope.diagnose import load_sidecar
 from kernelscope.launcher import Launcher
 from kernelscope.project import ProjectError, load_project
-from kernelscope.protocol import JobProgress
+from kernelscope.protocol import JobProgress, ProfileFinished, Sidecar
 from kernelscope.pyfunctions import find
-from kernelscope.report import report_for_job, save_sidecar
+from kernelscope.report import companions, report_for_job, save_sidecar, trace_only_report
 from kernelscope.settings import Settings
 from kernelscope.store import RunRecord, Store
 from kernelscope.targets import Schedule, Target, TargetError, build_request
+from kernelscope.trace_model import load_trace
 
 
 @dataclass(frozen=True)
@@ -135,12 +140,50 @@ class ProfileService:
                 run_id=request.job_id,
                 path=str(spec.path),
                 qualname=spec.qualname,
-                created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                created=_now(),
                 text_hash=fn.text_hash,
                 report=report,
             )
 
         record = await loop.run_in_executor(self.executor, analyze)
+        store.add(record)
+        return record
+
+    async def import_trace(
+        self, path: Path, qualname: str, source: str, trace: Path, sidecar: Path | None
+    ) -> RunRecord:
+        """A trace recorded elsewhere (another machine, a CI job, a fixture) as the function's
+        last run: copied into the project's store and analyzed off the event loop."""
+        fn = find(source, qualname)
+        if fn is None:
+            raise TargetError(f"{path.name} has no function {qualname!r}")
+        side_file = sidecar or companions(trace)[0]
+        store = self.store_for(path)
+        run_id = uuid.uuid4().hex[:12]
+
+        def load() -> RunRecord:
+            store.traces_dir.mkdir(parents=True, exist_ok=True)
+            stem = f"{qualname.replace('.', '_')}-{run_id}"
+            kept = store.traces_dir / f"{stem}.pt.trace.json.gz"
+            _copy_gzipped(trace, kept)
+            if side_file is None:
+                loaded = load_trace(kept)
+                report = trace_only_report(kept, loaded, str(path), qualname, fn.def_line)
+            else:
+                side = _retarget(load_sidecar(side_file), str(path))
+                cold = companions(trace)[1]
+                if cold is not None:
+                    kept_cold = store.traces_dir / f"{stem}.cold.json.gz"
+                    _copy_gzipped(cold, kept_cold)
+                    side.cold.trace_path = str(kept_cold)
+                else:
+                    side.cold.trace_path = None
+                finished = ProfileFinished(job_id=run_id, trace_path=str(kept), sidecar=side)
+                save_sidecar(finished)
+                report = report_for_job(finished, str(path), qualname)
+            return RunRecord(run_id, str(path), qualname, _now(), fn.text_hash, report)
+
+        record = await asyncio.get_running_loop().run_in_executor(self.executor, load)
         store.add(record)
         return record
 
@@ -152,3 +195,29 @@ class ProfileService:
             *(lc.close() for lc in self.launchers.values()), return_exceptions=True
         )
         self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def _copy_gzipped(src: Path, dst: Path) -> None:
+    """Copy a trace, gzip'ing it on the way when it is plain JSON."""
+    with src.open("rb") as f:
+        gzipped = f.read(2) == b"\x1f\x8b"
+    if gzipped:
+        shutil.copyfile(src, dst)
+        return
+    with src.open("rb") as f, gzip.open(dst, "wb", compresslevel=1) as out:
+        shutil.copyfileobj(f, out, 1 << 20)
+
+
+def _retarget(side: Sidecar, path: str) -> Sidecar:
+    """Point a recorded sidecar's own-file lines at the file they are imported into."""
+    recorded = side.path or next((s.path for s in side.lines), "")
+    if recorded:
+        for line in side.lines:
+            if line.path == recorded or Path(line.path).name == Path(recorded).name:
+                line.path = path
+    side.path = path
+    return side

@@ -13,7 +13,7 @@ from kernelscope.diagnose import Analysis, Options, Verdict, analyze
 from kernelscope.findings import Finding
 from kernelscope.ops import op_table
 from kernelscope.protocol import LineStat, ProfileFinished, Sidecar, WorkerReady
-from kernelscope.trace_model import Trace, load_trace
+from kernelscope.trace_model import Trace, TraceError, load_trace
 
 CALL_ANNOTATION = "ks:call"
 
@@ -253,7 +253,13 @@ class TraceAnalysis(msgspec.Struct):
 def analyze_trace(
     path: str | Path, trace: Trace, cold: Trace | None = None, options: Options | None = None
 ) -> TraceAnalysis:
-    """Diagnose a trace from anywhere (no sidecar): FLOPs come from recorded shapes."""
+    """Diagnose a trace from anywhere (no sidecar): FLOPs come from recorded shapes.
+
+    Raises TraceError when the trace has no host span and no GPU work to diagnose (only
+    metadata, or only events that were skipped as bad)."""
+    if not trace.ops and not trace.gpu_events:
+        skipped = f" ({'; '.join(trace.warnings)})" if trace.warnings else ""
+        raise TraceError(f"no host ops or GPU work to analyze{skipped}")
     analysis = analyze(trace, None, options, cold_trace=cold)
     return TraceAnalysis(
         trace=TraceRef(str(path), None),
@@ -267,6 +273,45 @@ def analyze_trace(
             for o in op_table(trace, within=_own_calls(trace))
         ],
         warnings=analysis.warnings,
+    )
+
+
+def trace_only_report(
+    trace_path: str | Path, trace: Trace, function_path: str, qualname: str, def_line: int
+) -> Report:
+    """A report from a trace alone (no sidecar): times per step, ops, verdict, findings;
+    no unprofiled timing, cold call or line attribution."""
+    analysis = analyze(trace, None, function_path=function_path)
+    steps = max(len(trace.steps), 1)
+    own = _own_calls(trace)
+    ops = op_table(trace, within=own)
+    calls = [a.dur for a in trace.user_annotations if a.name == CALL_ANNOTATION]
+    cpu = (sum(calls) if calls else sum(s.dur for s in trace.steps)) / steps
+    device = analysis.verdict.device
+    return Report(
+        function=FunctionRef(function_path, qualname, def_line),
+        device=DeviceRef("cuda" if trace.gpu_events else "cpu", device or "unknown"),
+        runner=Runner(remote=None, host="(imported trace)", python="", torch=None),
+        steps=Steps(0, 0, len(trace.steps)),
+        timing=Timing(
+            cpu_us_per_step=cpu,
+            cuda_us_per_step=sum(o.self_cuda_us for o in ops) / steps,
+            wall_us_per_step=analysis.verdict.wall_us_per_step,
+            unprofiled_us_per_call=0.0,
+            unprofiled_method="none",
+            unprofiled_reps=0,
+        ),
+        dead_window=DeadWindow(0.0, analysis.entry_to_first_kernel_us),
+        ops=[
+            OpRow(o.name, o.calls, o.self_cpu_us, o.cpu_total_us, o.self_cuda_us, o.cuda_total_us)
+            for o in ops
+        ],
+        lines=[],
+        trace=TraceRef(str(trace_path), None),
+        verdict=analysis.verdict,
+        findings=analysis.findings,
+        warnings=analysis.warnings,
+        created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     )
 
 

@@ -22,6 +22,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from kernelscope import __version__, editor_views, perfetto
+from kernelscope.diagnose import SidecarError
 from kernelscope.launcher import JobFailed
 from kernelscope.profiling import ProfileService, ProfileSpec
 from kernelscope.protocol import JobProgress, ProfileFailed
@@ -30,12 +31,14 @@ from kernelscope.render_text import render_report
 from kernelscope.settings import Settings, parse_settings
 from kernelscope.store import RunRecord
 from kernelscope.targets import Schedule, TargetError
+from kernelscope.trace_model import TraceError
 
 log = logging.getLogger(__name__)
 
 PROFILE = "kernelscope.profile"
 OPEN_TRACE = "kernelscope.openTrace"
 LAST_REPORT = "kernelscope.lastReport"
+IMPORT_TRACE = "kernelscope.importTrace"
 MISSING_INPUTS = "KS001"
 JOB_FAILED = "KS002"
 STAGES = {
@@ -592,6 +595,35 @@ async def open_trace(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
             lsp.ShowMessageParams(lsp.MessageType.Info, f"kernelscope: open {url} (trace: {trace})")
         )
     return {"ok": True, "url": url, "path": str(trace), "shown": shown}
+
+
+@server.command(IMPORT_TRACE)
+async def import_trace(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
+    """(uri, qualname, trace_path[, sidecar_path]): show a trace recorded elsewhere (another
+    machine, CI, a fixture) as the function's last run; its sidecar is found beside it."""
+    if len(args) not in (3, 4) or not all(isinstance(a, str) for a in args):
+        raise JsonRpcInvalidParams(
+            f"{IMPORT_TRACE} takes (uri, qualname, trace_path[, sidecar_path]) as strings"
+        )
+    uri, qualname, trace = args[0], args[1], Path(args[2])
+    sidecar = Path(args[3]) if len(args) == 4 else None
+    path, source = ls.source_of(uri)
+    for file in (trace, sidecar):
+        if file is not None and not file.is_file():
+            raise JsonRpcInvalidParams(f"no such file: {file}")
+    try:
+        record = await ls.service.import_trace(path, qualname, source, trace, sidecar)
+    except (TargetError, TraceError, SidecarError) as e:
+        raise JsonRpcInvalidParams(f"cannot import {trace.name}: {e}") from None
+    ls.publish(path)
+    ls.refresh_views()
+    verdict = record.report.verdict
+    return {
+        "ok": True,
+        "run_id": record.run_id,
+        "bound": verdict.bound if verdict else None,
+        "summary": verdict.summary if verdict else "",
+    }
 
 
 @server.command(LAST_REPORT)

@@ -1,0 +1,108 @@
+"""Replay: recorded H200 runs fed through the whole server path, so GPU views are tested in CI."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
+
+from conftest import FIXTURES
+from lsp_helpers import open_doc
+
+
+async def replay(
+    client: LanguageClient, project: Path, scenario: str, qualname: str
+) -> tuple[str, dict]:
+    source = next((FIXTURES / scenario).glob("*.py"))
+    target = project / source.name
+    shutil.copy(source, target)
+    uri = open_doc(client, target)
+    result = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(
+            "kernelscope.importTrace", [uri, qualname, str(FIXTURES / scenario / "trace.json.gz")]
+        )
+    )
+    return uri, result
+
+
+async def test_compute_bound_run_shows_on_the_def_line(
+    client: LanguageClient, project: Path
+) -> None:
+    uri, result = await replay(client, project, "matmul_add_8192", "matmul_add")
+    assert result["bound"] == "compute"
+    diags = client.diagnostics[uri]
+    verdict = next(d for d in diags if d.code == "KS103")
+    assert verdict.range.start.line == 9  # `def matmul_add` (0-based)
+    assert verdict.severity == lsp.DiagnosticSeverity.Information
+    assert "TFLOP/s" in verdict.message
+    assert verdict.code_description and verdict.code_description.href.endswith("findings.md#ks103")
+    dead = next(d for d in diags if d.code == "KS201")
+    assert dead.severity == lsp.DiagnosticSeverity.Hint and "cuBLAS" in dead.message
+    line = next(d for d in diags if d.code == "KS110")
+    assert line.range.start.line == 10 and "CUDA" in line.message
+    lenses = await client.text_document_code_lens_async(
+        lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri))
+    )
+    titles = [x.command.title for x in lenses or [] if x.command]
+    assert any(
+        t.startswith("1.45 ms CUDA/step · compute-bound · ") and "of peak" in t for t in titles
+    ), titles
+    hover = await client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(9, 5))
+    )
+    text = hover.contents.value  # type: ignore[union-attr]
+    assert "**1.45 ms CUDA**" in text and "NVIDIA H200" in text and "aten::mm" in text
+    assert "entry → first kernel 101" in text
+    hints = await client.text_document_inlay_hint_async(
+        lsp.InlayHintParams(
+            lsp.TextDocumentIdentifier(uri), lsp.Range(lsp.Position(0, 0), lsp.Position(30, 0))
+        )
+    )
+    assert any(h.position.line == 10 and "100% CUDA" in str(h.label) for h in hints or [])
+
+
+async def test_overhead_bound_run_is_a_warning_with_what_to_try(
+    client: LanguageClient, project: Path
+) -> None:
+    uri, result = await replay(client, project, "matmul_add_64", "matmul_add")
+    assert result["bound"] == "overhead"
+    verdict = next(d for d in client.diagnostics[uri] if d.code == "KS101")
+    assert verdict.severity == lsp.DiagnosticSeverity.Warning
+    assert "CUDA Graph" in verdict.message and "batch" in verdict.message
+
+
+async def test_sync_points_and_fusion_chains_land_on_their_lines(
+    client: LanguageClient, project: Path
+) -> None:
+    uri, _ = await replay(client, project, "syncs", "syncs")
+    syncs = sorted(d.range.start.line for d in client.diagnostics[uri] if d.code == "KS301")
+    assert syncs == [7, 8, 9, 10]
+    uri, result = await replay(client, project, "cos_cos", "cos_cos")
+    assert result["bound"] == "memory"
+    chain = next(d for d in client.diagnostics[uri] if d.code == "KS501")
+    assert chain.range.start.line == 10 and "aten::cos ×2" in chain.message
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["FILE", "matmul_add"],
+        ["FILE", "matmul_add", "/no/such/trace.json"],
+        ["FILE", "nope", "TRACE"],
+    ],
+)
+async def test_bad_imports_are_errors(
+    client: LanguageClient, project: Path, arguments: list[str]
+) -> None:
+    source = FIXTURES / "matmul_add_64" / "matmul_add.py"
+    shutil.copy(source, project / "matmul_add.py")
+    uri = open_doc(client, project / "matmul_add.py")
+    trace = str(FIXTURES / "matmul_add_64" / "trace.json.gz")
+    args = [uri if a == "FILE" else trace if a == "TRACE" else a for a in arguments]
+    with pytest.raises(Exception, match=r"takes|no such file|has no function"):
+        await client.workspace_execute_command_async(
+            lsp.ExecuteCommandParams("kernelscope.importTrace", args)
+        )
