@@ -51,3 +51,32 @@ def test_real_out_of_memory_keeps_the_worker(driver: LauncherDriver) -> None:
     assert f.kind == "cuda_oom"
     assert f.line == 6
     ok(driver.run(MATMUL, device="cuda"))
+
+
+async def test_language_server_profiles_on_the_gpu(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    from lsprotocol import types as lsp
+
+    from lsp_helpers import open_doc, profile, start, stop
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'proj'\n")
+    shutil.copy(f"{REPO_ROOT}/fixtures/workloads/matmul_add.py", project / "matmul_add.py")
+    client = await start(
+        project, settings={"device": "cuda", "schedule": {"wait": 1, "warmup": 3, "active": 5}}
+    )
+    try:
+        uri = open_doc(client, project / "matmul_add.py")
+        result = await profile(client, uri, "matmul_add")
+        assert result["ok"], result
+        codes = {d.code for d in client.diagnostics[uri]}
+        assert "KS101" in codes  # n=1024 bf16: overhead-bound on an H200
+        assert "KS110" in codes
+        hover = await client.text_document_hover_async(
+            lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(9, 5))
+        )
+        assert hover is not None and "CUDA**" in hover.contents.value  # type: ignore[union-attr]
+    finally:
+        await stop(client)
