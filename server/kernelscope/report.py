@@ -11,7 +11,7 @@ import msgspec
 from kernelscope import __version__
 from kernelscope.diagnose import Analysis, Options, Verdict, analyze
 from kernelscope.findings import Finding
-from kernelscope.ops import op_table
+from kernelscope.ops import OpStat, op_table
 from kernelscope.protocol import LineStat, ProfileFinished, Sidecar, WorkerReady
 from kernelscope.trace_model import Trace, TraceError, load_trace
 
@@ -74,30 +74,12 @@ class DeadWindow(msgspec.Struct):
     cuda_init_us: float | None = None
 
 
-class OpRow(msgspec.Struct):
-    """One op over the active steps (totals, like key_averages)."""
-
-    name: str
-    calls: int
-    self_cpu_us: float
-    cpu_total_us: float
-    self_cuda_us: float
-    cuda_total_us: float
+OpRow = OpStat  # one op over the active steps (totals, like key_averages)
 
 
-class LineRow(msgspec.Struct):
-    """One source line's cost per step."""
+class LineRow(LineStat):
+    """One source line's cost per call, with the line's text."""
 
-    path: str
-    line: int
-    self_cpu_us: float
-    cpu_total_us: float
-    cuda_us: float
-    cuda_total_us: float = 0.0
-    hits: float = 0.0
-    syncs: int = 0
-    sync_wait_us: float = 0.0
-    top_ops: list[str] = []
     code: str = ""
 
 
@@ -182,10 +164,7 @@ def build_report(
             process_fresh=side.cold.process_fresh,
             cuda_init_us=ready.cuda_init_us if ready else None,
         ),
-        ops=[
-            OpRow(o.name, o.calls, o.self_cpu_us, o.cpu_total_us, o.self_cuda_us, o.cuda_total_us)
-            for o in ops
-        ],
+        ops=ops,
         lines=_line_rows(side.lines),
         trace=TraceRef(finished.trace_path, side.cold.trace_path),
         memory=Memory(side.memory.peak_allocated_bytes, side.memory.peak_reserved_bytes)
@@ -268,10 +247,7 @@ def analyze_trace(
         verdict=analysis.verdict,
         findings=analysis.findings,
         dead_window={"entry_to_first_kernel_us": analysis.entry_to_first_kernel_us},
-        ops=[
-            OpRow(o.name, o.calls, o.self_cpu_us, o.cpu_total_us, o.self_cuda_us, o.cuda_total_us)
-            for o in op_table(trace, within=_own_calls(trace))
-        ],
+        ops=op_table(trace, within=_own_calls(trace)),
         warnings=analysis.warnings,
     )
 
@@ -302,10 +278,7 @@ def trace_only_report(
             unprofiled_reps=0,
         ),
         dead_window=DeadWindow(0.0, analysis.entry_to_first_kernel_us),
-        ops=[
-            OpRow(o.name, o.calls, o.self_cpu_us, o.cpu_total_us, o.self_cuda_us, o.cuda_total_us)
-            for o in ops
-        ],
+        ops=ops,
         lines=[],
         trace=TraceRef(str(trace_path), None),
         verdict=analysis.verdict,
@@ -379,20 +352,6 @@ def _line_rows(lines: list[LineStat]) -> list[LineRow]:
                 texts[s.path] = []
         source = texts[s.path]
         code = source[s.line - 1].strip() if 0 < s.line <= len(source) else ""
-        rows.append(
-            LineRow(
-                s.path,
-                s.line,
-                s.self_cpu_us,
-                s.cpu_total_us,
-                s.cuda_us,
-                s.cuda_total_us,
-                s.hits,
-                s.syncs,
-                s.sync_wait_us,
-                s.top_ops,
-                code,
-            )
-        )
+        rows.append(LineRow(**msgspec.structs.asdict(s), code=code))
     rows.sort(key=lambda r: (r.cuda_us, r.self_cpu_us), reverse=True)
     return rows
