@@ -24,8 +24,10 @@ import argparse
 import gc
 import gzip
 import importlib
+import importlib.metadata
 import io
 import logging
+import os
 import re
 import statistics
 import subprocess
@@ -68,7 +70,7 @@ class BareEvent(msgspec.Struct):
 
 
 class BareTrace(msgspec.Struct):
-    traceEvents: list[BareEvent]  # noqa: N815 (the JSON's name)
+    traceEvents: list[BareEvent]
 
 
 class BareEventNoGc(BareEvent, gc=False):
@@ -76,7 +78,7 @@ class BareEventNoGc(BareEvent, gc=False):
 
 
 class BareTraceNoGc(msgspec.Struct):
-    traceEvents: list[BareEventNoGc]  # noqa: N815
+    traceEvents: list[BareEventNoGc]
 
 
 _BARE = msgspec.json.Decoder(BareTrace)
@@ -95,14 +97,13 @@ def bare_decode_no_gc(path: Path) -> object:
 
 _NUMBER = rb"(-?\d+(?:\.\d+)?)"
 #: The values to shift, by the key they follow. Flow ids ("id") equal correlations.
-_SHIFTED = re.compile(
-    rb'"(ts|correlation|id|External id|Python id|Python parent id)": ' + _NUMBER
-)
+_SHIFTED = re.compile(rb'"(ts|correlation|id|External id|Python id|Python parent id)": ' + _NUMBER)
 _ID_STRIDE = 10_000_000  # per copy; far above any id one fixture uses
+_STEP = re.compile(rb"ProfilerStep#(\d+)")
 
 
 class _TopLevel(msgspec.Struct):
-    traceEvents: list[msgspec.Raw]  # noqa: N815
+    traceEvents: list[msgspec.Raw]
 
 
 class _EventHead(msgspec.Struct):
@@ -141,7 +142,10 @@ def _shifted(block: bytes, dt: float, did: int) -> bytes:
         number = int(value)
         return b'"%s": %d' % (key, number + did if number >= 0 else number)
 
-    return _SHIFTED.sub(shift, block)
+    def renumber(match: re.Match[bytes]) -> bytes:
+        return b"ProfilerStep#%d" % (int(match[1]) + did // _ID_STRIDE * 100)
+
+    return _STEP.sub(renumber, _SHIFTED.sub(shift, block))
 
 
 def synthesize(path: Path, size_mb: float) -> int:
@@ -173,46 +177,70 @@ def synthesize(path: Path, size_mb: float) -> int:
 # -- measurement --------------------------------------------------------------------------
 
 
-def _analysis() -> tuple[str, Callable[[Path], object]]:
-    try:
-        diagnose = importlib.import_module("kernelscope.diagnose")
-    except ImportError:
-        diagnose = None
-    analyze_file = getattr(diagnose, "analyze_file", None)
-    if callable(analyze_file):
-        return "kernelscope.diagnose.analyze_file(path)", analyze_file
+def _load(path: Path) -> object:
+    from kernelscope.trace_model import load_trace
+
+    return load_trace(path)
+
+
+def _load_and_table(path: Path) -> object:
     from kernelscope.ops import op_table
     from kernelscope.trace_model import load_trace
 
-    def load_and_table(path: Path) -> object:
-        trace = load_trace(path)
-        return trace, op_table(trace)
+    trace = load_trace(path)
+    return trace, op_table(trace)
 
-    return "kernelscope load_trace(path) + op_table(trace)", load_and_table
+
+def _analyses() -> dict[str, tuple[str, str, Callable[[Path], object]]]:
+    """key: (what, its role, function). (b) is the whole analysis of a file, the target's;
+    the others are parts of it, for information."""
+    load = ("kernelscope trace_model.load_trace(path)", "info: the trace model's share", _load)
+    table = (
+        "kernelscope load_trace(path) + ops.op_table(trace)",
+        "info: what the op table of a report costs",
+        _load_and_table,
+    )
+    try:
+        analyze_file = importlib.import_module("kernelscope.diagnose").analyze_file
+    except (ImportError, AttributeError):
+        return {"b": (table[0], "target", table[2]), "b2": load}
+    return {"b": ("kernelscope.diagnose.analyze_file(path)", "target", analyze_file),
+            "b2": load, "b3": table}  # fmt: skip
 
 
 def _hta() -> tuple[str, Callable[[Path], object] | None]:
+    """HTA's parser proper: the JSON file to its events DataFrame (symbols compressed, times
+    rounded), as ``TraceAnalysis`` runs it per rank. Its ``parse_trace_file`` adds passes
+    (iterations, links) of which one scans all steps for each event: on a replicated trace
+    with thousands of steps it takes minutes, so it is not what is measured here."""
     try:
-        from hta.common.trace import parse_trace_file  # pyright: ignore
-        from hta.version import __version__  # pyright: ignore
+        from hta.common.trace_parser import parse_trace_dataframe  # pyright: ignore
+        from hta.configs.parser_config import ParserConfig  # pyright: ignore
+
+        version = importlib.metadata.version("HolisticTraceAnalysis")
     except Exception as exc:  # an install may be broken in many ways
         return f"HTA not measured: cannot import it ({type(exc).__name__}: {exc})", None
     logging.getLogger("hta").setLevel(logging.ERROR)  # it logs each parse as a warning
 
     def parse(path: Path) -> object:
-        return parse_trace_file(str(path))  # pyright: ignore
+        return parse_trace_dataframe(str(path), ParserConfig.get_default_cfg())  # pyright: ignore
 
-    return f"HolisticTraceAnalysis {__version__} hta.common.trace.parse_trace_file", parse
+    return (
+        f"HolisticTraceAnalysis {version} hta.common.trace_parser.parse_trace_dataframe "
+        "(default ParserConfig, JSON backend)",
+        parse,
+    )
 
 
-def _timed(fn: Callable[[Path], object], path: Path) -> float:
+def _timed(fn: Callable[[Path], object], path: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of one call, garbage from earlier calls collected first."""
     gc.collect()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     result = fn(path)
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     del result
     gc.collect()
-    return elapsed
+    return elapsed, cpu
 
 
 _CHILD = """
@@ -220,23 +248,23 @@ import sys
 from pathlib import Path
 sys.path.insert(0, {bench!r})
 import trace_speed
-name, fn = trace_speed._analysis()
-if sys.argv[1] == "run":
-    result = fn(Path(sys.argv[2]))
+name, role, fn = trace_speed._analyses()[sys.argv[1]]
+if sys.argv[2] == "run":
+    result = fn(Path(sys.argv[3]))
 status = Path("/proc/self/status").read_text()
 print(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")))
 """
 
 
-def peak_memory(path: Path) -> tuple[int, int]:
-    """Peak RSS of a fresh child that imports the analysis only, and of one that also runs it
-    on ``path``, in bytes. Read from VmHWM: Linux carries ``ru_maxrss`` over fork and exec, so
-    a child's would start at this (large) process's peak."""
+def peak_memory(key: str, path: Path) -> tuple[int, int]:
+    """Peak RSS of a fresh child that imports analysis ``key`` only, and of one that also runs
+    it on ``path``, in bytes. Read from VmHWM: Linux carries ``ru_maxrss`` over fork and exec,
+    so a child's would start at this (large) process's peak."""
     code = _CHILD.format(bench=str(Path(__file__).parent))
     peaks: list[int] = []
     for mode in ("idle", "run"):
         out = subprocess.run(
-            [sys.executable, "-c", code, mode, str(path)],
+            [sys.executable, "-c", code, key, mode, str(path)],
             check=True,
             capture_output=True,
             text=True,
@@ -282,60 +310,88 @@ def main() -> None:
         ))  # fmt: skip
         del head
 
-        analysis_name, analysis = _analysis()
-        hta_name, hta = (_hta() if not options.no_hta else ("HTA skipped (--no-hta)", None))
+        analyses = _analyses()
+        hta_name, hta = _hta() if not options.no_hta else ("HTA skipped (--no-hta)", None)
         columns: list[tuple[str, str, Callable[[Path], object]]] = [
             ("a", "bare msgspec decode into a plain Struct (args: Raw), incl. file read",
              bare_decode),
-            ("a'", "the same decode, Struct with gc=False (info; not a target's baseline)",
+            ("a2", "the same decode, Struct with gc=False (info; not a target's baseline)",
              bare_decode_no_gc),
-            ("b", analysis_name + ", incl. file read", analysis),
         ]  # fmt: skip
+        for key, (name, role, fn) in analyses.items():
+            note = "" if role == "target" else f" ({role})"
+            columns.append((key, f"{name}, incl. file read{note}", fn))
         if hta is not None:
             columns.append(("c", hta_name + ", incl. file read", hta))
         else:
             print(hta_name)
-        print(f"python {sys.version.split()[0]}, msgspec {msgspec.__version__}; "
-              f"{options.rounds} interleaved rounds, medians below")  # fmt: skip
+        print(f"python {sys.version.split()[0]}, msgspec {msgspec.__version__}, "
+              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
+              f"{options.rounds} interleaved rounds of each")  # fmt: skip
 
-        times: dict[str, list[float]] = {key: [] for key, _, _ in columns}
+        wall: dict[str, list[float]] = {key: [] for key, _, _ in columns}
+        cpu: dict[str, list[float]] = {key: [] for key, _, _ in columns}
         for r in range(options.rounds):
-            line = []
+            line: list[str] = []
             for key, _, fn in columns:
-                t = _timed(fn, path)
-                times[key].append(t)
-                line.append(f"{key} {t:.3f} s")
-            print(f"  round {r + 1}: " + ", ".join(line))
-        median = {key: statistics.median(ts) for key, ts in times.items()}
+                w, c = _timed(fn, path)
+                wall[key].append(w)
+                cpu[key].append(c)
+                line.append(f"{key} {w:.3f} s")
+            print(f"  round {r + 1} wall times: " + ", ".join(line))
+        load = os.getloadavg()[0]
+        if load > (os.cpu_count() or 1):
+            print(
+                f"  warning: load average {load:.1f} on {os.cpu_count()} CPUs: other processes "
+                "compete, wall times are noisy; the CPU-time ratios below are steadier"
+            )
+        median = {key: statistics.median(ts) for key, ts in wall.items()}
+        median_cpu = {key: statistics.median(ts) for key, ts in cpu.items()}
 
         print()
-        print(f"{'':3} {'median s':>9} {'min s':>7}  what")
+        print(f"{'':3} {'median wall s':>13} {'min wall s':>10} {'median CPU s':>12}  what")
         for key, what, _ in columns:
-            print(f"{key:3} {median[key]:9.3f} {min(times[key]):7.3f}  {what}")
+            print(f"{key:3} {median[key]:13.3f} {min(wall[key]):10.3f} "
+                  f"{median_cpu[key]:12.3f}  {what}")  # fmt: skip
 
-        idle, peak = peak_memory(path)
-        used = peak - idle
-        print(
-            f"peak memory of (b) in a fresh process: {peak / 1e6:.0f} MB RSS, less "
-            f"{idle / 1e6:.0f} MB for the interpreter and imports alone = {used / 1e6:.0f} MB"
-        )
+        memory: dict[str, int] = {}
+        for key in analyses:
+            idle, peak = peak_memory(key, path)
+            memory[key] = peak - idle
+            print(
+                f"peak memory of ({key}) in a fresh process: {peak / 1e6:.0f} MB RSS, less "
+                f"{idle / 1e6:.0f} MB for the interpreter and imports alone = "
+                f"{memory[key] / 1e6:.0f} MB"
+            )
 
         print()
         ratio = median["b"] / median["a"]
-        print(f"(b)/(a) kernelscope vs bare decode: {ratio:.2f}x "
+        print(f"(b)/(a) kernelscope analysis vs bare decode, median wall: {ratio:.2f}x "
               f"(target <= {SPEED_VS_DECODE}x): {_verdict(ratio <= SPEED_VS_DECODE)}")  # fmt: skip
-        no_gc = median["b"] / median["a'"]
-        print(f"        info: (b) vs the gc=False decode (a'): {no_gc:.2f}x")
+        print(f"    info: by median CPU time {median_cpu['b'] / median_cpu['a']:.2f}x; "
+              f"vs the gc=False decode (a2) {median['b'] / median['a2']:.2f}x")  # fmt: skip
+        for key in analyses:
+            if key != "b":
+                print(f"    info: ({key})/(a), {analyses[key][0]}: "
+                      f"{median[key] / median['a']:.2f}x wall, "
+                      f"{median_cpu[key] / median_cpu['a']:.2f}x CPU")  # fmt: skip
         if "c" in median:
             speedup = median["c"] / median["b"]
-            print(f"(c)/(b) HTA parser vs kernelscope: {speedup:.1f}x faster "
-                  f"(target >= {SPEED_VS_HTA}x): {_verdict(speedup >= SPEED_VS_HTA)}")  # fmt: skip
+            verdict = _verdict(speedup >= SPEED_VS_HTA)
+            print(f"(c)/(b) HTA's parser vs kernelscope analysis, median wall: {speedup:.1f}x "
+                  f"slower (target >= {SPEED_VS_HTA}x): {verdict}")  # fmt: skip
+            for key in analyses:
+                if key != "b":
+                    print(f"    info: (c)/({key}), HTA vs {analyses[key][0]}: "
+                          f"{median['c'] / median[key]:.1f}x")  # fmt: skip
         else:
-            print("(c)/(b) HTA parser vs kernelscope: not measured (see above)")
-        memory = used / size
-        print(f"peak memory of (b) / file size: {used / 1e6:.0f} MB / {size / 1e6:.0f} MB = "
-              f"{memory:.2f}x (target <= {MEMORY_VS_FILE}x): "
-              f"{_verdict(memory <= MEMORY_VS_FILE)}")  # fmt: skip
+            print("(c)/(b) HTA's parser vs kernelscope analysis: not measured (see above)")
+        for key in analyses:
+            share = memory[key] / size
+            target = f"(target <= {MEMORY_VS_FILE}x): {_verdict(share <= MEMORY_VS_FILE)}"
+            print(f"peak memory of ({key}) / file size: {memory[key] / 1e6:.0f} MB / "
+                  f"{size / 1e6:.0f} MB = {share:.2f}x "
+                  + (target if key == "b" else "(info)"))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from pathlib import Path
 from typing import Any
 
 import pytest
+
 from kernelscope.ops import OpStat, op_table, step_window
 from kernelscope.trace_model import Trace, decode_trace, load_trace
 
@@ -227,3 +229,75 @@ def test_cpu_trace_matches_torch_key_averages(tmp_path: Path) -> None:
     assert_rows_match(rows, without_python, set(rows))
     # The aten ops also match key_averages as it is: python frames only wrap them.
     assert_rows_match(rows, raw, {name for name in rows if name.startswith("aten::")})
+
+
+def naive_table(trace: Trace, window: tuple[float, float]) -> dict[str, tuple[float, ...]]:
+    """The op table straight from its definition, one op at a time."""
+    ops = trace.ops
+    own_cuda = [0.0] * len(ops)
+    for g in trace.gpu_events:
+        if g.op >= 0:
+            own_cuda[g.op] += g.dur
+
+    def subtree_cuda(i: int) -> float:
+        return own_cuda[i] + sum(subtree_cuda(c.index) for c in trace.children(ops[i]))
+
+    def key(name: str) -> str:
+        return "ProfilerStep*" if name.startswith("ProfilerStep#") else name
+
+    def row_of(i: int) -> int:
+        parent = ops[i].parent
+        only_child = parent >= 0 and len(trace.children(ops[parent])) == 1
+        if only_child and key(ops[parent].name) == key(ops[i].name):
+            return row_of(parent)
+        return i
+
+    rows: dict[str, list[float]] = {}
+    for op in ops:
+        row = ops[row_of(op.index)]
+        if not window[0] <= row.ts < window[1]:
+            continue
+        r = rows.setdefault(key(row.name), [0, 0.0, 0.0, 0.0, 0.0])
+        r[1] += op.self_dur
+        r[3] += own_cuda[op.index]
+        if row is op:
+            r[0] += 1
+            r[2] += op.dur
+            r[4] += subtree_cuda(op.index)
+    return {name: tuple(r) for name, r in rows.items()}
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_table_matches_its_definition_on_random_traces(seed: int) -> None:
+    rng = random.Random(seed)
+    names = ["aten::add", "aten::mm", "aten::linear", "ks:call", "ProfilerStep#1"]
+    events: list[dict[str, Any]] = []
+    gpu_events: list[dict[str, Any]] = []
+
+    def fill(start: float, end: float, depth: int) -> None:
+        t = start
+        while depth < 4 and t < end - 1.0 and (rng.random() < 0.8 or not events):
+            dur = rng.uniform(0.5, end - t)
+            if rng.random() < 0.3:  # a launch, with its kernel
+                correlation = len(events) + 1
+                events.append(
+                    span("cuda_runtime", "cudaLaunchKernel", t, dur, correlation=correlation)
+                )
+                gpu_events.append(
+                    gpu("kernel", "k", t + dur + 1.0, rng.uniform(0.1, 5.0), correlation)
+                )
+            else:
+                cat = "user_annotation" if rng.random() < 0.3 else "cpu_op"
+                events.append(span(cat, rng.choice(names), t, dur))
+                fill(t, t + dur, depth + 1)
+            t += dur + rng.uniform(0.0, 2.0)
+
+    fill(0.0, 1000.0, 0)
+    rng.shuffle(events)
+    trace = decode(*events, *gpu_events)
+    window = (rng.uniform(-10.0, 300.0), rng.uniform(500.0, 1100.0))
+    expected = naive_table(trace, window)
+    got = table(trace, window)
+    assert got.keys() == expected.keys()
+    for name, row in got.items():
+        assert numbers(row) == pytest.approx(expected[name]), name

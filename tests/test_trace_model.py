@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from kernelscope.trace_model import Op, Trace, TraceError, decode_trace, load_trace
 
 PID = 100
@@ -361,3 +362,83 @@ def test_mangled_traces_raise_only_trace_error() -> None:
         for blob in (cut, bytes(mangled), gzip.compress(bytes(mangled))[: rng.randint(10, 400)]):
             with contextlib.suppress(TraceError):
                 decode_trace(blob)
+
+
+def test_categories_kineto_does_not_write_are_read_too() -> None:
+    doc = trace_doc(
+        span("cpu_op", "aten::add", 0.0, 10.0),
+        span("my_tool_range", "phase 1", 0.0, 20.0),
+        span("python_function", "mod.py(3): f", 0.0, 30.0),
+    )
+    trace = load_trace_from(doc)
+    assert [op.name for op in trace.ops] == ["aten::add"]
+    assert [f.name for f in trace.python_functions] == ["mod.py(3): f"]
+    assert trace.warnings == []
+
+
+def test_ops_overlapping_a_window() -> None:
+    doc = trace_doc(
+        span("user_annotation", "step", 0.0, 100.0),
+        span("cpu_op", "aten::linear", 10.0, 50.0),
+        span("cpu_op", "aten::t", 12.0, 5.0),
+        span("cpu_op", "aten::addmm", 20.0, 30.0),
+        span("cuda_runtime", "cudaLaunchKernel", 25.0, 4.0, correlation=1),
+        span("cpu_op", "aten::relu", 70.0, 10.0),
+        span("cpu_op", "other_thread", 15.0, 200.0, tid=200),
+        span("cpu_op", "later", 300.0, 1.0, tid=200),
+    )
+    trace = load_trace_from(doc)
+
+    def names(start: float, end: float) -> list[str]:
+        return [op.name for op in trace.ops_overlapping(start, end)]
+
+    assert names(30.0, 72.0) == [
+        "step",
+        "aten::linear",
+        "other_thread",
+        "aten::addmm",
+        "aten::relu",
+    ]
+    assert names(18.0, 19.0) == ["step", "aten::linear", "other_thread"]
+    assert names(100.0, 250.0) == ["other_thread"]
+    assert names(500.0, 600.0) == []
+    assert names(-10.0, 0.5) == ["step"]
+    # the same as a scan of every op
+    for start, end in [(0.0, 1.0), (16.0, 26.0), (59.0, 301.0), (80.0, 80.5)]:
+        scan = [op.name for op in trace.ops if op.ts < end and op.end > start]
+        assert names(start, end) == scan
+
+
+def test_python_frames_around_an_op_innermost_first() -> None:
+    base = 5097980256747.9  # Kineto-sized timestamps: a frame ending with the op still holds it
+    doc = trace_doc(
+        span("python_function", "threading.py(1030): _bootstrap", base, 100.0),
+        span("python_function", "model.py(10): forward", round(base + 1.0, 3), 50.0),
+        span("python_function", "model.py(20): helper", round(base + 2.0, 3), 3.0),
+        span("python_function", "model.py(30): step", round(base + 10.0, 3), 25.083),
+        span("python_function", "other.py(1): elsewhere", round(base + 10.0, 3), 80.0, tid=7),
+        span("cpu_op", "aten::item", round(base + 11.222, 3), 23.861),
+        span("cpu_op", "aten::add", round(base + 60.0, 3), 1.0),
+    )
+    trace = load_trace_from(doc)
+    item = by_name(trace, "aten::item")
+    assert [f.name for f in trace.python_frames(item)] == [
+        "model.py(30): step",
+        "model.py(10): forward",
+        "threading.py(1030): _bootstrap",
+    ]
+    add = by_name(trace, "aten::add")
+    assert [f.name for f in trace.python_frames(add)] == ["threading.py(1030): _bootstrap"]
+    no_stacks = load_trace_from(trace_doc(span("cpu_op", "aten::add", 0.0, 1.0)))
+    assert list(no_stacks.python_frames(no_stacks.ops[0])) == []
+
+
+def test_python_frames_written_out_of_order_are_found() -> None:
+    doc = trace_doc(
+        span("python_function", "b.py(2): inner", 5.0, 10.0),
+        span("python_function", "a.py(1): outer", 0.0, 50.0),
+        span("cpu_op", "aten::add", 6.0, 1.0),
+    )
+    trace = load_trace_from(doc)
+    frames = trace.python_frames(trace.ops[0])
+    assert [f.name for f in frames] == ["b.py(2): inner", "a.py(1): outer"]

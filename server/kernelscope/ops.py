@@ -9,7 +9,9 @@ that child (``EventList._remove_dup_nodes``).
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left
+from collections import Counter
+from operator import attrgetter
 
 import msgspec
 
@@ -18,6 +20,10 @@ from kernelscope.trace_model import STEP_PREFIX, Op, Trace
 __all__ = ["OpStat", "op_table", "step_window"]
 
 STEP_KEY = "ProfilerStep*"
+_PARENT = attrgetter("parent")
+_NAME = attrgetter("name")
+_SELF_DUR = attrgetter("self_dur")
+_TS = attrgetter("ts")
 
 
 class OpStat(msgspec.Struct):
@@ -45,37 +51,47 @@ def op_table(
     with ``within``, lie inside an annotation of that name (the annotation itself excluded);
     sorted by self CUDA time, then self CPU time, largest first."""
     ops = trace.ops
+    parents = list(map(_PARENT, ops))
+    keys = _keys(list(map(_NAME, ops)))
     self_cuda = _self_cuda(trace)
-    cuda_total = _subtree_sums(ops, self_cuda)
+    cuda_total = _subtree_sums(parents, self_cuda)
     keep = _starts_in(ops, _intervals(trace, window))
     if within is not None:
-        keep = [k and inside for k, inside in zip(keep, _descends_from(ops, within), strict=True)]
-    rows: dict[str, OpStat] = {}
-    row_of = _absorbed_into(ops)
-    for op in ops:
-        row_op = ops[row_of[op.index]]
-        if not keep[row_op.index]:
+        inside = _descends_from(ops, parents, within)
+        keep = [k and i for k, i in zip(keep, inside, strict=True)]
+    row_of = _absorbed_into(parents, keys)
+    # Sums per row name, kept in lists by the name's number: no Struct updates in the loop.
+    number: dict[str, int] = {}
+    rows = [number.setdefault(keys[row], len(number)) if keep[row] else -1 for row in row_of]
+    calls = [0] * len(number)
+    self_cpu = [0.0] * len(number)
+    cpu_total = [0.0] * len(number)
+    own_cuda = [0.0] * len(number)
+    total_cuda = [0.0] * len(number)
+    for index, (row, k, self_dur, cuda) in enumerate(
+        zip(row_of, rows, map(_SELF_DUR, ops), self_cuda, strict=True)
+    ):
+        if k < 0:
             continue
-        key = _key(row_op.name)
-        row = rows.get(key)
-        if row is None:
-            row = rows[key] = OpStat(key, 0, 0.0, 0.0, 0.0, 0.0)
-        row.self_cpu_us += op.self_dur
-        row.self_cuda_us += self_cuda[op.index]
-        if row_op is op:
-            row.calls += 1
-            row.cpu_total_us += op.dur
-            row.cuda_total_us += cuda_total[op.index]
-    return sorted(rows.values(), key=lambda r: (r.self_cuda_us, r.self_cpu_us), reverse=True)
+        self_cpu[k] += self_dur
+        own_cuda[k] += cuda
+        if row == index:
+            calls[k] += 1
+            cpu_total[k] += ops[index].dur
+            total_cuda[k] += cuda_total[index]
+    stats = [
+        OpStat(key, calls[k], self_cpu[k], cpu_total[k], own_cuda[k], total_cuda[k])
+        for key, k in number.items()
+    ]
+    return sorted(stats, key=lambda r: (r.self_cuda_us, r.self_cpu_us), reverse=True)
 
 
-def _descends_from(ops: list[Op], name: str) -> list[bool]:
+def _descends_from(ops: list[Op], parents: list[int], name: str) -> list[bool]:
     """For each op, whether an ancestor is named ``name``; parents precede children."""
     inside = [False] * len(ops)
-    for op in ops:
-        parent = op.parent
+    for index, parent in enumerate(parents):
         if parent >= 0:
-            inside[op.index] = inside[parent] or ops[parent].name == name
+            inside[index] = inside[parent] or ops[parent].name == name
     return inside
 
 
@@ -83,18 +99,22 @@ def _key(name: str) -> str:
     return STEP_KEY if name.startswith(STEP_PREFIX) else name
 
 
-def _absorbed_into(ops: list[Op]) -> list[int]:
+def _keys(names: list[str]) -> list[str]:
+    """Each op's row name (``_key``), worked out once per distinct name."""
+    key_of = {name: _key(name) for name in set(names)}
+    return list(map(key_of.__getitem__, names))
+
+
+def _absorbed_into(parents: list[int], keys: list[str]) -> list[int]:
     """For each op, the op whose row it counts in: its own, or, as torch's
     ``_remove_dup_nodes``, that of a parent of the same name of which it is the only child."""
-    child_counts = [0] * len(ops)
-    for op in ops:
-        if op.parent >= 0:
-            child_counts[op.parent] += 1
-    row_of = list(range(len(ops)))
-    for op in ops:  # parents come before their children
-        parent = op.parent
-        if parent >= 0 and child_counts[parent] == 1 and _key(ops[parent].name) == _key(op.name):
-            row_of[op.index] = row_of[parent]
+    row_of = list(range(len(parents)))
+    child_counts = Counter(parents)
+    only_child = dict(zip(parents, row_of, strict=True))  # the last child, the only one here
+    for parent in sorted(p for p, n in child_counts.items() if n == 1 and p >= 0):
+        child = only_child[parent]  # parents come before their children: row_of[parent] is set
+        if keys[child] == keys[parent]:
+            row_of[child] = row_of[parent]
     return row_of
 
 
@@ -107,12 +127,15 @@ def _self_cuda(trace: Trace) -> list[float]:
     return own
 
 
-def _subtree_sums(ops: list[Op], values: list[float]) -> list[float]:
-    """Each op's value plus all its descendants'; parents precede children in ``ops``."""
+def _subtree_sums(parents: list[int], values: list[float]) -> list[float]:
+    """Each op's value plus all its descendants'; parents precede children."""
     sums = list(values)
-    for op in reversed(ops):
-        if op.parent >= 0:
-            sums[op.parent] += sums[op.index]
+    for index in range(len(parents) - 1, -1, -1):
+        value = sums[index]
+        if value:
+            parent = parents[index]
+            if parent >= 0:
+                sums[parent] += value
     return sums
 
 
@@ -132,9 +155,10 @@ def _intervals(trace: Trace, window: tuple[float, float] | None) -> tuple[list[f
 
 
 def _starts_in(ops: list[Op], intervals: tuple[list[float], list[float]]) -> list[bool]:
-    starts, ends = intervals
-    keep: list[bool] = []
-    for op in ops:
-        k = bisect_right(starts, op.ts) - 1
-        keep.append(k >= 0 and op.ts < ends[k])
+    """For each op, whether it starts inside one of the intervals; ops are sorted by start."""
+    op_starts = list(map(_TS, ops))
+    keep = [False] * len(ops)
+    for start, end in zip(*intervals, strict=True):
+        first, stop = bisect_left(op_starts, start), bisect_left(op_starts, end)
+        keep[first:stop] = [True] * (stop - first)
     return keep
