@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import hashlib
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -35,16 +36,19 @@ class FunctionDef:
         return self.def_line <= line <= self.end_line
 
 
-def functions(source: str) -> list[FunctionDef]:
-    """Every function and method with a qualified name (nested functions excluded)."""
+@lru_cache(maxsize=16)
+def functions(source: str) -> tuple[FunctionDef, ...]:
+    """Every function and method with a qualified name (nested functions excluded).
+
+    Cached by text: hovers, lenses and hints on an unchanged document parse it once."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return []
+        return ()
     lines = source.splitlines()
     found: list[FunctionDef] = []
     _walk(tree.body, "", False, lines, found)
-    return found
+    return tuple(found)
 
 
 def function_at(source: str, line: int) -> FunctionDef | None:
