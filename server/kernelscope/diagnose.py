@@ -285,7 +285,11 @@ def _verdict(
         v.peak_tflops = peaks.tflops_for(dtype or "c10::BFloat16")
         v.peak_gbps = peaks.hbm_gbps
         v.peaks_source = peaks.source
-        v.ridge_point = (v.peak_tflops * 1e12) / (peaks.hbm_gbps * 1e9) if v.peak_tflops else None
+        v.ridge_point = (
+            (v.peak_tflops * 1e12) / (peaks.hbm_gbps * 1e9)
+            if v.peak_tflops and peaks.hbm_gbps > 0
+            else None
+        )
     ridge = v.ridge_point or DEFAULT_RIDGE
     if busy < BUSY_OVERHEAD:
         v.bound = "overhead"

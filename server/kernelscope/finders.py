@@ -72,7 +72,7 @@ POINTWISE = frozenset(
     for name in (base, base + "_")
 )
 SYNC_CALLS = ("Synchronize", "cudaMemcpy", "cuMemcpyDtoH", "hipMemcpy")
-_PY_FRAME = re.compile(r"^(?P<path>.+)\((?P<line>\d+)\): (?P<func>.+)$")
+_PY_FRAME = re.compile(r"^(?P<path>.+)\((?P<line>\d{1,9})\): (?P<func>.+)$")
 
 
 def find_bound(facts: Facts, options: Options) -> Iterable[Finding]:
@@ -226,9 +226,9 @@ def _trace_syncs(facts: Facts, options: Options) -> Iterable[Finding]:
     """Sync calls found in the trace alone, placed at their Python function when stacks exist."""
     trace = facts.trace
     by_place: dict[tuple[str | None, int | None], list[Op]] = {}
-    for op in trace.launches:
-        if _is_sync(op) and facts.own_ops[op.index]:
-            by_place.setdefault(_python_frame(trace, op), []).append(op)
+    syncs = [op for op in trace.launches if _is_sync(op) and facts.own_ops[op.index]]
+    for op, place in zip(syncs, _python_frames(trace, syncs), strict=True):
+        by_place.setdefault(place, []).append(op)
     steps = max(len(trace.steps), 1)
     ranked = sorted(by_place.items(), key=lambda kv: -sum(o.dur for o in kv[1]))
     for (path, line), ops in ranked[: options.max_sync_findings]:
@@ -246,17 +246,30 @@ def _trace_syncs(facts: Facts, options: Options) -> Iterable[Finding]:
         )
 
 
-def _python_frame(trace: Trace, op: Op) -> tuple[str | None, int | None]:
-    """The innermost python_function around `op` (its def line: stacks are per function)."""
-    best = None
-    for fn in trace.python_functions:
-        if fn.ts > op.ts:
-            break
-        if fn.tid == op.tid and fn.ts + fn.dur >= op.end:
+def _python_frames(trace: Trace, ops: list[Op]) -> list[tuple[str | None, int | None]]:
+    """For each op, the innermost user python_function around it (its def line: stacks are
+    per function). One sweep through the frames in time order, keeping per thread a stack
+    of the user frames still open."""
+    frames = sorted(trace.python_functions, key=lambda fn: fn.ts)
+    places: list[tuple[str | None, int | None]] = [(None, None)] * len(ops)
+    open_frames: dict[int | str, list[tuple[float, str, int]]] = {}
+    nxt = 0
+    for i in sorted(range(len(ops)), key=lambda i: ops[i].ts):
+        op = ops[i]
+        while nxt < len(frames) and frames[nxt].ts <= op.ts:
+            fn = frames[nxt]
+            nxt += 1
             m = _PY_FRAME.match(fn.name)
             if m and "site-packages" not in m["path"] and not m["path"].startswith("<"):
-                best = (m["path"], int(m["line"]))
-    return best or (None, None)
+                stack = open_frames.setdefault(fn.tid, [])
+                while stack and stack[-1][0] < fn.ts:  # ended before this one began
+                    stack.pop()
+                stack.append((fn.ts + fn.dur, m["path"], int(m["line"])))
+        for end, path, line in reversed(open_frames.get(op.tid, [])):
+            if end >= op.end:
+                places[i] = (path, line)
+                break
+    return places
 
 
 def find_idle_gaps(facts: Facts, options: Options) -> Iterable[Finding]:

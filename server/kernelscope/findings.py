@@ -19,7 +19,7 @@ class Severity(StrEnum):
     HINT = "hint"
 
 
-class Finding(msgspec.Struct, omit_defaults=True):
+class Finding(msgspec.Struct):
     """One diagnosis, at a source line when one is known."""
 
     code: str

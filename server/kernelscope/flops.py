@@ -86,6 +86,7 @@ REDUCTIONS = frozenset(
     }
 )
 _INTS = re.compile(r"-?\d+")
+_MAX_NUMEL = 2**62  # more elements than any memory holds: a corrupt shape
 
 
 def numel(dims: list[int]) -> int:
@@ -94,14 +95,31 @@ def numel(dims: list[int]) -> int:
 
 
 def _tensors(inputs: OpInputs) -> list[tuple[list[int], str]]:
-    """(shape, dtype) of each tensor input; scalars, lists and Nones left out."""
+    """(shape, dtype) of each tensor input; scalars, lists and Nones left out. None at all
+    when a tensor's shape is impossible (a negative size, more than 2⁶² elements): the
+    op's shapes are corrupt, and its FLOPs and bytes unknown."""
     out: list[tuple[list[int], str]] = []
     for dims, dtype in zip(inputs.dims, inputs.types, strict=False):
         if dtype in DTYPE_BYTES and isinstance(dims, list):
             shape = cast(list[object], dims)
-            if all(isinstance(d, int) for d in shape):
-                out.append((cast(list[int], shape), dtype))
+            if all(type(d) is int for d in shape):
+                sizes = cast(list[int], shape)
+                if not _possible(sizes):
+                    return []
+                out.append((sizes, dtype))
     return out
+
+
+def _possible(sizes: list[int]) -> bool:
+    """No size negative or above 2⁶², and at most 2⁶² elements (no huge products made)."""
+    n = 1
+    for d in sizes:
+        if not 0 <= d <= _MAX_NUMEL:
+            return False
+        n *= d
+        if n > _MAX_NUMEL:
+            return False
+    return True
 
 
 class _Concrete(msgspec.Struct):
@@ -153,7 +171,7 @@ def op_flops(name: str, inputs: OpInputs, concrete: list[Any] | None = None) -> 
         if name in ATTENTION and len(t) >= 3:
             q, k = t[0][0], t[1][0]
             return 4.0 * numel(q[:-2]) * q[-2] * k[-2] * q[-1]
-    except (IndexError, ValueError):
+    except (IndexError, ValueError, OverflowError):
         return 0.0
     return 0.0
 
@@ -164,7 +182,8 @@ def _conv_flops(x: list[int], w: list[int], concrete: list[Any]) -> float:
     strides = _concrete_ints(concrete, 3) or [1] * spatial
     out_positions = 1
     for i in range(spatial):
-        out_positions *= max(1, x[2 + i] // (strides[i] if i < len(strides) else 1))
+        stride = max(1, strides[i]) if i < len(strides) else 1
+        out_positions *= max(1, x[2 + i] // stride)
     return 2.0 * x[0] * w[0] * numel(w[1:]) * out_positions
 
 

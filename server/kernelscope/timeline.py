@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import statistics
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -87,10 +88,9 @@ def build_timeline(trace: Trace, min_gap_us: float = 20.0) -> Timeline:
     window = (bounds[0], end)
     merged = _merge(events)
     busy = sum(b - a for a, b in merged)
+    holes = [(a, b) for a, b in _holes(merged, window) if b - a >= min_gap_us]
     gaps = [
-        Gap(a, b, _cpu_ops_between(ops, trace.cpu_ops, a, b))
-        for a, b in _holes(merged, window)
-        if b - a >= min_gap_us
+        Gap(a, b, names) for (a, b), names in zip(holes, _host_ops_in(trace, holes), strict=True)
     ]
     queue = [g.ts - ops[g.launch].ts for g in events if g.launch >= 0 and g.cat == "kernel"]
     launch_cost = [op.dur for op in launches if "Launch" in op.name and bounds[0] <= op.ts <= end]
@@ -138,17 +138,31 @@ def _holes(
     return holes
 
 
-def _cpu_ops_between(
-    ops: list[Op], cpu_ops: list[Op], start: float, end: float, top: int = 3
-) -> tuple[str, ...]:
-    """Names of the outermost aten ops overlapping [start, end), longest overlap first."""
-    overlap: dict[str, float] = {}
-    for op in cpu_ops:
-        if op.ts >= end:
-            break
-        if op.parent >= 0 and ops[op.parent].cat == "cpu_op":
-            continue
-        o = min(op.end, end) - max(op.ts, start)
-        if o > 0:
-            overlap[op.name] = overlap.get(op.name, 0.0) + o
-    return tuple(sorted(overlap, key=lambda n: -overlap[n])[:top])
+def _host_ops_in(
+    trace: Trace, holes: list[tuple[float, float]], top: int = 3
+) -> list[tuple[str, ...]]:
+    """For each hole (sorted, disjoint), the names of the outermost aten ops overlapping it,
+    longest overlap first. One sweep: each op enters a heap once, when the holes reach its
+    start, and leaves it once it ends before a hole."""
+    ops = trace.ops
+    outer = sorted(
+        (op for op in trace.cpu_ops if op.parent < 0 or ops[op.parent].cat != "cpu_op"),
+        key=lambda op: op.ts,
+    )
+    open_ops: list[tuple[float, int]] = []  # (end, position in outer)
+    nxt = 0
+    out: list[tuple[str, ...]] = []
+    for start, end in holes:
+        while nxt < len(outer) and outer[nxt].ts < end:
+            heapq.heappush(open_ops, (outer[nxt].end, nxt))
+            nxt += 1
+        while open_ops and open_ops[0][0] <= start:
+            heapq.heappop(open_ops)
+        overlap: dict[str, float] = {}
+        for k in sorted(k for _, k in open_ops):  # in time order, as ties are broken
+            op = outer[k]
+            o = min(op.end, end) - max(op.ts, start)
+            if o > 0:
+                overlap[op.name] = overlap.get(op.name, 0.0) + o
+        out.append(tuple(sorted(overlap, key=lambda n: -overlap[n])[:top]))
+    return out
