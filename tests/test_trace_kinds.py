@@ -500,9 +500,9 @@ def check_schema(data: dict[str, Any]) -> None:
         verdict
     )
     for f in data["findings"]:
-        assert {"code", "severity", "message"} <= set(f)
-        # path and line are omitted when unknown (Finding is omit_defaults)
-        assert isinstance(f.get("path", ""), str) and isinstance(f.get("line", 0), int)
+        assert {"code", "severity", "path", "line", "message"} <= set(f)
+        assert f["path"] is None or isinstance(f["path"], str)
+        assert f["line"] is None or isinstance(f["line"], int)
     assert "entry_to_first_kernel_us" in data["dead_window"]
     assert isinstance(data["warnings"], list)
 
