@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 DEMO_TARGET ?= fixtures/workloads/matmul_add.py::matmul_add
 DEMO_TRACE ?= fixtures/matmul_add_8192/trace.json.gz
 
-.PHONY: venv demo test lint typecheck pytest bench clean
+.PHONY: venv demo test lint typecheck pytest bench clean vsix vscode-e2e
 
 venv: $(VENV)/.ready
 
@@ -39,3 +39,17 @@ bench: venv
 
 clean:
 	rm -rf $(VENV) .kernelscope .pytest_cache .ruff_cache
+
+# The VS Code extension: npm ci (the npm registry or its local cache), typecheck, esbuild bundle,
+# vsce package -> editor-client/vscode/kernelscope-<version>.vsix
+VSCODE_DIR := editor-client/vscode
+VSIX_VERSION = $(shell node -p "require('./$(VSCODE_DIR)/package.json').version")
+
+vsix:
+	cd $(VSCODE_DIR) && npm ci --no-audit --no-fund --prefer-offline
+	cd $(VSCODE_DIR) && npx vsce package --no-dependencies --skip-license --allow-missing-repository \
+		--no-rewrite-relative-links -o kernelscope-$(VSIX_VERSION).vsix
+
+# The extension in real VS Code (code-server + chromium), as tests/test_vscode.py runs it.
+vscode-e2e: vsix venv
+	bash $(VSCODE_DIR)/e2e/ci-e2e.sh $(VSCODE_DIR)/kernelscope-$(VSIX_VERSION).vsix $(PY)

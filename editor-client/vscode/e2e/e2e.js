@@ -1,0 +1,386 @@
+// Drives two code-servers (real VS Code 1.100.3 workbenches) in Debian's chromium with
+// playwright-core: the kernelscope extension profiles a function through the server's code
+// action, shows progress, the verdict squiggle, the hover, the code lens and the function's
+// output; opens Perfetto (the external open is intercepted); imports a recorded H200 run;
+// restarts its server; refuses to profile in Restricted Mode; and names the pip command when
+// kernelscope is missing. Prints "N passed, N failed"; screenshots go to $SHOTS.
+'use strict';
+const fs = require('fs');
+const http = require('http');
+const path = require('path');
+const { chromium } = require('playwright-core');
+
+const URL_TRUSTED = process.env.CS_URL;
+const URL_UNTRUSTED = process.env.CS_URL_UNTRUSTED;
+const SHOTS = process.env.SHOTS;
+const BARE_PYTHON = process.env.BARE_PYTHON; // a Python without kernelscope
+const PERFETTO = 'https://ui.perfetto.dev/#!/?url=http://127.0.0.1:9001/';
+const t0 = Date.now();
+const ts = () => ((Date.now() - t0) / 1000).toFixed(1).padStart(5) + 's';
+let passed = 0;
+let failed = 0;
+const checks = [];
+
+async function step(name, fn) {
+  try {
+    await fn();
+    passed++;
+    console.log(ts(), 'PASS', name);
+  } catch (e) {
+    failed++;
+    console.log(ts(), 'FAIL', name, '-', String(e && e.message ? e.message : e).split('\n')[0]);
+    throw e;
+  }
+}
+
+function check(cond, what) {
+  if (!cond) {
+    throw new Error(what);
+  }
+  checks.push(what);
+}
+
+async function shot(page, name, clip) {
+  await page.screenshot({ path: path.join(SHOTS, name), clip });
+}
+
+// --- workbench helpers ---------------------------------------------------------------------
+
+async function palette(page, title) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  await page.keyboard.type(title);
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+  await row.waitFor({ timeout: 15000 });
+  await row.click();
+}
+
+async function openFile(page, name, marker) {
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Control+P');
+    await page.locator('.quick-input-widget input').waitFor({ state: 'visible' });
+    await page.keyboard.type(name);
+    await page.locator('.quick-input-list .monaco-list-row.focused', { hasText: name }).first().waitFor();
+    await page.keyboard.press('Enter');
+    try {
+      await activeEditor(page).locator('.view-lines', { hasText: marker }).waitFor({ timeout: 10000 });
+      return;
+    } catch (e) {
+      if (attempt >= 2) {
+        throw e;
+      }
+    }
+  }
+}
+
+function activeEditor(page) {
+  return page.locator('.editor-group-container.active .monaco-editor').first();
+}
+
+async function gotoLine(page, line, column) {
+  await page.keyboard.press('Control+G');
+  await page.locator('.quick-input-widget input').waitFor({ state: 'visible' });
+  await page.keyboard.type(`${line}:${column}`);
+  await page.keyboard.press('Enter');
+}
+
+/** The severities of the squiggles on the editor line that contains `text` (null: no such line). */
+function squigglesOnLine(page, text) {
+  return page.evaluate((text) => {
+    const ed = document.querySelector('.editor-group-container.active .monaco-editor');
+    const line = [...ed.querySelectorAll('.view-lines .view-line')].find((l) => l.textContent.replace(/\u00a0/g, ' ').includes(text));
+    if (!line) {
+      return null;
+    }
+    const at = line.getBoundingClientRect();
+    const found = [];
+    for (const s of ed.querySelectorAll('.view-overlays [class*="squiggly-"]')) {
+      const r = s.getBoundingClientRect();
+      if (r.width > 0 && r.top >= at.top - 1 && r.bottom <= at.bottom + 1) {
+        found.push(/squiggly-(\w+)/.exec(s.className)[1]);
+      }
+    }
+    return found;
+  }, text);
+}
+
+async function waitForSquiggle(page, text, timeout = 60000) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const found = await squigglesOnLine(page, text);
+    if (found && found.length) {
+      return found;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`no squiggle on the line with "${text}" after ${timeout} ms`);
+    }
+    await page.waitForTimeout(200);
+  }
+}
+
+/** Hovers the word `word` on the line that contains `lineText`; the hover's text. */
+async function hoverWord(page, lineText, word, expect) {
+  const line = activeEditor(page).locator('.view-lines .view-line', { hasText: lineText }).first();
+  const span = line.locator('span span', { hasText: word }).first();
+  const hover = page.locator('.monaco-hover:not(.hidden)', { hasText: expect }).first();
+  for (let attempt = 1; ; attempt++) {
+    await page.mouse.move(5, 5);
+    await page.waitForTimeout(300);
+    const box = await span.boundingBox();
+    await page.mouse.move(box.x + Math.min(box.width / 2, 30), box.y + box.height / 2);
+    try {
+      await hover.waitFor({ timeout: 7000 });
+      await page.waitForTimeout(600); // let the fade-in finish (screenshots)
+      return hover.innerText();
+    } catch (e) {
+      if (attempt >= 3) {
+        throw e;
+      }
+    }
+  }
+}
+
+async function lensTexts(page) {
+  return page.$$eval('.editor-group-container.active .codelens-decoration', (els) => els.map((e) => e.textContent));
+}
+
+async function waitForLens(page, re, timeout = 30000) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const texts = await lensTexts(page);
+    const hit = texts.find((x) => re.test(x));
+    if (hit) {
+      return hit;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`no code lens matching ${re}; lenses: ${JSON.stringify(texts)}`);
+    }
+    await page.waitForTimeout(250);
+  }
+}
+
+function statusItem(page, text) {
+  return page.locator('.part.statusbar .statusbar-item', { hasText: text }).first();
+}
+
+function toast(page, text) {
+  return page.locator('.notifications-toasts .notification-toast', { hasText: text }).first();
+}
+
+async function clearNotifications(page) {
+  await palette(page, 'Notifications: Clear All Notifications');
+  await page.waitForTimeout(300);
+}
+
+async function loadWorkbench(page, url) {
+  await page.goto(url);
+  await page.waitForSelector('.monaco-workbench', { timeout: 60000 });
+  await page.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 60000 });
+}
+
+/** GET the trace the way ui.perfetto.dev would: from its origin, once. */
+function fetchTrace(url) {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { headers: { Origin: 'https://ui.perfetto.dev' } }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks) }));
+    });
+    req.on('error', reject);
+    req.setTimeout(10000, () => req.destroy(new Error('timed out')));
+  });
+}
+
+// --- the run -------------------------------------------------------------------------------
+
+(async () => {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+      '--disable-sync', '--no-first-run', '--disable-quic'],
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 760 } });
+  // ui.perfetto.dev is never reached: the external open lands on this stub, and is recorded.
+  await context.route(/^https:\/\/ui\.perfetto\.dev\//, (route) =>
+    route.fulfill({ status: 200, contentType: 'text/html', body: '<title>Perfetto (intercepted)</title>intercepted' }));
+  const popups = [];
+  context.on('page', (p) => popups.push(p));
+  let page = await context.newPage();
+  try {
+    await step('workbench loads the workspace', async () => {
+      await loadWorkbench(page, URL_TRUSTED);
+    });
+
+    await step('extension starts its server: status bar and "▶ Profile" lenses', async () => {
+      await openFile(page, 'three_lines.py', 'def three_lines');
+      await statusItem(page, 'kernelscope').waitFor({ timeout: 60000 });
+      await waitForLens(page, /▶ Profile/);
+    });
+
+    await step('code action "Profile `three_lines`" from the server (Ctrl+.)', async () => {
+      await gotoLine(page, 6, 9);
+      await page.keyboard.press('Control+.');
+      const item = page.locator('.action-widget .monaco-list-row', { hasText: 'Profile `three_lines`' }).first();
+      await item.waitFor({ timeout: 20000 });
+      await shot(page, '01-code-action.png');
+      await page.keyboard.press('Enter');
+    });
+
+    await step('progress while it runs (notification and status bar)', async () => {
+      await toast(page, 'Profiling three_lines').waitFor({ timeout: 30000 });
+      await statusItem(page, 'profiling three_lines').waitFor({ timeout: 10000 });
+      // A stage past the start, fully faded in, for the screenshot (the run may be quicker).
+      await toast(page, /warmup|active|cold call|importing|inputs|wait/).waitFor({ timeout: 15000 }).catch(() => {});
+      await page.waitForTimeout(250);
+      await shot(page, '02-progress.png');
+    });
+
+    let defSquiggles;
+    await step('the verdict squiggle on the def line', async () => {
+      defSquiggles = await waitForSquiggle(page, 'def three_lines', 90000);
+      check(defSquiggles.length > 0, `def line squiggles: ${defSquiggles.join(', ')}`);
+      await statusItem(page, 'three_lines:').waitFor({ timeout: 10000 });
+      const status = await statusItem(page, 'three_lines:').innerText();
+      check(/three_lines: \w+-bound/.test(status), `status bar shows the verdict: ${status.trim()}`);
+    });
+
+    await step('hover on the def line: CPU time per step and the verdict', async () => {
+      const text = await hoverWord(page, 'def three_lines', 'three_lines', 'CPU per step');
+      check(/[\d.]+ (µs|ms|s) CPU per step/.test(text), 'hover has the CPU time per step');
+      check(/Verdict:/.test(text), 'hover has the verdict');
+      await shot(page, '03-hover-cpu.png');
+    });
+
+    await step('code lens with the run headline', async () => {
+      await page.mouse.move(5, 5);
+      const lens = await waitForLens(page, /\/call · \w+-bound/);
+      check(true, `lens: ${lens}`);
+    });
+
+    await step('palette "Kernelscope: Show Last Report" opens the report', async () => {
+      await palette(page, 'Kernelscope: Show Last Report');
+      await activeEditor(page).locator('.view-lines', { hasText: 'kernelscope · three_lines' }).waitFor({ timeout: 20000 });
+      await palette(page, 'View: Close All Editor Groups');
+    });
+
+    await step('palette "Kernelscope: Profile Function at Cursor", its output in the channel', async () => {
+      await openFile(page, 'printing.py', 'def noisy');
+      await gotoLine(page, 7, 5);
+      await palette(page, 'Kernelscope: Profile Function at Cursor');
+      await statusItem(page, 'noisy:').waitFor({ timeout: 90000 });
+      await waitForSquiggle(page, 'def noisy', 30000);
+      await palette(page, 'Kernelscope: Show Output');
+      await page.locator('.part.panel .view-lines', { hasText: 'noisy: trace of y = 65536' }).first().waitFor({ timeout: 20000 });
+      await shot(page, '04-output-channel.png');
+      await palette(page, 'View: Hide Panel');
+    });
+
+    await step('palette "Kernelscope: Open Trace in Perfetto": VS Code asks, the open is intercepted', async () => {
+      await openFile(page, 'three_lines.py', 'def three_lines');
+      await gotoLine(page, 6, 9);
+      const before = popups.length;
+      await palette(page, 'Kernelscope: Open Trace in Perfetto');
+      const dialog = page.locator('.monaco-dialog-box', { hasText: 'external website' });
+      await dialog.waitFor({ timeout: 20000 });
+      const question = await dialog.innerText();
+      check(question.includes('ui.perfetto.dev'), 'the dialog names ui.perfetto.dev');
+      await shot(page, '05-perfetto-ask.png');
+      await dialog.locator('.monaco-button', { hasText: /^Open$/ }).click();
+      const deadline = Date.now() + 15000;
+      while (popups.length === before && Date.now() < deadline) {
+        await page.waitForTimeout(100);
+      }
+      check(popups.length > before, 'a new browser tab was opened');
+      const popup = popups[popups.length - 1];
+      await popup.waitForURL(/ui\.perfetto\.dev/, { timeout: 15000 });
+      const url = popup.url();
+      console.log(ts(), '     opened', url);
+      check(url.startsWith(PERFETTO), `the tab opened ${url}`);
+      await popup.close();
+      const traceUrl = decodeURIComponent(/[?&]url=([^&]+)/.exec(url)[1]);
+      const res = await fetchTrace(traceUrl);
+      check(res.status === 200, `the trace is served (${res.status})`);
+      check(res.headers['access-control-allow-origin'] === 'https://ui.perfetto.dev', 'with CORS for ui.perfetto.dev');
+      check(res.body[0] === 0x1f && res.body[1] === 0x8b, `a gzip'd trace (${res.body.length} bytes)`);
+    });
+
+    await step('import a recorded H200 run (matmul_add, n=8192): GPU squiggle, hover, lens', async () => {
+      await palette(page, 'View: Close All Editor Groups');
+      await openFile(page, 'matmul_add.py', 'def matmul_add');
+      await gotoLine(page, 11, 5);
+      await palette(page, 'Kernelscope: Import the e2e Fixture Trace');
+      await waitForSquiggle(page, 'def matmul_add', 60000);
+      const lens = await waitForLens(page, /CUDA\/step · compute-bound/);
+      check(true, `lens: ${lens}`);
+      const status = await statusItem(page, 'matmul_add:').innerText();
+      check(status.includes('compute-bound'), `status bar: ${status.trim()}`);
+      const text = await hoverWord(page, 'def matmul_add', 'matmul_add', 'CUDA');
+      check(/[\d.]+ (µs|ms) CUDA/.test(text) && /CPU per step/.test(text), 'hover has CUDA and CPU time');
+      check(/H200/.test(text), 'hover names the H200');
+      await shot(page, '06-gpu-hover.png');
+      await page.mouse.move(5, 5);
+      await page.waitForTimeout(500);
+      await shot(page, '07-gpu-lens-and-squiggle.png');
+    });
+
+    await step('palette "Kernelscope: Restart Server": runs persist across the restart', async () => {
+      await palette(page, 'Kernelscope: Restart Server');
+      await page.waitForTimeout(500);
+      await page.locator('.part.statusbar .statusbar-item', { hasText: /^\s*kernelscope\s*$/ }).first().waitFor({ timeout: 60000 });
+      const text = await hoverWord(page, 'def matmul_add', 'matmul_add', 'CUDA');
+      check(/compute-bound/.test(text), 'the hover is back after the restart');
+    });
+
+    await step('Restricted Mode: profiling is refused, with the reason', async () => {
+      page = await context.newPage();
+      await loadWorkbench(page, URL_UNTRUSTED);
+      await openFile(page, 'three_lines.py', 'def three_lines');
+      await statusItem(page, 'kernelscope').waitFor({ timeout: 60000 });
+      await gotoLine(page, 6, 9);
+      await palette(page, 'Kernelscope: Profile Function at Cursor');
+      await toast(page, 'Restricted Mode').waitFor({ timeout: 20000 });
+      await waitForLens(page, /▶ Profile/);
+      await page.waitForTimeout(600);
+      const msg = await toast(page, 'Restricted Mode').innerText();
+      check(/not trusted/.test(msg), 'the message says the workspace is not trusted');
+      await shot(page, '08-restricted-mode.png');
+      const squiggles = await squigglesOnLine(page, 'def three_lines');
+      check(squiggles !== null && squiggles.length === 0, 'nothing ran: no squiggle on the def line');
+    });
+
+    await step('kernelscope missing from the chosen Python: the message gives the pip command', async () => {
+      await clearNotifications(page);
+      // As a user would: the Settings editor, then the extension restarts its server.
+      await palette(page, 'Preferences: Open User Settings');
+      await page.locator('.settings-editor').waitFor({ timeout: 15000 });
+      await page.keyboard.type('kernelscope.server.python');
+      // A machine-overridable setting: code-server, like any remote, keeps it in the Remote tab.
+      await page.locator('.settings-editor .settings-tabs-widget .action-label', { hasText: 'Remote' }).first().click();
+      const input = page.locator('.settings-editor .setting-item-contents', { hasText: 'Server: Python' }).locator('input').first();
+      await input.waitFor({ timeout: 15000 });
+      await input.fill(BARE_PYTHON);
+      await input.press('Tab');
+      const note = toast(page, 'is not installed for');
+      await note.waitFor({ timeout: 30000 });
+      const msg = await note.innerText();
+      check(msg.includes(`${BARE_PYTHON} -m pip install kernelscope`), `the message has the pip command: ${msg.split('\n')[0]}`);
+      await statusItem(page, 'not installed').waitFor({ timeout: 10000 });
+      await page.mouse.move(700, 500);
+      await page.waitForTimeout(600);
+      await shot(page, '09-not-installed.png');
+    });
+  } catch (e) {
+    await page.screenshot({ path: path.join(SHOTS, 'failure.png') }).catch(() => {});
+  } finally {
+    await browser.close();
+    for (const c of checks) {
+      console.log('       ✓', c);
+    }
+    console.log(`${passed} passed, ${failed} failed`);
+    process.exit(failed || passed === 0 ? 1 : 0);
+  }
+})();
