@@ -15,21 +15,31 @@ The verdict is decided in this order (thresholds documented in docs/findings.md)
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property, reduce
+from itertools import compress
+from operator import add, attrgetter
 from pathlib import Path
 
 import msgspec
 
 from kernelscope.findings import Finding
-from kernelscope.flops import FLOP_OPS, MATMULS, flops_of, matmul_dtype, op_bytes
+from kernelscope.flops import FLOP_OPS, MATMULS, OpCosts
 from kernelscope.peaks import Peaks, peaks_for
 from kernelscope.protocol import Sidecar
 from kernelscope.timeline import Timeline, build_timeline
-from kernelscope.trace_model import Trace, load_trace
+from kernelscope.trace_model import Op, Trace, load_trace
 from kernelscope.units import fmt_us as fmt
 
 BUSY_OVERHEAD = 0.5
+CALL_RANGE = "ks:call"  # the worker's record_function around each call of the function
+SYNC_CALLS = ("Synchronize", "cudaMemcpy", "cuMemcpyDtoH", "hipMemcpy")
+_NAME = attrgetter("name")
+_TS = attrgetter("ts")
+_BYTES = attrgetter("bytes")
+_FLOPS = attrgetter("flops")
 DEFAULT_RIDGE = 200.0  # FLOP/byte, when the device is not in the table (H100/H200: 200-295)
 
 
@@ -92,8 +102,32 @@ class Facts:
     cold_trace: Trace | None = None
     cpu_us_per_step: float = 0.0
     matmul_gpu_us: dict[str, float] = field(default_factory=dict[str, float])
-    own_ops: list[bool] = field(default_factory=list[bool])
-    """Per op of trace.ops: inside one of the function's calls (all True without ks:call)."""
+    marked_calls: bool = False
+    """Whether the trace marks the function's calls (``ks:call`` ranges)."""
+    costs: OpCosts = field(default_factory=OpCosts)
+    """FLOPs and bytes of ops, memoized for the analysis."""
+
+    @cached_property
+    def own_syncs(self) -> list[Op]:
+        """The runtime calls that block the host until the device catches up (see
+        ``is_sync``) made inside one of the function's calls (under a ``ks:call`` range;
+        anywhere when the calls are not marked), in time order."""
+        launches = self.trace.launches
+        names = {name for name in set(map(_NAME, launches)) if is_sync(name)}
+        syncs = [op for op in launches if op.name in names] if names else []
+        if not self.marked_calls:
+            return syncs
+        ops = self.trace.ops
+        own: list[Op] = []
+        for op in syncs:
+            i = op.parent
+            while i >= 0:
+                parent = ops[i]
+                if parent.name == CALL_RANGE:
+                    own.append(op)
+                    break
+                i = parent.parent
+        return own
 
 
 Finder = Callable[[Facts, Options], Iterable[Finding]]
@@ -152,12 +186,12 @@ def first_kernel_delay(trace: Trace) -> float | None:
             return None
         start, end = first.ts, first.end
     ops = trace.ops
-    starts = [
-        g.ts
-        for g in trace.gpu_events
-        if g.ts >= start and (g.launch < 0 or start <= ops[g.launch].ts <= end)
-    ]
-    return min(starts) - start if starts else None
+    events = trace.gpu_events  # sorted by ts: the first that qualifies is the earliest
+    for i in range(bisect_left(events, start, key=_TS), len(events)):
+        g = events[i]
+        if g.launch < 0 or start <= ops[g.launch].ts <= end:
+            return g.ts - start
+    return None
 
 
 def _facts(
@@ -170,26 +204,28 @@ def _facts(
 ) -> Facts:
     steps = timeline.steps
     ops = trace.ops
-    launching = sorted({g.op for g in timeline.events if g.op >= 0})
-    matmul_gpu: dict[str, float] = {}
     gpu_by_op: dict[int, float] = {}
     for g in timeline.events:
         if g.op >= 0:
             gpu_by_op[g.op] = gpu_by_op.get(g.op, 0.0) + g.dur
-    trace_flops = 0.0
-    total_bytes = 0.0
-    for index in launching:
-        op = ops[index]
-        if op.name in FLOP_OPS:
-            trace_flops += flops_of(op)
-        total_bytes += op_bytes(op.name, op.inputs())
-        if op.name in MATMULS:
-            dtype = matmul_dtype(op.inputs()) or "?"
-            matmul_gpu[dtype] = matmul_gpu.get(dtype, 0.0) + gpu_by_op[index]
+    order = sorted(gpu_by_op)
+    launching = [ops[index] for index in order]
+    names = list(map(_NAME, launching))
+    costs = OpCosts()
+    op_costs = costs.many(launching)
+    # summed in op order, as one loop would: the same float sums
+    total_bytes = reduce(add, map(_BYTES, op_costs), 0.0)
+    trace_flops = reduce(
+        add, compress(map(_FLOPS, op_costs), map(FLOP_OPS.__contains__, names)), 0.0
+    )
+    matmul_gpu: dict[str, float] = {}
+    for i in compress(range(len(names)), map(MATMULS.__contains__, names)):
+        dtype = op_costs[i].dtype or "?"
+        matmul_gpu[dtype] = matmul_gpu.get(dtype, 0.0) + gpu_by_op[order[i]]
     side_flops = sum(r.flops for r in sidecar.key_averages) if sidecar else 0.0
     flops = (side_flops or trace_flops) / steps if (side_flops or trace_flops) else None
     moved = total_bytes / steps if total_bytes else None
-    calls = [a.dur for a in trace.user_annotations if a.name == "ks:call"]
+    calls = [a.dur for a in trace.user_annotations if a.name == CALL_RANGE]
     cpu_per_step = (sum(calls) if calls else sum(s.dur for s in trace.steps)) / steps
     device = _device_name(trace, sidecar)
     peaks = options.peaks or (
@@ -197,7 +233,6 @@ def _facts(
     )
     verdict = _verdict(timeline, sidecar, flops, moved, peaks, matmul_gpu, cpu_per_step, device)
     return Facts(
-        own_ops=_inside_calls(trace, bool(calls)),
         trace=trace,
         sidecar=sidecar,
         timeline=timeline,
@@ -207,19 +242,14 @@ def _facts(
         cold_trace=cold_trace,
         cpu_us_per_step=cpu_per_step,
         matmul_gpu_us=matmul_gpu,
+        marked_calls=bool(calls),
+        costs=costs,
     )
 
 
-def _inside_calls(trace: Trace, marked: bool) -> list[bool]:
-    """Which ops ran inside a ``ks:call`` range (the profiled function itself)."""
-    ops = trace.ops
-    if not marked:
-        return [True] * len(ops)
-    inside = [False] * len(ops)
-    for op in ops:  # parents come before their children
-        if op.parent >= 0:
-            inside[op.index] = inside[op.parent] or ops[op.parent].name == "ks:call"
-    return inside
+def is_sync(name: str) -> bool:
+    """Whether a runtime call of this name blocks the host until the device catches up."""
+    return any(key in name for key in SYNC_CALLS) and "Async" not in name
 
 
 def _device_name(trace: Trace, sidecar: Sidecar | None) -> str | None:

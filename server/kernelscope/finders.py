@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from kernelscope.diagnose import BUSY_OVERHEAD, Facts, Finder, Options
 from kernelscope.findings import Finding, Severity
-from kernelscope.flops import ATTENTION, MATMULS, op_bytes
+from kernelscope.flops import ATTENTION, MATMULS
 from kernelscope.trace_model import Op, Trace
 from kernelscope.units import fmt_bytes
 from kernelscope.units import fmt_us as fmt
@@ -71,7 +71,6 @@ POINTWISE = frozenset(
     )
     for name in (base, base + "_")
 )
-SYNC_CALLS = ("Synchronize", "cudaMemcpy", "cuMemcpyDtoH", "hipMemcpy")
 _PY_FRAME = re.compile(r"^(?P<path>.+)\((?P<line>\d{1,9})\): (?P<func>.+)$")
 
 
@@ -226,7 +225,7 @@ def _trace_syncs(facts: Facts, options: Options) -> Iterable[Finding]:
     """Sync calls found in the trace alone, placed at their Python function when stacks exist."""
     trace = facts.trace
     by_place: dict[tuple[str | None, int | None], list[Op]] = {}
-    syncs = [op for op in trace.launches if _is_sync(op) and facts.own_ops[op.index]]
+    syncs = facts.own_syncs
     for op, place in zip(syncs, _python_frames(trace, syncs), strict=True):
         by_place.setdefault(place, []).append(op)
     steps = max(len(trace.steps), 1)
@@ -246,47 +245,54 @@ def _trace_syncs(facts: Facts, options: Options) -> Iterable[Finding]:
         )
 
 
+_NO_PLACE: tuple[str | None, int | None] = (None, None)
+
+
 def _python_frames(trace: Trace, ops: list[Op]) -> list[tuple[str | None, int | None]]:
     """For each op, the innermost user python_function around it (its def line: stacks are
-    per function). One sweep through the frames in time order, keeping per thread a stack
-    of the user frames still open."""
-    frames = sorted(trace.python_functions, key=lambda fn: fn.ts)
-    places: list[tuple[str | None, int | None]] = [(None, None)] * len(ops)
-    open_frames: dict[int | str, list[tuple[float, str, int]]] = {}
-    nxt = 0
-    for i in sorted(range(len(ops)), key=lambda i: ops[i].ts):
-        op = ops[i]
-        while nxt < len(frames) and frames[nxt].ts <= op.ts:
-            fn = frames[nxt]
-            nxt += 1
-            m = _PY_FRAME.match(fn.name)
-            if m and "site-packages" not in m["path"] and not m["path"].startswith("<"):
-                stack = open_frames.setdefault(fn.tid, [])
-                while stack and stack[-1][0] < fn.ts:  # ended before this one began
-                    stack.pop()
-                stack.append((fn.ts + fn.dur, m["path"], int(m["line"])))
-        for end, path, line in reversed(open_frames.get(op.tid, [])):
-            if end >= op.end:
-                places[i] = (path, line)
+    per function): a walk back from the op through the frames around it (``Trace.python_frames``),
+    each frame's name parsed once per distinct name."""
+    places: list[tuple[str | None, int | None]] = []
+    user: dict[str, tuple[str, int] | None] = {}
+    for op in ops:
+        place = _NO_PLACE
+        for frame in trace.python_frames(op):
+            name = frame.name
+            if name in user:
+                found = user[name]
+            else:
+                found = user[name] = _user_frame(name)
+            if found is not None:
+                place = found
                 break
+        places.append(place)
     return places
+
+
+def _user_frame(name: str) -> tuple[str, int] | None:
+    """(path, line) of a python_function frame of the user's code, None for library and
+    built-in frames."""
+    m = _PY_FRAME.match(name)
+    if m and "site-packages" not in m["path"] and not m["path"].startswith("<"):
+        return m["path"], int(m["line"])
+    return None
 
 
 def find_idle_gaps(facts: Facts, options: Options) -> Iterable[Finding]:
     """KS401: GPU idle gaps inside the steps, and what the host ran meanwhile."""
     tl = facts.timeline
-    if not tl.gaps or tl.wall_us <= 0:
+    if not tl.gap_starts or tl.wall_us <= 0:
         return
-    idle = sum(g.dur for g in tl.gaps)
+    idle = tl.idle_us
     if idle < 0.1 * tl.wall_us:
         return
-    longest = sorted(tl.gaps, key=lambda g: -g.dur)[:3]
+    longest = tl.longest_gaps(3)
     meanwhile = Counter(name for g in longest for name in g.cpu_ops)
     ops = ", ".join(name for name, _ in meanwhile.most_common(3)) or "no recorded ops"
     yield Finding(
         "KS401",
         Severity.INFO,
-        f"GPU idle {fmt(idle / tl.steps)} per step in {len(tl.gaps) / tl.steps:g} gaps of ≥ "
+        f"GPU idle {fmt(idle / tl.steps)} per step in {len(tl.gap_starts) / tl.steps:g} gaps of ≥ "
         f"{fmt(options.min_gap_us)} (longest {fmt(longest[0].dur)}); meanwhile the host ran {ops}",
         path=facts.function_path,
         line=facts.function_line,
@@ -295,7 +301,7 @@ def find_idle_gaps(facts: Facts, options: Options) -> Iterable[Finding]:
             "overlap it with GPU work",
             "CUDA Graphs remove launch gaps between kernels",
         ],
-        evidence={"idle_us_per_step": round(idle / tl.steps, 1), "gaps": len(tl.gaps)},
+        evidence={"idle_us_per_step": round(idle / tl.steps, 1), "gaps": len(tl.gap_starts)},
     )
 
 
@@ -333,26 +339,27 @@ def find_launch_queue(facts: Facts, options: Options) -> Iterable[Finding]:
 def find_fusion_chains(facts: Facts, options: Options) -> Iterable[Finding]:
     """KS501: runs of elementwise kernels, each reading and writing whole tensors."""
     del options
-    trace, tl = facts.trace, facts.timeline
+    ops, tl = facts.trace.ops, facts.timeline
     chains: list[list[Op]] = []
     run: list[Op] = []
     for g in tl.events:
-        op = trace.ops[g.op] if g.op >= 0 else None
-        if g.cat == "kernel" and op is not None and op.name in POINTWISE:
+        if g.cat != "kernel":
+            continue  # copies and sets neither extend nor break a chain
+        op = ops[g.op] if g.op >= 0 else None
+        if op is not None and op.name in POINTWISE:
             if not run or run[-1] is not op:
                 run.append(op)
             continue
-        if g.cat == "kernel":
-            if len(run) >= 2:
-                chains.append(run)
-            run = []
+        if len(run) >= 2:
+            chains.append(run)
+        run = []
     if len(run) >= 2:
         chains.append(run)
     if not chains:
         return
     steps = tl.steps
     names = Counter(op.name for chain in chains for op in chain)
-    moved = sum(op_bytes(op.name, op.inputs()) for chain in chains for op in chain) / steps
+    moved = sum(cost.bytes for cost in facts.costs.many([op for c in chains for op in c])) / steps
     lines = _lines_with_ops(facts, set(names))
     where = lines[0] if lines else (facts.function_path, facts.function_line)
     line_list = ", ".join(str(line) for _, line in lines[:6])
@@ -413,12 +420,7 @@ def find_profiler_distortion(facts: Facts, options: Options) -> Iterable[Finding
 def _has_syncs(facts: Facts) -> bool:
     if facts.sidecar and any(s.syncs for s in facts.sidecar.lines):
         return True
-    return any(_is_sync(op) and facts.own_ops[op.index] for op in facts.trace.launches)
-
-
-def _is_sync(op: Op) -> bool:
-    """A runtime call that blocks the host until the device catches up."""
-    return any(key in op.name for key in SYNC_CALLS) and "Async" not in op.name
+    return bool(facts.own_syncs)
 
 
 DEFAULT_FINDERS: tuple[Finder, ...] = (

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, cast
+from operator import attrgetter, methodcaller
+from typing import Any, NamedTuple, cast
 
 import msgspec
 
@@ -87,6 +88,13 @@ REDUCTIONS = frozenset(
 )
 _INTS = re.compile(r"-?\d+")
 _MAX_NUMEL = 2**62  # more elements than any memory holds: a corrupt shape
+_ABSENT = msgspec.Raw(b"")  # not valid JSON: no field's raw text equals it
+_SEPARATOR = b"\0"  # nor does any hold a NUL byte: joined, they are told apart
+_CONV_MARK = b"\x01"  # nor start with this
+_ENCODE = methodcaller("encode", "utf-8", "surrogatepass")  # any str, one to one
+_NAME = attrgetter("name")
+_DIMS = attrgetter("dims")
+_TYPES = attrgetter("types")
 
 
 def numel(dims: list[int]) -> int:
@@ -218,3 +226,93 @@ def matmul_dtype(inputs: OpInputs) -> str | None:
     """The dtype of a matmul's first tensor input."""
     t = _tensors(inputs)
     return t[0][1] if t else None
+
+
+class OpCost(NamedTuple):
+    """What one call of an op costs: ``flops_of``, ``op_bytes`` and, for matmuls,
+    ``matmul_dtype``."""
+
+    flops: float
+    bytes: float
+    dtype: str | None
+
+
+class _Shapes(msgspec.Struct, gc=False):
+    """The args that an op's FLOPs and bytes depend on, undecoded: the memo key."""
+
+    dims: msgspec.Raw = msgspec.field(default=_ABSENT, name="Input Dims")
+    types: msgspec.Raw = msgspec.field(default=_ABSENT, name="Input type")
+
+
+class _ConvShapes(_Shapes, gc=False):
+    """A convolution's, whose FLOPs also depend on the strides in ``Concrete Inputs``."""
+
+    concrete: msgspec.Raw = msgspec.field(default=_ABSENT, name="Concrete Inputs")
+
+
+_SHAPES = msgspec.json.Decoder(_Shapes)
+_CONV_SHAPES = msgspec.json.Decoder(_ConvShapes)
+_MANY_SHAPES = msgspec.json.Decoder(list[_ConvShapes])
+
+
+class OpCosts:
+    """``OpCost`` of ops, worked out once per distinct signature: the op's name and the raw
+    JSON of its ``Input Dims``, ``Input type`` (and, for convolutions, ``Concrete Inputs``),
+    all that the costs depend on. The ops of a trace repeat a few signatures per step; their
+    other args (``External id``, ``Ev Idx`` ...) differ. Keep one per trace or analysis."""
+
+    def __init__(self) -> None:
+        self._memo: dict[bytes, OpCost] = {}
+
+    def __call__(self, op: Op) -> OpCost:
+        name = op.name
+        try:
+            if name in CONVOLUTIONS:
+                key = _conv_key(_CONV_SHAPES.decode(op.args), name)
+            else:
+                shapes = _SHAPES.decode(op.args)
+                key = _SEPARATOR.join((shapes.dims, shapes.types, _ENCODE(name)))
+        except msgspec.MsgspecError:
+            return _cost(op)  # args that are not a JSON object: nothing to key on
+        cost = self._memo.get(key)
+        if cost is None:
+            cost = self._memo[key] = _cost(op)
+        return cost
+
+    def many(self, ops: list[Op]) -> list[OpCost]:
+        """``OpCost`` of each op, as calling this on each gives: one decode for all, and no
+        Python code run per op but for convolutions."""
+        try:  # all args as one JSON array: one call into the decoder
+            all_shapes = _MANY_SHAPES.decode(b"[%b]" % b",".join([op.args for op in ops]))
+        except msgspec.MsgspecError:
+            return [self(op) for op in ops]  # one op's args are malformed: find which
+        names = list(map(_NAME, ops))
+        dims, types = map(_DIMS, all_shapes), map(_TYPES, all_shapes)
+        keys = list(map(_SEPARATOR.join, zip(dims, types, map(_ENCODE, names), strict=True)))
+        if not CONVOLUTIONS.isdisjoint(names):
+            for i, name in enumerate(names):
+                if name in CONVOLUTIONS:
+                    keys[i] = _conv_key(all_shapes[i], name)
+        memo = self._memo
+        for key, op in dict(zip(keys, ops, strict=True)).items():  # one op of each signature
+            if key not in memo:
+                memo[key] = _cost(op)
+        return list(map(memo.__getitem__, keys))
+
+
+def _conv_key(shapes: _ConvShapes, name: str) -> bytes:
+    """The memo key of a convolution. Keys are the raw JSON values (which hold no NUL and
+    start with no \\x01) and the name, NUL-separated: they are told apart."""
+    return _CONV_MARK + _SEPARATOR.join((shapes.dims, shapes.types, shapes.concrete, _ENCODE(name)))
+
+
+def _cost(op: Op) -> OpCost:
+    inputs = op.inputs()
+    name = op.name
+    flops = (
+        op_flops(name, inputs, concrete_inputs(op) if name in CONVOLUTIONS else [])
+        if name in FLOP_OPS
+        else 0.0
+    )
+    dtype = matmul_dtype(inputs) if name in MATMULS else None
+    return OpCost(flops, op_bytes(name, inputs), dtype)

@@ -341,7 +341,7 @@ class Trace(msgspec.Struct):
         open_ops.sort(key=_INDEX)
         return open_ops + ops[first:stop]
 
-    def python_frames(self, op: Event) -> Iterator[Event]:
+    def python_frames(self, op: Event | Op) -> Iterator[Event]:
         """The ``python_function`` frames around ``op`` on its thread, innermost first (none
         without ``with_stack``). Lazy: it walks back from the op's start through the frames
         that began before it, as far as it is iterated; the innermost frame is near."""
