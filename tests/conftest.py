@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from kernelscope.protocol import JobProgress, ProfileFailed
 from kernelscope.targets import Schedule, build_request, load_target
 
 from lsp_helpers import SERVER, capabilities, decode_code_actions_faithfully, make_project
+from remote.sshd import Sshd, missing, start_sshd
 
 WORKLOADS = Path(__file__).parent / "workloads"
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -109,3 +111,15 @@ async def client(lsp_client: LanguageClient, project: Path):  # type: ignore[no-
     )
     yield
     await lsp_client.shutdown_session()
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    """A throwaway OpenSSH server on 127.0.0.1 (tests/remote/sshd.py); skips without one."""
+    why = missing()
+    if why is not None and os.environ.get("KERNELSCOPE_REQUIRE_SSHD"):
+        pytest.fail(f"KERNELSCOPE_REQUIRE_SSHD is set (CI) but {why}")
+    if why is not None:
+        pytest.skip(f"needs OpenSSH: {why}")
+    with start_sshd(tmp_path_factory.mktemp("sshd")) as server:
+        yield server

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -15,6 +16,15 @@ from kernelscope.protocol import FRAME_HEADER, RunProfile
 from kernelscope.worker import BOOTSTRAP, bootstrap_payload
 
 from conftest import WORKLOADS
+
+# A project as the user has it locally: it does not exist where the worker runs, so the
+# worker can only import it from the files shipped with the request.
+SHIPPED_ROOT = "/nonexistent-local/proj"
+SHIPPED_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/mod.py": "from .helper import g\n\n\ndef f():\n    return g()\n",
+    "pkg/helper.py": "import torch\n\n\ndef g():\n    return torch.ones(4).cos().sum()\n",
+}
 
 
 def _normalize(value: Any) -> Any:
@@ -61,20 +71,37 @@ def frames(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[bytes]]:
     worker = RawWorker()
     seen: dict[str, list[bytes]] = {}
     seen.setdefault("worker_ready", []).append(worker.receive())
-    for job_id, qualname in (("ok", "three_lines"), ("bad", "needs_inputs")):
-        worker.send(
-            RunProfile(
-                job_id=job_id,
-                path=str(WORKLOADS / "three_lines.py"),
-                qualname=qualname,
-                module_name="three_lines",
-                project_root=str(WORKLOADS),
-                trace_dir=str(tmp_path_factory.mktemp("traces")),
-                wait=0,
-                warmup=1,
-                active=1,
-            )
+    requests = [
+        RunProfile(
+            job_id=job_id,
+            path=str(WORKLOADS / "three_lines.py"),
+            qualname=qualname,
+            module_name="three_lines",
+            project_root=str(WORKLOADS),
+            trace_dir=str(tmp_path_factory.mktemp("traces")),
+            wait=0,
+            warmup=1,
+            active=1,
         )
+        for job_id, qualname in (("ok", "three_lines"), ("bad", "needs_inputs"))
+    ]
+    requests.append(
+        RunProfile(
+            job_id="shipped",
+            path=f"{SHIPPED_ROOT}/pkg/mod.py",
+            qualname="f",
+            module_name="pkg.mod",
+            project_root=SHIPPED_ROOT,
+            trace_dir="/nonexistent-local/traces",
+            files=SHIPPED_FILES,
+            return_traces=True,
+            wait=0,
+            warmup=1,
+            active=1,
+        )
+    )
+    for request in requests:
+        worker.send(request)
         while True:
             body = worker.receive()
             kind = json.loads(body)["type"]
@@ -96,6 +123,23 @@ def test_round_trip(frames: dict[str, list[bytes]], kind: str) -> None:
         assert _normalize(again) == _normalize(json.loads(body))
 
 
+def test_shipped_job_returns_local_paths_and_its_traces(frames: dict[str, list[bytes]]) -> None:
+    bodies = [protocol.decode_from_worker(b) for b in frames["profile_finished"]]
+    done = next(m for m in bodies if m.job_id == "shipped")
+    assert isinstance(done, protocol.ProfileFinished)
+    assert done.sidecar.path == f"{SHIPPED_ROOT}/pkg/mod.py"
+    paths = {(s.path, s.line) for s in done.sidecar.lines}
+    assert {(f"{SHIPPED_ROOT}/pkg/mod.py", 5), (f"{SHIPPED_ROOT}/pkg/helper.py", 5)} <= paths
+    names = {done.trace_path.rsplit("/", 1)[1], str(done.sidecar.cold.trace_path).rsplit("/", 1)[1]}
+    assert set(done.traces) == names
+    for data in done.traces.values():
+        assert "traceEvents" in json.loads(gzip.decompress(data))
+    ops = {
+        e.get("name") for e in json.loads(gzip.decompress(done.traces[min(names)]))["traceEvents"]
+    }
+    assert "aten::cos" in ops
+
+
 def test_requests_round_trip() -> None:
     request = RunProfile(
         job_id="j",
@@ -106,6 +150,9 @@ def test_requests_round_trip() -> None:
         trace_dir="/t",
         source="x = 1\n",
         batch_size=4,
+        files={"p.py": "x = 1\n", "pkg/q.py": ""},
+        remote_root="~/proj",
+        return_traces=True,
     )
     for message in (request, protocol.Cancel(job_id="j"), protocol.Shutdown()):
         body = protocol.encode_frame(message)[FRAME_HEADER.size :]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import sys
 import uuid
 from collections.abc import Sequence
@@ -16,7 +17,9 @@ from kernelscope.diagnose import SidecarError, load_sidecar
 from kernelscope.launcher import JobFailed, JobResult, Launcher
 from kernelscope.peaks import Peaks, datasheet_peaks, save_calibrated
 from kernelscope.progress_line import ProgressLine
+from kernelscope.project import Project, ProjectError, load_project
 from kernelscope.protocol import CalibrationFinished, ProfileFailed, RunCalibration, RunProfile
+from kernelscope.remotes import Remote, RemoteError, find_remote, unsupported
 from kernelscope.render_text import render_failure, render_report, render_trace_analysis, table
 from kernelscope.report import (
     Report,
@@ -68,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=None, help="passed to the input provider")
     p.add_argument("--timeout", type=_positive_float, default=120.0, help="seconds (default 120)")
     p.add_argument("--python", default=None, help="interpreter that runs the worker (has torch)")
+    p.add_argument("--remote", metavar="NAME", help="run on [tool.kernelscope.remotes.NAME]")
     p.add_argument("--no-stack", action="store_true", help="record without Python stacks")
     p.add_argument("--no-lines", action="store_true", help="skip the per-line attribution pass")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -78,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("calibrate", help="measure this GPU's matmul and copy ceilings")
     c.add_argument("--device", default="cuda", help="cuda | cuda:N (default cuda)")
     c.add_argument("--python", default=None, help="interpreter that runs the worker (has torch)")
+    c.add_argument("--remote", metavar="NAME", help="measure [tool.kernelscope.remotes.NAME]")
     c.add_argument("--size", type=int, default=8192, help="matmul size n (default 8192)")
     c.add_argument("--timeout", type=_positive_float, default=300.0)
     c.add_argument("--no-save", action="store_true", help="print only; keep the cache as it is")
@@ -127,18 +132,19 @@ def _profile(args: argparse.Namespace) -> int:
             with_stack=not args.no_stack,
             line_pass=not args.no_lines,
         )
-    except TargetError as e:
+        remote = _remote(args.remote, args.python, target.project)
+    except (TargetError, RemoteError) as e:
         return _fail_usage(str(e), args.json)
     progress = ProgressLine(sys.stderr, target.qualname)
     try:
-        result = asyncio.run(_run_job(request, args.python, args.timeout, progress))
+        result = asyncio.run(_run_job(request, args.python, args.timeout, progress, remote))
     except JobFailed as e:
         progress.clear()
         return _fail_job(e.failure, args.target, args.json)
     finally:
         progress.clear()
     try:
-        report = _report(result, target)
+        report = _report(result, target, args.remote)
     except TraceError as e:
         return _fail_job(
             ProfileFailed(job_id="", kind="bad_trace", message=f"cannot read the trace: {e}"),
@@ -153,19 +159,36 @@ def _profile(args: argparse.Namespace) -> int:
 
 
 async def _run_job(
-    request: RunProfile, python: str | None, timeout: float, progress: ProgressLine
+    request: RunProfile,
+    python: str | None,
+    timeout: float,
+    progress: ProgressLine,
+    remote: Remote | None = None,
 ) -> JobResult:
-    launcher = Launcher(python=python, respawn=False)
-    progress.stage("worker start")
+    launcher = Launcher(python=python, respawn=False, remote=remote)
+    progress.stage(f"worker start on {remote.name}" if remote else "worker start")
     try:
         return await launcher.profile(request, progress.on_progress, timeout)
     finally:
         await launcher.close()
 
 
-def _report(result: JobResult, target: Target) -> Report:
+def _remote(name: str | None, python: str | None, project: Project) -> Remote | None:
+    """The remote called `name` in the project's pyproject.toml (--python overrides its
+    interpreter); RemoteError when it is not there, not valid, or not supported yet."""
+    if name is None:
+        return None
+    remote = find_remote(name, project.remotes, {}, str(project.root / "pyproject.toml"))
+    if why := unsupported(remote):
+        raise RemoteError(why)
+    return dataclasses.replace(remote, python=python) if python else remote
+
+
+def _report(result: JobResult, target: Target, remote: str | None = None) -> Report:
     save_sidecar(result.finished)
-    return report_for_job(result.finished, str(target.path), target.qualname, result.ready)
+    return report_for_job(
+        result.finished, str(target.path), target.qualname, result.ready, remote=remote
+    )
 
 
 def _fail_usage(message: str, as_json: bool) -> int:
@@ -190,9 +213,14 @@ def _print_json_error(kind: str, message: str) -> None:
 
 def _calibrate(args: argparse.Namespace) -> int:
     request = RunCalibration(job_id=uuid.uuid4().hex[:12], device=args.device, size=args.size)
+    try:
+        project = load_project(Path.cwd() / "pyproject.toml")
+        remote = _remote(args.remote, args.python, project)
+    except (ProjectError, RemoteError) as e:
+        return _fail_usage(str(e), args.json)
 
     async def run() -> CalibrationFinished:
-        launcher = Launcher(python=args.python, respawn=False)
+        launcher = Launcher(python=args.python, respawn=False, remote=remote)
         try:
             return (await launcher.calibrate(request, args.timeout))[0]
         finally:

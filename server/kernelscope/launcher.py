@@ -1,8 +1,9 @@
 """Starts workers and runs jobs on them: one warm worker, one job at a time.
 
 A worker is ``<prefix argv> <python> -u -c <bootstrap>`` with its source streamed on stdin;
-local runs have an empty prefix. The launcher replaces crashed, timed-out and cancelled
-workers and turns every failure into a ``JobFailed`` naming the cause.
+local runs have an empty prefix, remote ones ssh's or a command's (see remotes.py). The
+launcher replaces crashed, timed-out and cancelled workers and turns every failure into a
+``JobFailed`` naming the cause (and the remote, for a remote worker).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import sys
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import msgspec
 
@@ -34,6 +36,8 @@ from kernelscope.protocol import (
     RunProfile,
     WorkerReady,
 )
+from kernelscope.remotes import Remote, explain_exit, unsupported
+from kernelscope.shipping import ShipError, keep_traces, remote_request
 from kernelscope.worker import BOOTSTRAP, bootstrap_payload
 
 log = logging.getLogger(__name__)
@@ -41,6 +45,10 @@ log = logging.getLogger(__name__)
 ProgressCallback = Callable[[JobProgress], None]
 _FAULT_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
 _FAULT_KIND = re.compile(r"^Fatal Python error: (?P<what>.+)$")
+# Failures of the worker rather than of the user's code: a remote's name goes in front.
+_WORKER_KINDS = frozenset(
+    {"crash", "timeout", "worker_start", "no_torch", "no_cuda", "bad_device", "internal"}
+)
 
 
 class WorkerState(enum.Enum):
@@ -80,9 +88,14 @@ class _Pending:
 class WorkerProcess:
     """One worker subprocess and the tasks that read its stdout frames and stderr lines."""
 
-    def __init__(self, argv: Sequence[str], env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, argv: Sequence[str], env: dict[str, str] | None = None, remote: Remote | None = None
+    ) -> None:
         self.argv = list(argv)
         self.env = env
+        self.remote = remote
+        self.bytes_sent = 0
+        self.bytes_received = 0
         self.state = WorkerState.STARTING
         self.ready: WorkerReady | None = None
         self.stderr_tail: deque[str] = deque(maxlen=400)
@@ -133,7 +146,9 @@ class WorkerProcess:
             asyncio.create_task(self._read_stderr()),
         ]
         try:
-            self._proc.stdin.write(bootstrap_payload())
+            payload = bootstrap_payload()
+            self.bytes_sent += len(payload)
+            self._proc.stdin.write(payload)
             await self._proc.stdin.drain()
         except (BrokenPipeError, ConnectionResetError):
             pass
@@ -161,7 +176,9 @@ class WorkerProcess:
                 if size > MAX_FRAME_BYTES:
                     log.error("worker %s sent a %d-byte frame; stopping it", self.pid, size)
                     break
-                self._dispatch(protocol.decode_from_worker(await stdout.readexactly(size)))
+                body = await stdout.readexactly(size)
+                self.bytes_received += FRAME_HEADER.size + size
+                self._dispatch(protocol.decode_from_worker(body))
         except asyncio.IncompleteReadError:
             pass
         except msgspec.ValidationError as e:
@@ -190,7 +207,7 @@ class WorkerProcess:
         assert self._proc is not None and self._proc.stderr is not None
         with contextlib.suppress(asyncio.CancelledError):
             async for raw in self._proc.stderr:
-                line = raw.decode("utf-8", "replace").rstrip("\n")
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
                 self.stderr_tail.append(line)
                 log.debug("worker %s: %s", self.pid, line)
 
@@ -207,7 +224,14 @@ class WorkerProcess:
             pending.future.set_result(failure)
 
     def _crash_failure(self, code: int | None) -> ProfileFailed:
-        """Explain an unexpected exit from the exit status and faulthandler's dump."""
+        """Explain an unexpected exit from ssh's stderr, the exit status and faulthandler's dump."""
+        if self.remote is not None:
+            explained = explain_exit(
+                self.remote, code, list(self.stderr_tail), self.ready is not None
+            )
+            if explained is not None:
+                tail = [ln for ln in self.stderr_tail if ln.strip()][-8:]
+                return _failure(explained[0], explained[1], traceback=tail)
         what, path, line = _parse_fault(list(self.stderr_tail))
         if code is not None and code < 0:
             try:
@@ -216,6 +240,8 @@ class WorkerProcess:
                 signame = f"signal {-code}"
             cause = what or signame
             message = f"the worker crashed ({cause}); it was replaced"
+        elif what:  # through ssh the exit status is 255, but faulthandler said what happened
+            message = f"the worker crashed ({what}); it was replaced"
         else:
             message = f"the worker exited with status {code}; it was replaced"
         tail = [ln for ln in self.stderr_tail if ln.strip()][-8:]
@@ -235,7 +261,9 @@ class WorkerProcess:
         self._pending = pending
         self._set_state(WorkerState.BUSY)
         try:
-            self._proc.stdin.write(protocol.encode_frame(request))
+            frame = protocol.encode_frame(request)
+            self.bytes_sent += len(frame)
+            self._proc.stdin.write(frame)
             await self._proc.stdin.drain()
             result = await asyncio.wait_for(asyncio.shield(pending.future), timeout)
         except TimeoutError:
@@ -315,7 +343,11 @@ class WorkerProcess:
 
 
 class Launcher:
-    """Runs jobs on one persistent worker, replacing it when it dies; one job at a time."""
+    """Runs jobs on one persistent worker, replacing it when it dies; one job at a time.
+
+    With a `remote`, the worker runs there: the project's files are shipped with each job
+    (or found in the remote's workdir) and the traces come back into the request's
+    trace_dir."""
 
     def __init__(
         self,
@@ -324,8 +356,10 @@ class Launcher:
         env: dict[str, str] | None = None,
         start_timeout: float = 90.0,
         respawn: bool = True,
+        remote: Remote | None = None,
     ) -> None:
-        self.python = python or sys.executable
+        self.remote = remote
+        self.python = remote.python if remote else python or sys.executable
         self.prefix = list(prefix)
         self.env = env
         self.start_timeout = start_timeout
@@ -336,7 +370,9 @@ class Launcher:
 
     @property
     def argv(self) -> list[str]:
-        """The command line that starts a worker."""
+        """The command line that starts a worker (RemoteError for a remote that cannot)."""
+        if self.remote is not None:
+            return self.remote.worker_argv(BOOTSTRAP)
         return [*self.prefix, self.python, "-u", "-c", BOOTSTRAP]
 
     @property
@@ -350,8 +386,9 @@ class Launcher:
             self._starting.done()
             and (self._worker is None or self._worker.state is WorkerState.DEAD)
         ):
-            self._worker = WorkerProcess(self.argv, self.env)
+            self._worker = WorkerProcess(self.argv, self.env, self.remote)
             self._starting = asyncio.create_task(self._worker.start(self.start_timeout))
+            self._starting.add_done_callback(_seen)  # a failed background start is not an error
         return self._starting
 
     async def profile(
@@ -361,9 +398,24 @@ class Launcher:
         timeout: float = 120.0,
     ) -> JobResult:
         """Run one job; JobFailed says why it produced no profile."""
+        if self.remote is not None:
+            request = await self._remote_request(request)
         finished, ready = await self._run(request, on_progress, timeout)
         assert isinstance(finished, ProfileFinished)
+        if request.return_traces:
+            try:
+                finished = await asyncio.to_thread(keep_traces, finished, Path(request.trace_dir))
+            except (ShipError, OSError) as e:
+                raise JobFailed(_failure("internal", f"cannot keep the traces: {e}")) from None
         return JobResult(finished, ready)
+
+    async def _remote_request(self, request: RunProfile) -> RunProfile:
+        """Ship the project's files (or name the workdir) and ask for the traces back."""
+        assert self.remote is not None
+        try:
+            return await asyncio.to_thread(remote_request, request, self.remote)
+        except ShipError as e:
+            raise JobFailed(_failure(e.kind, f"{self.remote.label}: {e}")) from None
 
     async def calibrate(
         self, request: RunCalibration, timeout: float = 300.0
@@ -380,16 +432,35 @@ class Launcher:
         timeout: float,
     ) -> tuple[JobOutcome, WorkerReady]:
         async with self._lock:
-            ready = await self.start()
+            if self.remote is not None and (why := unsupported(self.remote)):
+                raise JobFailed(_failure("remote_unsupported", why))
+            try:
+                ready = await self.start()
+            except JobFailed as e:
+                raise self._named(e, request) from None
             worker = self._worker
             assert worker is not None
+            local = self.remote is None and not self.prefix
             try:
-                outcome = await worker.run(request, on_progress, timeout, not self.prefix)
-            except JobFailed:
+                outcome = await worker.run(request, on_progress, timeout, local)
+            except JobFailed as e:
                 if worker.state is WorkerState.DEAD and self.respawn:
                     self.start()
-                raise
+                raise self._named(e, request) from None
             return outcome, ready
+
+    def _named(self, error: JobFailed, request: RunProfile | RunCalibration) -> JobFailed:
+        """A remote worker's failure with the remote's name, and crash paths made local."""
+        remote, failure = self.remote, error.failure
+        if remote is None:
+            return error
+        if failure.kind in _WORKER_KINDS and not failure.message.startswith("remote "):
+            failure = msgspec.structs.replace(failure, message=f"{remote.label}: {failure.message}")
+        if failure.kind == "crash" and failure.path and isinstance(request, RunProfile):
+            failure = msgspec.structs.replace(
+                failure, path=local_path(failure.path, Path(request.project_root))
+            )
+        return JobFailed(failure)
 
     async def restart(self) -> None:
         """Replace the worker now (after a settings change, say)."""
@@ -407,6 +478,23 @@ class Launcher:
                 await self._starting
         if self._worker is not None:
             await self._worker.shutdown()
+
+
+def _seen(task: asyncio.Task[WorkerReady]) -> None:
+    """Mark a start's failure as retrieved: the next job awaits a new start and reports it."""
+    if not task.cancelled():
+        task.exception()
+
+
+def local_path(remote_path: str, root: Path) -> str:
+    """A path on a remote host as the user's local file: the longest tail of it that names a
+    file under `root` (faulthandler's dumps carry the remote's paths)."""
+    parts = Path(remote_path).parts
+    for i in range(1, len(parts)):
+        candidate = root.joinpath(*parts[i:])
+        if candidate.is_file():
+            return str(candidate)
+    return remote_path
 
 
 def _failure(kind: str, message: str, **fields: object) -> ProfileFailed:

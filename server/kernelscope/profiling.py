@@ -1,8 +1,9 @@
-"""Profile jobs for the server: one warm launcher per interpreter, coalescing, analysis off-loop.
+"""Profile jobs for the server: one warm launcher per interpreter and per remote, coalescing,
+analysis off-loop.
 
-Two requests for the same function share one job; jobs on one launcher queue (one device,
-one job). The trace is analyzed in a thread pool of its own, so the event loop keeps
-answering hovers and lenses meanwhile.
+Two requests for the same function (on the same remote) share one job; jobs on one launcher
+queue (one device, one job). The trace is analyzed in a thread pool of its own, so the event
+loop keeps answering hovers and lenses meanwhile.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from pathlib import Path
 
 from kernelscope.diagnose import load_sidecar
 from kernelscope.launcher import Launcher
-from kernelscope.project import ProjectError, load_project
+from kernelscope.project import Project, ProjectError, load_project
 from kernelscope.protocol import JobProgress, ProfileFinished, Sidecar
 from kernelscope.pyfunctions import find
+from kernelscope.remotes import Remote, RemoteError, find_remote, unsupported
 from kernelscope.report import companions, report_for_job, save_sidecar, trace_only_report
 from kernelscope.settings import Settings
 from kernelscope.store import RunRecord, Store
@@ -42,6 +44,7 @@ class ProfileSpec:
     timeout: float
     python: str | None
     batch_size: int | None = None
+    remote: str | None = None
 
 
 @dataclass
@@ -53,19 +56,42 @@ class ProfileService:
     )
     launchers: dict[str, Launcher] = field(default_factory=dict[str, Launcher])
     stores: dict[Path, Store] = field(default_factory=dict[Path, Store])
-    running: dict[tuple[str, str], asyncio.Task[RunRecord]] = field(
-        default_factory=dict[tuple[str, str], "asyncio.Task[RunRecord]"]
+    running: dict[tuple[str, str, str], asyncio.Task[RunRecord]] = field(
+        default_factory=dict[tuple[str, str, str], "asyncio.Task[RunRecord]"]
     )
     settings: Settings = field(default_factory=Settings)
+    _closing: set[asyncio.Task[None]] = field(default_factory=set[asyncio.Task[None]])
 
-    def launcher(self, python: str | None) -> Launcher:
-        """The warm launcher for an interpreter (started on first use)."""
-        key = python or sys.executable
-        if key not in self.launchers:
-            self.launchers[key] = Launcher(python=key)
+    def launcher(self, python: str | None, remote: Remote | None = None) -> Launcher:
+        """The warm launcher for an interpreter, or for a remote (started on first use; a
+        remote whose definition changed gets a new one)."""
+        key = f"remote:{remote.name}" if remote else python or sys.executable
+        old = self.launchers.get(key)
+        if old is not None and old.remote != remote:
+            task = asyncio.ensure_future(old.close())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+            old = None
+        if old is None:
+            self.launchers[key] = Launcher(remote=remote) if remote else Launcher(python=key)
         launcher = self.launchers[key]
-        launcher.start()
+        if remote is None or unsupported(remote) is None:
+            launcher.start()
         return launcher
+
+    def remote(self, name: str, project: Project) -> Remote:
+        """The remote called `name` (editor settings first, then pyproject.toml)."""
+        return find_remote(
+            name, project.remotes, self.settings.remotes, str(project.root / "pyproject.toml")
+        )
+
+    def remote_names(self, path: Path) -> list[str]:
+        """Every remote defined for the project of `path` or in the settings."""
+        try:
+            remotes = load_project(path).remotes
+        except ProjectError:
+            remotes = {}
+        return sorted({*remotes, *self.settings.remotes})
 
     def store_for(self, path: Path) -> Store:
         """The store of the project that holds `path`."""
@@ -90,7 +116,7 @@ class ProfileService:
         self, spec: ProfileSpec, on_progress: Callable[[JobProgress], None] | None = None
     ) -> RunRecord:
         """Profile (or join the running profile of) one function; raises JobFailed/TargetError."""
-        key = (str(spec.path), spec.qualname)
+        key = (str(spec.path), spec.qualname, spec.remote or "")
         task = self.running.get(key)
         if task is None or task.done():
             task = asyncio.ensure_future(self._run(spec, on_progress))
@@ -99,7 +125,7 @@ class ProfileService:
         # Cancelling any caller cancels the shared job: the user asked to stop profiling it.
         return await task
 
-    def _forget(self, key: tuple[str, str], task: asyncio.Task[RunRecord]) -> None:
+    def _forget(self, key: tuple[str, str, str], task: asyncio.Task[RunRecord]) -> None:
         if self.running.get(key) is task:
             del self.running[key]
 
@@ -117,6 +143,10 @@ class ProfileService:
             project = type(project)(
                 project.root, {**project.inputs, **self.settings.inputs}, project.remotes
             )
+        try:
+            remote = self.remote(spec.remote, project) if spec.remote else None
+        except RemoteError as e:
+            raise TargetError(str(e)) from None
         store = self.store_for(spec.path)
         target = Target(spec.path, spec.qualname, project)
         request = build_request(
@@ -127,7 +157,8 @@ class ProfileService:
             source=spec.source,
             batch_size=spec.batch_size,
         )
-        result = await self.launcher(spec.python).profile(request, on_progress, spec.timeout)
+        launcher = self.launcher(spec.python, remote)
+        result = await launcher.profile(request, on_progress, spec.timeout)
         if on_progress:
             on_progress(JobProgress(job_id=request.job_id, stage="analysis"))
         loop = asyncio.get_running_loop()
@@ -135,7 +166,9 @@ class ProfileService:
 
         def analyze() -> RunRecord:
             save_sidecar(finished)
-            report = report_for_job(finished, str(spec.path), spec.qualname, result.ready)
+            report = report_for_job(
+                finished, str(spec.path), spec.qualname, result.ready, remote=spec.remote
+            )
             return RunRecord(
                 run_id=request.job_id,
                 path=str(spec.path),

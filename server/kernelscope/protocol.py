@@ -42,6 +42,14 @@ class RunProfile(Message, tag="run_profile"):
     record_shapes: bool = True
     provider: str | None = None
     batch_size: int | None = None
+    # Remote jobs. `path` and `project_root` stay the user's local paths; the worker runs the
+    # project from `files` (relative path -> text, written to a content-addressed folder on
+    # its host) or from `remote_root` (a remote's workdir), and maps paths back to local ones
+    # in what it returns. With `return_traces`, traces come back in ProfileFinished.traces
+    # and `trace_dir` is where the server keeps them.
+    files: dict[str, str] = {}
+    remote_root: str | None = None
+    return_traces: bool = False
 
 
 class RunCalibration(Message, tag="run_calibration"):
@@ -186,6 +194,7 @@ class ProfileFinished(Message, tag="profile_finished"):
     sidecar: Sidecar
     output: str = ""
     output_truncated: bool = False
+    traces: dict[str, bytes] = {}  # file name -> gzip'd trace (base64 in JSON), when asked
 
 
 class ProfileFailed(Message, tag="profile_failed"):

@@ -251,22 +251,32 @@ def _republish(ls: KernelscopeServer, uri: str) -> None:
 def code_actions(
     ls: KernelscopeServer, params: lsp.CodeActionParams
 ) -> list[lsp.CodeAction] | None:
-    """ "Profile `fn`" inside any function; "Create `fn_inputs()`" on missing inputs."""
+    """ "Profile `fn`" (and "Profile `fn` on NAME" per remote) inside any function;
+    "Create `fn_inputs()`" on missing inputs."""
     uri = params.text_document.uri
     try:
         _, source = ls.source_of(uri)
-        uri_to_path(uri)
+        path = uri_to_path(uri)
     except JsonRpcInvalidParams:
         return None
     fn = function_at(source, params.range.start.line + 1)
     actions: list[lsp.CodeAction] = []
     only = params.context.only
     if fn is not None:
-        command = lsp.Command(f"Profile `{fn.qualname}`", PROFILE, arguments=[uri, fn.qualname])
+        targets: list[tuple[str, list[Any]]] = [(f"Profile `{fn.qualname}`", [uri, fn.qualname])]
+        targets += [
+            (f"Profile `{fn.qualname}` on {name}", [uri, fn.qualname, {"remote": name}])
+            for name in ls.service.remote_names(path)
+        ]
         for kind in (lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.Source):
-            if only and not any(str(kind).startswith(str(o)) for o in only):
+            if only and not any(kind.value.startswith(_kind_value(o)) for o in only):
                 continue
-            actions.append(lsp.CodeAction(f"Profile `{fn.qualname}`", kind=kind, command=command))
+            actions += [
+                lsp.CodeAction(
+                    title, kind=kind, command=lsp.Command(title, PROFILE, arguments=arguments)
+                )
+                for title, arguments in targets
+            ]
     for diag in params.context.diagnostics:
         data: object = diag.data
         if diag.code == MISSING_INPUTS and isinstance(data, dict):
@@ -274,6 +284,11 @@ def code_actions(
             if target is not None:
                 actions.append(_create_inputs_action(uri, source, target, diag))
     return actions or None
+
+
+def _kind_value(kind: object) -> str:
+    """A code action kind as its wire string ("source"), whether it arrived as str or enum."""
+    return str(kind.value) if isinstance(kind, lsp.CodeActionKind) else str(kind)
 
 
 def _create_inputs_action(
@@ -320,7 +335,8 @@ def _class_end(source: str, fn: FunctionDef) -> int:
 
 @server.command(PROFILE)
 async def profile(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
-    """Profile (uri, qualname[, options]): progress while it runs, then diagnostics and views."""
+    """Profile (uri, qualname[, options]): progress while it runs, then diagnostics and views.
+    options.remote names a remote to run on."""
     uri, qualname, options = _profile_args(args)
     path, source = ls.source_of(uri)
     fn = find(source, qualname)
@@ -336,6 +352,9 @@ async def profile(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
         schedule.check()
     except (TypeError, ValueError, TargetError) as e:
         raise JsonRpcInvalidParams(f"bad schedule in options: {e}") from None
+    remote = options.get("remote")
+    if remote is not None and not isinstance(remote, str):
+        raise JsonRpcInvalidParams(f"options.remote must be a remote's name, got {remote!r}")
     spec = ProfileSpec(
         path=path,
         qualname=qualname,
@@ -344,9 +363,10 @@ async def profile(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
         schedule=schedule,
         timeout=float(options.get("timeout", s.timeout)),
         python=s.worker_python,
+        remote=remote,
     )
     request_future = _request_future(ls)
-    reporter = ProgressReporter(ls, qualname)
+    reporter = ProgressReporter(ls, f"{qualname} on {remote}" if remote else qualname)
     await reporter.begin()
     task = asyncio.ensure_future(ls.service.profile(spec, reporter.on_progress))
     reporter.link(task)

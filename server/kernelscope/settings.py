@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
+from kernelscope.remotes import RemoteError, parse_remote
+
 Check = Callable[[Any], bool]
 
 DEVICE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
@@ -70,7 +72,22 @@ def parse_settings(raw: object) -> tuple[Settings, list[str]]:
         value = pick(path, check, convert)
         if value is not None:
             updates[name] = value
+    if "remotes" in updates:
+        updates["remotes"] = _usable_remotes(updates["remotes"], problems)
     return replace(s, **updates), problems
+
+
+def _usable_remotes(raw: dict[str, Any], problems: list[str]) -> dict[str, dict[str, Any]]:
+    """The remotes that parse; each one that does not is named in `problems` and left out."""
+    usable: dict[str, dict[str, Any]] = {}
+    for name, table in raw.items():
+        try:
+            parse_remote(name, table, f"kernelscope.remotes.{name}")
+        except RemoteError as e:
+            problems.append(f"{e}; ignoring this remote")
+            continue
+        usable[name] = table
+    return usable
 
 
 def _positive(v: object) -> bool:

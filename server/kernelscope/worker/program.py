@@ -10,9 +10,12 @@ corrupts the protocol. Runs on Python >= 3.9 and torch >= 2.2.
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import faulthandler
 import gc
 import gzip
+import hashlib
 import inspect
 import json
 import os
@@ -24,6 +27,7 @@ import socket
 import statistics
 import struct
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -35,6 +39,8 @@ OUTPUT_KEEP = 64 * 1024
 SYNC_MARK = b"\x00kernelscope-sync\x00"
 SYNC_OPS = ("aten::_local_scalar_dense", "aten::nonzero")
 STAGES_PROFILED = ("wait", "warmup", "active")
+SHIP_KEEP = 16  # shipped project folders kept on this host, newest first
+MAX_RETURN_BYTES = 150 * 1024 * 1024  # gzip'd traces sent back in one frame
 
 
 class JobError(Exception):
@@ -160,13 +166,91 @@ class Job:
         self.worker = worker
         self.req = req
         self.id = req["job_id"]
+        self.local_root = os.path.abspath(req["project_root"])
+        self.root = self.local_root
         self.path = os.path.abspath(req["path"])
-        self.root = os.path.abspath(req["project_root"])
+        self.trace_dir = req["trace_dir"]
+        self.own_trace_dir = None
+        self._set_user_dirs()
+        self._user_cache = {}
+        self.torch = worker.torch
+
+    def _set_user_dirs(self):
         self.user_dirs = tuple(
             d if d.endswith(os.sep) else d + os.sep for d in {self.root, os.path.dirname(self.path)}
         )
-        self._user_cache = {}
-        self.torch = worker.torch
+
+    # where the project is on this host ----------------------------------------------
+    def place(self):
+        """Run from shipped files or a remote workdir; keep traces in a folder of our own
+        when they go back inline."""
+        req = self.req
+        if req.get("files") or req.get("remote_root"):
+            rel = os.path.relpath(self.path, self.local_root)
+            if req.get("files"):
+                self.root = materialize(req["files"])
+            else:
+                self.root = os.path.abspath(os.path.expanduser(req["remote_root"]))
+                if not os.path.isdir(self.root):
+                    raise JobError(
+                        "file_not_found",
+                        "workdir %s does not exist on %s; copy the project there or drop "
+                        "workdir to ship its files" % (self.root, socket.gethostname()),
+                    )
+            self.path = os.path.normpath(os.path.join(self.root, rel))
+            self._set_user_dirs()
+        if req.get("return_traces"):
+            self.own_trace_dir = tempfile.mkdtemp(prefix="traces-", dir=private_dir())
+            self.trace_dir = self.own_trace_dir
+
+    def local_text(self, text):
+        """`text` with this host's project root replaced by the user's local one."""
+        if not text or self.root == self.local_root:
+            return text
+        if text == self.root:
+            return self.local_root
+        return text.replace(self.root + os.sep, self.local_root + os.sep)
+
+    def localize(self, result):
+        """Point every path in a result at the user's local files."""
+        for key in ("path", "message"):
+            if result.get(key):
+                result[key] = self.local_text(result[key])
+        if result.get("traceback"):
+            result["traceback"] = [self.local_text(t) for t in result["traceback"]]
+        side = result.get("sidecar")
+        if side:
+            side["path"] = self.local_text(side["path"])
+            for line in side["lines"]:
+                line["path"] = self.local_text(line["path"])
+        return result
+
+    def attach_traces(self, result):
+        """Put the gzip'd traces into a finished result (base64), then drop our copies."""
+        try:
+            if result.get("type") != "profile_finished" or self.own_trace_dir is None:
+                return result
+            paths = [result["trace_path"], result["sidecar"]["cold"]["trace_path"]]
+            paths = [p for p in paths if p]
+            size = sum(os.path.getsize(p) for p in paths)
+            if size > MAX_RETURN_BYTES:
+                return {
+                    "type": "profile_failed",
+                    "job_id": self.id,
+                    "kind": "trace_too_large",
+                    "message": "the traces are %.0f MB gzip'd, over the %d MB a job sends back; "
+                    "profile fewer --active steps or use --no-stack"
+                    % (size / 2**20, MAX_RETURN_BYTES >> 20),
+                }
+            traces = {}
+            for p in paths:
+                with open(p, "rb") as f:
+                    traces[os.path.basename(p)] = base64.b64encode(f.read()).decode("ascii")
+            result["traces"] = traces
+            return result
+        finally:
+            if self.own_trace_dir is not None:
+                shutil.rmtree(self.own_trace_dir, ignore_errors=True)
 
     # user code location ------------------------------------------------------------
     def is_user_file(self, filename):
@@ -464,7 +548,7 @@ class Job:
         args, kwargs = self.find_inputs(module, fn, owner, device)
         call = self._guarded(fn, args, kwargs)
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-        trace_dir = req["trace_dir"]
+        trace_dir = self.trace_dir
         os.makedirs(trace_dir, exist_ok=True)
         stem = "%s-%s" % (req["qualname"].replace(".", "_"), self.id)
 
@@ -766,6 +850,60 @@ def calibrate(torch, req):
     }
 
 
+# --- shipped projects ----------------------------------------------------------------------
+
+
+def private_dir():
+    """This user's kernelscope folder in the host's temp dir (0700, refused if not ours)."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    path = os.path.join(tempfile.gettempdir(), "kernelscope-%d" % uid)
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    if hasattr(os, "getuid") and os.stat(path).st_uid != uid:
+        raise JobError("internal", "%s belongs to another user; set TMPDIR on this host" % path)
+    return path
+
+
+def materialize(files):
+    """Write shipped files (relative path -> text) into a content-addressed folder; return it.
+
+    The same files give the same folder, so a warm worker writes them once; the newest
+    SHIP_KEEP folders are kept."""
+    digest = hashlib.sha256()
+    for rel in sorted(files):
+        digest.update(rel.encode("utf-8") + b"\0" + files[rel].encode("utf-8") + b"\0")
+    base = os.path.join(private_dir(), "ship")
+    final = os.path.join(base, digest.hexdigest()[:24])
+    if not os.path.isdir(final):
+        tmp = "%s.tmp-%d" % (final, os.getpid())
+        shutil.rmtree(tmp, ignore_errors=True)
+        for rel, text in files.items():
+            parts = rel.split("/")
+            if not rel or rel.startswith("/") or ".." in parts:
+                raise JobError("internal", "refusing to write shipped file %r" % rel)
+            dest = os.path.join(tmp, *parts)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            with open(dest, "w", encoding="utf-8", newline="") as f:
+                f.write(text)
+        try:
+            os.rename(tmp, final)
+        except OSError:  # another worker wrote the same files first
+            shutil.rmtree(tmp, ignore_errors=True)
+    os.utime(final)
+    prune(base, SHIP_KEEP)
+    return final
+
+
+def prune(base, keep):
+    """Remove all but the `keep` most recently used folders in `base`."""
+    try:
+        entries = [os.path.join(base, n) for n in os.listdir(base) if ".tmp-" not in n]
+        entries.sort(key=os.path.getmtime, reverse=True)
+    except OSError:
+        return
+    for old in entries[keep:]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 # --- trace reading for the worker's own passes -----------------------------------------
 
 
@@ -980,7 +1118,7 @@ class Worker:
                     "job_id": job.id,
                     "kind": "exit",
                     "message": "user code called os._exit(%s); the worker was replaced" % code,
-                    "path": frame.f_code.co_filename,
+                    "path": job.local_text(frame.f_code.co_filename),
                     "line": frame.f_lineno,
                     "output": output,
                 }
@@ -1008,6 +1146,7 @@ class Worker:
 
     def start(self):
         t0 = time.perf_counter()
+        os.environ.setdefault("KINETO_LOG_LEVEL", "99")  # remote hosts get no env from us
         import torch
 
         self.torch = torch
@@ -1094,14 +1233,20 @@ class Worker:
         job = Job(self, req)
         saved_path = list(sys.path)
         saved_modules = set(sys.modules)
-        for d in (job.root, os.path.dirname(job.path)):
-            if d not in sys.path:
-                sys.path.insert(0, d)
+        saved_cwd = None
         self.cancel_requested.clear()
         self.capture.begin()
         self.current_job = job
         result: dict = {}
         try:
+            job.place()
+            for d in (job.root, os.path.dirname(job.path)):
+                if d not in sys.path:
+                    sys.path.insert(0, d)
+            if job.root != job.local_root:  # a remote job runs in its project's folder
+                with contextlib.suppress(OSError):
+                    saved_cwd = os.getcwd()
+                os.chdir(job.root)
             result = job.run()
         except JobError as e:
             result = {
@@ -1145,6 +1290,9 @@ class Worker:
             self.current_job = None
             sys.settrace(None)
             sys.path[:] = saved_path
+            if saved_cwd is not None:
+                with contextlib.suppress(OSError):
+                    os.chdir(saved_cwd)
             for name in set(sys.modules) - saved_modules:
                 file = getattr(sys.modules.get(name), "__file__", None)
                 if (file and job.is_user_file(file)) or name == req["module_name"]:
@@ -1156,9 +1304,11 @@ class Worker:
         if torch is not None and torch.cuda.is_available():
             torch.cuda.empty_cache()
         output, truncated = self.capture.collect()
+        result = job.attach_traces(job.localize(result))
         result["output"] = output
         if result["type"] == "profile_finished":
             result["output_truncated"] = truncated
+            result.setdefault("traces", {})
         self.cancel_requested.clear()
         self.channel.send(result)
 
