@@ -2,8 +2,8 @@
 
 Decoding a 150 MB trace holds the GIL for most of a second; in a thread that stalls hovers
 and lenses. A one-process pool (spawned: no fork of the server's state, no torch) runs the
-analysis instead; each child serves one job and is replaced at once, which keeps a warm
-child ready and returns a big trace's memory to the system.
+analysis instead. The child stays warm between jobs; after a big trace it is let go, which
+returns that trace's memory to the system.
 """
 
 from __future__ import annotations
@@ -36,18 +36,18 @@ class AnalysisPool:
     def _pool(self) -> ProcessPoolExecutor:
         if self._executor is None:
             self._executor = ProcessPoolExecutor(
-                max_workers=1,
-                mp_context=multiprocessing.get_context("spawn"),
-                max_tasks_per_child=1,
+                max_workers=1, mp_context=multiprocessing.get_context("spawn")
             )
         return self._executor
 
     def warm(self) -> None:
-        """Start the child now, so the first analysis does not wait for it."""
-        self._pool().submit(_ready)
+        """Start the child now (if none runs), so an analysis does not wait for it."""
+        if self._executor is None:
+            self._pool().submit(_ready)
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """`fn(*args)` in the child; AnalysisFailed when the child dies."""
+    async def run(self, fn: Callable[..., T], *args: Any, recycle: bool = False) -> T:
+        """`fn(*args)` in the child; AnalysisFailed when the child dies. With `recycle`, the
+        child is let go afterwards (it held a big trace)."""
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self._pool(), partial(fn, *args))
@@ -56,6 +56,9 @@ class AnalysisPool:
             raise AnalysisFailed(
                 "the analysis process died (out of memory?); it was replaced"
             ) from None
+        finally:
+            if recycle:
+                self.close()
 
     def close(self) -> None:
         """Stop the child."""

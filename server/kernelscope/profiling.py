@@ -2,8 +2,8 @@
 analysis off-loop.
 
 Two requests for the same function (on the same remote) share one job; jobs on one launcher
-queue (one device, one job). The trace is analyzed in a thread pool of its own, so the event
-loop keeps answering hovers and lenses meanwhile.
+queue (one device, one job). The trace is analyzed in a process of its own (analysis_pool.py),
+so the event loop keeps answering hovers and lenses meanwhile.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ import shutil
 import sys
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelscope.analysis_pool import AnalysisFailed, AnalysisPool
 from kernelscope.diagnose import load_sidecar
-from kernelscope.launcher import Launcher
+from kernelscope.launcher import JobFailed, Launcher
 from kernelscope.project import Project, ProjectError, load_project
-from kernelscope.protocol import JobProgress, ProfileFinished, Sidecar
+from kernelscope.protocol import JobProgress, ProfileFailed, ProfileFinished, Sidecar, WorkerReady
 from kernelscope.pyfunctions import find
 from kernelscope.remotes import Remote, RemoteError, find_remote, unsupported
 from kernelscope.report import companions, report_for_job, save_sidecar, trace_only_report
@@ -51,9 +51,7 @@ class ProfileSpec:
 class ProfileService:
     """Runs profile jobs and keeps their results per project."""
 
-    executor: ThreadPoolExecutor = field(
-        default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="ks-analysis")
-    )
+    analysis: AnalysisPool = field(default_factory=AnalysisPool)
     launchers: dict[str, Launcher] = field(default_factory=dict[str, Launcher])
     stores: dict[Path, Store] = field(default_factory=dict[Path, Store])
     running: dict[tuple[str, str, str], asyncio.Task[RunRecord]] = field(
@@ -158,29 +156,32 @@ class ProfileService:
             batch_size=spec.batch_size,
         )
         launcher = self.launcher(spec.python, remote)
+        self.analysis.warm()  # starts meanwhile, if it is not running
         result = await launcher.profile(request, on_progress, spec.timeout)
         if on_progress:
             on_progress(JobProgress(job_id=request.job_id, stage="analysis"))
-        loop = asyncio.get_running_loop()
-        finished = result.finished
-
-        def analyze() -> RunRecord:
-            save_sidecar(finished)
-            report = report_for_job(
-                finished, str(spec.path), spec.qualname, result.ready, remote=spec.remote
-            )
-            return RunRecord(
-                run_id=request.job_id,
-                path=str(spec.path),
-                qualname=spec.qualname,
-                created=_now(),
-                text_hash=fn.text_hash,
-                report=report,
-            )
-
-        record = await loop.run_in_executor(self.executor, analyze)
+        record = await self._analyze(
+            analyze_job,
+            result.finished,
+            spec.path,
+            spec.qualname,
+            result.ready,
+            spec.remote,
+            fn.text_hash,
+        )
         store.add(record)
         return record
+
+    async def _analyze(self, job: Callable[..., RunRecord], *args: object) -> RunRecord:
+        """Run an analysis job in the analysis process; its death is a job failure."""
+        big = any(isinstance(a, Path) and _size(a) > BIG_TRACE_BYTES for a in args) or any(
+            isinstance(a, ProfileFinished) and _size(Path(a.trace_path)) > BIG_TRACE_BYTES // 8
+            for a in args
+        )
+        try:
+            return await self.analysis.run(job, *args, recycle=big)
+        except AnalysisFailed as e:
+            raise JobFailed(ProfileFailed(job_id="", kind="analysis", message=str(e))) from None
 
     async def import_trace(
         self, path: Path, qualname: str, source: str, trace: Path, sidecar: Path | None
@@ -190,33 +191,17 @@ class ProfileService:
         fn = find(source, qualname)
         if fn is None:
             raise TargetError(f"{path.name} has no function {qualname!r}")
-        side_file = sidecar or companions(trace)[0]
         store = self.store_for(path)
-        run_id = uuid.uuid4().hex[:12]
-
-        def load() -> RunRecord:
-            store.traces_dir.mkdir(parents=True, exist_ok=True)
-            stem = f"{qualname.replace('.', '_')}-{run_id}"
-            kept = store.traces_dir / f"{stem}.pt.trace.json.gz"
-            _copy_gzipped(trace, kept)
-            if side_file is None:
-                loaded = load_trace(kept)
-                report = trace_only_report(kept, loaded, str(path), qualname, fn.def_line)
-            else:
-                side = _retarget(load_sidecar(side_file), str(path))
-                cold = companions(trace)[1]
-                if cold is not None:
-                    kept_cold = store.traces_dir / f"{stem}.cold.json.gz"
-                    _copy_gzipped(cold, kept_cold)
-                    side.cold.trace_path = str(kept_cold)
-                else:
-                    side.cold.trace_path = None
-                finished = ProfileFinished(job_id=run_id, trace_path=str(kept), sidecar=side)
-                save_sidecar(finished)
-                report = report_for_job(finished, str(path), qualname)
-            return RunRecord(run_id, str(path), qualname, _now(), fn.text_hash, report)
-
-        record = await asyncio.get_running_loop().run_in_executor(self.executor, load)
+        record = await self._analyze(
+            import_job,
+            path,
+            qualname,
+            fn.def_line,
+            fn.text_hash,
+            trace,
+            sidecar or companions(trace)[0],
+            store.traces_dir,
+        )
         store.add(record)
         return record
 
@@ -227,7 +212,62 @@ class ProfileService:
         await asyncio.gather(
             *(lc.close() for lc in self.launchers.values()), return_exceptions=True
         )
-        self.executor.shutdown(wait=False, cancel_futures=True)
+        self.analysis.close()
+
+
+def analyze_job(
+    finished: ProfileFinished,
+    path: Path,
+    qualname: str,
+    ready: WorkerReady,
+    remote: str | None,
+    text_hash: str,
+) -> RunRecord:
+    """In the analysis process: read a finished job's traces and build its run record."""
+    save_sidecar(finished)
+    report = report_for_job(finished, str(path), qualname, ready, remote=remote)
+    return RunRecord(finished.job_id, str(path), qualname, _now(), text_hash, report)
+
+
+def import_job(
+    path: Path,
+    qualname: str,
+    def_line: int,
+    text_hash: str,
+    trace: Path,
+    sidecar: Path | None,
+    traces_dir: Path,
+) -> RunRecord:
+    """In the analysis process: copy a recorded trace into the store and build its record."""
+    run_id = uuid.uuid4().hex[:12]
+    traces_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"{qualname.replace('.', '_')}-{run_id}"
+    kept = traces_dir / f"{stem}.pt.trace.json.gz"
+    _copy_gzipped(trace, kept)
+    if sidecar is None:
+        report = trace_only_report(kept, load_trace(kept), str(path), qualname, def_line)
+    else:
+        side = _retarget(load_sidecar(sidecar), str(path))
+        cold = companions(trace)[1]
+        side.cold.trace_path = None
+        if cold is not None:
+            kept_cold = traces_dir / f"{stem}.cold.json.gz"
+            _copy_gzipped(cold, kept_cold)
+            side.cold.trace_path = str(kept_cold)
+        finished = ProfileFinished(job_id=run_id, trace_path=str(kept), sidecar=side)
+        save_sidecar(finished)
+        report = report_for_job(finished, str(path), qualname)
+    return RunRecord(run_id, str(path), qualname, _now(), text_hash, report)
+
+
+BIG_TRACE_BYTES = 64 << 20  # a plain-JSON trace this big (gzip'd: an eighth) recycles the child
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size if path.is_file() else 0
+    except OSError:
+        return 0
 
 
 def _now() -> str:

@@ -689,4 +689,6 @@ def _record_from_args(ls: KernelscopeServer, args: tuple[Any, ...]) -> RunRecord
 def main() -> None:
     """Serve LSP on stdio."""
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+    # pygls logs every JSON-RPC message, bodies included, at INFO: too much for an output channel
+    logging.getLogger("pygls").setLevel(logging.WARNING)
     server.start_io()
