@@ -11,14 +11,17 @@ import json
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 
 from kernelscope.findings import Finding, Severity
 from kernelscope.pyfunctions import FunctionDef
-from kernelscope.report import LineRow, Report
-from kernelscope.store import RunRecord
 from kernelscope.units import fmt_us
+
+if TYPE_CHECKING:  # only attributes are read: the analysis modules load after `initialize`
+    from kernelscope.report import LineRow, Report
+    from kernelscope.store import RunRecord
 
 SOURCE = "kernelscope"
 BOUND_CODES = ("KS101", "KS102", "KS103", "KS104")

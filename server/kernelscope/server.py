@@ -13,7 +13,7 @@ import logging
 import re
 import uuid
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote, urlparse
 
 import msgspec
@@ -22,16 +22,14 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from kernelscope import __version__, editor_views, perfetto
-from kernelscope.diagnose import SidecarError
-from kernelscope.launcher import JobFailed
-from kernelscope.profiling import ProfileService, ProfileSpec
 from kernelscope.protocol import JobProgress, ProfileFailed
 from kernelscope.pyfunctions import FunctionDef, find, function_at, functions, provider_stub
-from kernelscope.render_text import render_report
 from kernelscope.settings import Settings, parse_settings
-from kernelscope.store import RunRecord
 from kernelscope.targets import Schedule, TargetError
-from kernelscope.trace_model import TraceError
+
+if TYPE_CHECKING:
+    from kernelscope.profiling import ProfileService
+    from kernelscope.store import RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +59,19 @@ class KernelscopeServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("kernelscope", __version__)  # pyright: ignore[reportUnknownMemberType]
         self.settings = Settings()
-        self.service = ProfileService()
+        self._service: ProfileService | None = None
         self.failures: dict[tuple[str, str], tuple[ProfileFailed, str]] = {}
         self.trace_server: perfetto.OneShot | None = None
+
+    @property
+    def service(self) -> ProfileService:
+        """Jobs, launchers and stores; imported on first use, after `initialize` was answered
+        (the analysis modules are not needed to start, and start-up time counts)."""
+        if self._service is None:
+            from kernelscope.profiling import ProfileService
+
+            self._service = ProfileService()
+        return self._service
 
     # client capabilities --------------------------------------------------------------
     def _caps(self) -> lsp.ClientCapabilities:
@@ -355,6 +363,9 @@ async def profile(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     remote = options.get("remote")
     if remote is not None and not isinstance(remote, str):
         raise JsonRpcInvalidParams(f"options.remote must be a remote's name, got {remote!r}")
+    from kernelscope.launcher import JobFailed
+    from kernelscope.profiling import ProfileSpec
+
     spec = ProfileSpec(
         path=path,
         qualname=qualname,
@@ -625,6 +636,9 @@ async def import_trace(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
         raise JsonRpcInvalidParams(
             f"{IMPORT_TRACE} takes (uri, qualname, trace_path[, sidecar_path]) as strings"
         )
+    from kernelscope.diagnose import SidecarError
+    from kernelscope.trace_model import TraceError
+
     uri, qualname, trace = args[0], args[1], Path(args[2])
     sidecar = Path(args[3]) if len(args) == 4 else None
     path, source = ls.source_of(uri)
@@ -649,6 +663,8 @@ async def import_trace(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
 @server.command(LAST_REPORT)
 def last_report(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     """The last run's report as text and JSON: (run_id) or (uri[, qualname])."""
+    from kernelscope.render_text import render_report
+
     record = _record_from_args(ls, args)
     return {
         "run_id": record.run_id,
