@@ -36,6 +36,7 @@ from kernelscope.protocol import (
     RunProfile,
     WorkerReady,
 )
+from kernelscope.ray_jobs import RayJobs
 from kernelscope.remotes import Remote, explain_exit, unsupported
 from kernelscope.shipping import ShipError, keep_traces, remote_request
 from kernelscope.worker import BOOTSTRAP, bootstrap_payload
@@ -367,6 +368,7 @@ class Launcher:
         self._worker: WorkerProcess | None = None
         self._starting: asyncio.Task[WorkerReady] | None = None
         self._lock = asyncio.Lock()
+        self.ray = RayJobs(remote) if remote is not None and remote.kind == "ray" else None
 
     @property
     def argv(self) -> list[str]:
@@ -381,7 +383,8 @@ class Launcher:
         return self._worker
 
     def start(self) -> asyncio.Task[WorkerReady]:
-        """Start a worker in the background (idempotent); await the task for WorkerReady."""
+        """Start a worker in the background (idempotent); await the task for WorkerReady.
+        Not for a ray remote (nothing stays warm there): see `warm`."""
         if self._starting is None or (
             self._starting.done()
             and (self._worker is None or self._worker.state is WorkerState.DEAD)
@@ -398,6 +401,8 @@ class Launcher:
         timeout: float = 120.0,
     ) -> JobResult:
         """Run one job; JobFailed says why it produced no profile."""
+        if self.ray is not None:  # each job is one Ray job; nothing stays warm
+            return await self.ray.profile(request, on_progress, timeout)
         if self.remote is not None:
             request = await self._remote_request(request)
         finished, ready = await self._run(request, on_progress, timeout)
@@ -421,6 +426,8 @@ class Launcher:
         self, request: RunCalibration, timeout: float = 300.0
     ) -> tuple[CalibrationFinished, WorkerReady]:
         """Measure the GPU's ceilings on the worker; JobFailed says why not."""
+        if self.ray is not None:
+            return await self.ray.calibrate(request, timeout)
         measured, ready = await self._run(request, None, timeout)
         assert isinstance(measured, CalibrationFinished)
         return measured, ready
@@ -462,8 +469,15 @@ class Launcher:
             )
         return JobFailed(failure)
 
+    @property
+    def warm(self) -> bool:
+        """Whether this launcher keeps a worker up between jobs (not on Ray)."""
+        return self.ray is None
+
     async def restart(self) -> None:
         """Replace the worker now (after a settings change, say)."""
+        if not self.warm:
+            return
         async with self._lock:
             if self._worker is not None:
                 await self._worker.kill()

@@ -73,7 +73,7 @@ class ProfileService:
         if old is None:
             self.launchers[key] = Launcher(remote=remote) if remote else Launcher(python=key)
         launcher = self.launchers[key]
-        if remote is None or unsupported(remote) is None:
+        if launcher.warm and (remote is None or unsupported(remote) is None):
             launcher.start()
         return launcher
 

@@ -2,7 +2,7 @@
 
 A remote is where a worker runs other than here: over OpenSSH (``kind = "ssh"``), behind any
 argv prefix that yields the worker's stdio on a GPU node (``kind = "command"``: srun, kubectl
-exec), or on a Ray cluster (``kind = "ray"``: parsed and checked, not run yet). This module
+exec), or on a Ray cluster (``kind = "ray"``: one Ray job per job, see ray_jobs.py). This module
 parses the definitions, builds the worker's command line, and explains how a remote worker
 ended from ssh's stderr and exit status.
 """
@@ -74,11 +74,7 @@ class Remote:
 
 def unsupported(remote: Remote) -> str | None:
     """Why this remote cannot run jobs yet (None when it can)."""
-    if remote.kind == "ray":
-        return (
-            f'{remote.label}: ray remotes are not supported yet; use kind = "ssh" or '
-            f'"command" (e.g. prefix = ["ssh", "head-node"]) meanwhile'
-        )
+    del remote  # every kind runs now; kept for callers that ask
     return None
 
 
