@@ -35,6 +35,7 @@ from kernelscope.protocol import (
     RunCalibration,
     RunProfile,
     WorkerReady,
+    failure,
 )
 from kernelscope.ray_jobs import RayJobs
 from kernelscope.remotes import Remote, explain_exit, unsupported
@@ -139,7 +140,7 @@ class WorkerProcess:
         except OSError as e:
             self._set_state(WorkerState.DEAD)
             raise JobFailed(
-                _failure("worker_start", f"cannot start {self.argv[0]}: {e.strerror or e}")
+                failure("worker_start", f"cannot start {self.argv[0]}: {e.strerror or e}")
             ) from None
         assert self._proc.stdin is not None
         self._tasks = [
@@ -158,7 +159,7 @@ class WorkerProcess:
         except TimeoutError:
             await self.kill()
             raise JobFailed(
-                _failure("worker_start", f"the worker did not start within {timeout:.0f} s")
+                failure("worker_start", f"the worker did not start within {timeout:.0f} s")
             ) from None
         if isinstance(first, ProfileFailed):
             await self.kill()
@@ -217,12 +218,12 @@ class WorkerProcess:
         code = await self._proc.wait() if self._proc else None
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.shield(self._tasks[1]), 1.0)
-        failure = self._crash_failure(code)
+        crashed = self._crash_failure(code)
         if self._ready_future and not self._ready_future.done():
-            self._ready_future.set_result(failure)
+            self._ready_future.set_result(crashed)
         pending = self._pending
         if pending and not pending.future.done():
-            pending.future.set_result(failure)
+            pending.future.set_result(crashed)
 
     def _crash_failure(self, code: int | None) -> ProfileFailed:
         """Explain an unexpected exit from ssh's stderr, the exit status and faulthandler's dump."""
@@ -232,7 +233,7 @@ class WorkerProcess:
             )
             if explained is not None:
                 tail = [ln for ln in self.stderr_tail if ln.strip()][-8:]
-                return _failure(explained[0], explained[1], traceback=tail)
+                return failure(explained[0], explained[1], traceback=tail)
         what, path, line = _parse_fault(list(self.stderr_tail))
         if code is not None and code < 0:
             try:
@@ -246,7 +247,7 @@ class WorkerProcess:
         else:
             message = f"the worker exited with status {code}; it was replaced"
         tail = [ln for ln in self.stderr_tail if ln.strip()][-8:]
-        return _failure("crash", message, path=path, line=line, traceback=tail)
+        return failure("crash", message, path=path, line=line, traceback=tail)
 
     async def run(
         self,
@@ -257,7 +258,7 @@ class WorkerProcess:
     ) -> JobOutcome:
         """Send one job and wait for its result; raise JobFailed on any failure."""
         if self.state is not WorkerState.READY or self._proc is None or self._proc.stdin is None:
-            raise JobFailed(_failure("crash", "the worker is not running"))
+            raise JobFailed(failure("crash", "the worker is not running"))
         pending = _Pending(request.job_id, on_progress)
         self._pending = pending
         self._set_state(WorkerState.BUSY)
@@ -271,7 +272,7 @@ class WorkerProcess:
             where = await self._where_stuck(local_signals)
             await self.kill()
             raise JobFailed(
-                _failure(
+                failure(
                     "timeout",
                     f"timed out after {timeout:g} s; the worker was replaced",
                     path=where[0],
@@ -411,7 +412,7 @@ class Launcher:
             try:
                 finished = await asyncio.to_thread(keep_traces, finished, Path(request.trace_dir))
             except (ShipError, OSError) as e:
-                raise JobFailed(_failure("internal", f"cannot keep the traces: {e}")) from None
+                raise JobFailed(failure("internal", f"cannot keep the traces: {e}")) from None
         return JobResult(finished, ready)
 
     async def _remote_request(self, request: RunProfile) -> RunProfile:
@@ -420,7 +421,7 @@ class Launcher:
         try:
             return await asyncio.to_thread(remote_request, request, self.remote)
         except ShipError as e:
-            raise JobFailed(_failure(e.kind, f"{self.remote.label}: {e}")) from None
+            raise JobFailed(failure(e.kind, f"{self.remote.label}: {e}")) from None
 
     async def calibrate(
         self, request: RunCalibration, timeout: float = 300.0
@@ -440,7 +441,7 @@ class Launcher:
     ) -> tuple[JobOutcome, WorkerReady]:
         async with self._lock:
             if self.remote is not None and (why := unsupported(self.remote)):
-                raise JobFailed(_failure("remote_unsupported", why))
+                raise JobFailed(failure("remote_unsupported", why))
             try:
                 ready = await self.start()
             except JobFailed as e:
@@ -458,16 +459,16 @@ class Launcher:
 
     def _named(self, error: JobFailed, request: RunProfile | RunCalibration) -> JobFailed:
         """A remote worker's failure with the remote's name, and crash paths made local."""
-        remote, failure = self.remote, error.failure
+        remote, failed = self.remote, error.failure
         if remote is None:
             return error
-        if failure.kind in _WORKER_KINDS and not failure.message.startswith("remote "):
-            failure = msgspec.structs.replace(failure, message=f"{remote.label}: {failure.message}")
-        if failure.kind == "crash" and failure.path and isinstance(request, RunProfile):
-            failure = msgspec.structs.replace(
-                failure, path=local_path(failure.path, Path(request.project_root))
+        if failed.kind in _WORKER_KINDS and not failed.message.startswith("remote "):
+            failed = msgspec.structs.replace(failed, message=f"{remote.label}: {failed.message}")
+        if failed.kind == "crash" and failed.path and isinstance(request, RunProfile):
+            failed = msgspec.structs.replace(
+                failed, path=local_path(failed.path, Path(request.project_root))
             )
-        return JobFailed(failure)
+        return JobFailed(failed)
 
     @property
     def warm(self) -> bool:
@@ -509,12 +510,6 @@ def local_path(remote_path: str, root: Path) -> str:
         if candidate.is_file():
             return str(candidate)
     return remote_path
-
-
-def _failure(kind: str, message: str, **fields: object) -> ProfileFailed:
-    return msgspec.convert(
-        {"job_id": "", "kind": kind, "message": message, **fields}, ProfileFailed
-    )
 
 
 def _parse_fault(lines: list[str]) -> tuple[str | None, str | None, int | None]:

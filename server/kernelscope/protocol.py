@@ -228,6 +228,14 @@ ToWorker = RunProfile | RunCalibration | Cancel | Shutdown
 FromWorker = WorkerReady | JobProgress | ProfileFinished | ProfileFailed | CalibrationFinished
 JobOutcome = ProfileFinished | CalibrationFinished
 
+
+def failure(kind: str, message: str, **fields: object) -> ProfileFailed:
+    """A failure the launcher (not a worker) reports: no job id, the other fields as given."""
+    return msgspec.convert(
+        {"job_id": "", "kind": kind, "message": message, **fields}, ProfileFailed
+    )
+
+
 _to_worker_encoder = msgspec.json.Encoder()
 _from_worker_decoder = msgspec.json.Decoder(FromWorker)
 _to_worker_decoder = msgspec.json.Decoder(ToWorker)

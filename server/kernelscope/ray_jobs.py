@@ -36,6 +36,7 @@ from kernelscope.protocol import (
     RunCalibration,
     RunProfile,
     WorkerReady,
+    failure,
 )
 from kernelscope.remotes import Remote
 from kernelscope.worker import worker_source
@@ -94,12 +95,6 @@ class RayError(Exception):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
-
-
-def _failure(kind: str, message: str, **fields: object) -> ProfileFailed:
-    return msgspec.convert(
-        {"job_id": "", "kind": kind, "message": message, **fields}, ProfileFailed
-    )
 
 
 def _packed(prefix: str, data: bytes) -> dict[str, str]:
@@ -214,13 +209,13 @@ class RayJobs:
         try:
             request = await asyncio.to_thread(remote_request, request, self.remote)
         except ShipError as e:
-            raise JobFailed(_failure(e.kind, f"{self.remote.label}: {e}")) from None
+            raise JobFailed(failure(e.kind, f"{self.remote.label}: {e}")) from None
         finished, ready = await self.run(request, on_progress, timeout)
         assert isinstance(finished, ProfileFinished)
         try:
             finished = await asyncio.to_thread(keep_traces, finished, Path(request.trace_dir))
         except (ShipError, OSError) as e:
-            raise JobFailed(_failure("internal", f"cannot keep the traces: {e}")) from None
+            raise JobFailed(failure("internal", f"cannot keep the traces: {e}")) from None
         return JobResult(finished, ready)
 
     async def calibrate(
@@ -245,7 +240,7 @@ class RayJobs:
         label = self.remote.label
         if size > MAX_ENV_BYTES:
             raise JobFailed(
-                _failure(
+                failure(
                     "project_too_large",
                     f"{label}: the job's files are {size / 2**20:.1f} MB packed, over the "
                     f"{MAX_ENV_BYTES / 2**20:.1f} MB a Ray job's environment carries here; set "
@@ -271,7 +266,7 @@ class RayJobs:
                 if "try again" in str(e) and time.monotonic() < deadline:
                     await asyncio.sleep(0.5)
                     continue
-                raise JobFailed(_failure(e.kind, str(e))) from None
+                raise JobFailed(failure(e.kind, str(e))) from None
         self.last_submission = submission_id
         try:
             return await self._follow(submission_id, request, on_progress, timeout, gpus)
@@ -279,7 +274,7 @@ class RayJobs:
             await self.stop(submission_id)
             kind = "remote_lost" if e.kind == "remote_unreachable" else e.kind
             message = str(e) if kind != "remote_lost" else f"{e}; the job was {submission_id}"
-            raise JobFailed(_failure(kind, message)) from None
+            raise JobFailed(failure(kind, message)) from None
         except BaseException:
             await asyncio.shield(self.stop(submission_id))
             raise
@@ -309,7 +304,7 @@ class RayJobs:
                     await self.stop(sid)
                     need = "1 GPU" if gpus else "a CPU slot"
                     raise JobFailed(
-                        _failure(
+                        failure(
                             "remote_unschedulable",
                             f"{label}: Ray could not schedule the job within {waited:.0f} s "
                             f"(it asked for {need}; is a node with a free GPU in the cluster?); "
@@ -335,7 +330,7 @@ class RayJobs:
                 if now - started > timeout:
                     await self.stop(sid)
                     raise JobFailed(
-                        _failure(
+                        failure(
                             "timeout",
                             f"{label}: timed out after {timeout:g} s; job {sid} was stopped",
                         )
@@ -348,7 +343,7 @@ class RayJobs:
             info = cast(dict[str, Any], await self._call("GET", f"/api/jobs/{sid}") or {})
             why = info.get("message") or status
             raise JobFailed(
-                _failure(
+                failure(
                     "crash",
                     f"{label}: job {sid} ended {status} without a result ({why})",
                     traceback=tail,
