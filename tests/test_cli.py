@@ -114,12 +114,20 @@ def test_user_error_is_short_and_has_no_kernelscope_traceback() -> None:
     assert proc.stdout == ""
 
 
+def test_missing_inputs_hint_is_a_provider_stub() -> None:
+    proc = kernelscope("profile", f"{WORKLOADS}/three_lines.py::needs_inputs")
+    assert proc.returncode == 1
+    assert 'def needs_inputs_inputs(batch_size: int = 1, device: str = "cpu"):' in proc.stderr
+    assert "x = torch.randn(" in proc.stderr and "k = 1" in proc.stderr
+
+
 def test_json_error_object_for_failures() -> None:
     proc = kernelscope("profile", f"{WORKLOADS}/three_lines.py::needs_inputs", "--json")
     assert proc.returncode == 1
     error = json.loads(proc.stdout)["error"]
     assert error["kind"] == "missing_inputs"
     assert error["line"] == 33
+    compile(error["hint"], "stub", "exec")
 
 
 def test_analyze_replays_a_recorded_gpu_run() -> None:

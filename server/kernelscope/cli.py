@@ -19,6 +19,7 @@ from kernelscope.peaks import Peaks, datasheet_peaks, save_calibrated
 from kernelscope.progress_line import ProgressLine
 from kernelscope.project import Project, ProjectError, load_project
 from kernelscope.protocol import CalibrationFinished, ProfileFailed, RunCalibration, RunProfile
+from kernelscope.pyfunctions import stub_for
 from kernelscope.remotes import Remote, RemoteError, find_remote, unsupported
 from kernelscope.render_text import render_failure, render_report, render_trace_analysis, table
 from kernelscope.report import (
@@ -199,6 +200,9 @@ def _fail_usage(message: str, as_json: bool) -> int:
 
 
 def _fail_job(failure: ProfileFailed, target: str, as_json: bool) -> int:
+    if failure.kind == "missing_inputs" and failure.path and not failure.hint:
+        qualname = target.rpartition("::")[2]
+        failure = msgspec.structs.replace(failure, hint=stub_for(failure.path, qualname))
     if as_json:
         sys.stdout.buffer.write(msgspec.json.encode({"error": failure}) + b"\n")
     print(render_failure(failure, target), file=sys.stderr)

@@ -10,7 +10,6 @@ import datetime
 import json
 import urllib.parse
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
@@ -240,8 +239,3 @@ def _when(created: str) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.0f} min ago"
     return then.strftime("%Y-%m-%d %H:%M UTC")
-
-
-def file_uri(path: str) -> str:
-    """The file: URI of an absolute path."""
-    return Path(path).as_uri()

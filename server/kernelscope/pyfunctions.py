@@ -6,6 +6,7 @@ import ast
 import hashlib
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,24 @@ def provider_stub(fn: FunctionDef) -> str:
         + "\n".join(body)
         + f"\n    return ({returned})\n"
     )
+
+
+def stub_for(path: str, qualname: str) -> str | None:
+    """The provider stub for `qualname` in the file at `path`; None when it cannot be read."""
+    try:
+        fn = find(Path(path).read_text(encoding="utf-8"), qualname)
+    except (OSError, UnicodeDecodeError):
+        return None
+    return provider_stub(fn).lstrip("\n") if fn is not None else None
+
+
+def def_line(path: Path, qualname: str) -> int | None:
+    """The def line of `qualname` in the file at `path`, found without running it."""
+    try:
+        fn = find(path.read_text(encoding="utf-8"), qualname)
+    except (OSError, UnicodeDecodeError):
+        return None
+    return fn.def_line if fn is not None else None
 
 
 def _example(p: Param) -> str:

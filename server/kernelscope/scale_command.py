@@ -14,6 +14,7 @@ from kernelscope.launcher import Launcher
 from kernelscope.plot_png import render_png, text_chart
 from kernelscope.progress_line import ProgressLine
 from kernelscope.protocol import JobProgress
+from kernelscope.pyfunctions import def_line
 from kernelscope.render_text import render_failure, shorten, table
 from kernelscope.scaling import (
     DEFAULT_FACTORS,
@@ -25,7 +26,7 @@ from kernelscope.scaling import (
     classify,
     run_scaling,
 )
-from kernelscope.targets import Target, TargetError, function_line, load_target
+from kernelscope.targets import Target, TargetError, load_target
 from kernelscope.units import fmt_us
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -158,10 +159,7 @@ def _device_label(point: ScalePoint) -> str:
 
 
 def _function_line(target: Target) -> int | None:
-    try:
-        return function_line(target.path.read_text(encoding="utf-8"), target.qualname)
-    except (OSError, UnicodeDecodeError):
-        return None
+    return def_line(target.path, target.qualname)
 
 
 def _render(

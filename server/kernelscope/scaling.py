@@ -20,7 +20,8 @@ import msgspec
 
 from kernelscope.launcher import JobFailed, Launcher
 from kernelscope.protocol import JobProgress, ProfileFailed
-from kernelscope.targets import Schedule, Target, build_request, function_line
+from kernelscope.pyfunctions import def_line, stub_for
+from kernelscope.targets import Schedule, Target, build_request
 
 Shape = Literal["flat", "sublinear", "linear", "mixed"]
 Bound = Literal["overhead", "memory", "compute"]
@@ -302,12 +303,8 @@ def check_provider(target: Target) -> None:
             "or map one in pyproject.toml under [tool.kernelscope.inputs]"
         ),
         path=str(target.path),
-        line=function_line(source, target.qualname),
-        hint=(
-            f'def {name}(batch_size: int = 1, device: str = "cpu"):\n'
-            "    x = torch.randn(32 * batch_size, 1024, device=device)\n"
-            "    return (x,)\n"
-        ),
+        line=def_line(target.path, target.qualname),
+        hint=stub_for(str(target.path), target.qualname),
     )
     raise ScaleFailed(failure, None, [])
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,30 +62,6 @@ def load_target(spec: str, source: str | None = None) -> Target:
     except ProjectError as e:
         raise TargetError(str(e)) from None
     return Target(path.resolve(), qualname, project)
-
-
-def function_line(source: str, qualname: str) -> int | None:
-    """The def line of `qualname` in `source`, found without running it (None if absent)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return None
-    body: list[ast.stmt] = tree.body
-    line: int | None = None
-    for part in qualname.split("."):
-        found = next(
-            (
-                node
-                for node in body
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-                and node.name == part
-            ),
-            None,
-        )
-        if found is None:
-            return None
-        body, line = found.body, found.lineno
-    return line
 
 
 def build_request(

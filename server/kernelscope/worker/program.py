@@ -458,28 +458,11 @@ class Job:
         raise self.missing_inputs(fn, params, owner=owner)
 
     def missing_inputs(self, fn, params, owner=None):
+        """The error for a function with no inputs; the server adds a provider stub to it."""
         qual = self.req["qualname"]
         provider = qual.replace(".", "_") + "_inputs"
         names = [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-        first = ["instance"] if owner is not None else []
-        values = first + names
-        builders = []
-        if owner is not None:
-            builders.append("    instance = %s(...).to(device)" % owner.__name__)
-        for p in params:
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                continue
-            ann = p.annotation
-            ann_name = getattr(ann, "__name__", None) or (ann if isinstance(ann, str) else "")
-            if "Tensor" in str(ann_name):
-                builders.append("    %s = torch.randn(1024 * batch_size, device=device)" % p.name)
-            else:
-                builders.append("    %s = ...  # %s" % (p.name, ann_name or "any"))
-        stub = 'def %s(batch_size: int = 1, device: str = "cpu"):\n%s\n    return (%s)\n' % (
-            provider,
-            "\n".join(builders),
-            ", ".join(values) + ("," if len(values) == 1 else ""),
-        )
+        values = (["instance"] if owner is not None else []) + names
         return JobError(
             "missing_inputs",
             "%s(%s) needs inputs: define %s(batch_size=1, device=...) in %s returning a tuple of "
@@ -488,7 +471,6 @@ class Job:
             % (qual, ", ".join(values), provider, os.path.basename(self.path)),
             self.path,
             self.def_line(fn),
-            hint=stub,
         )
 
     def to_device(self, value, device):
