@@ -93,7 +93,7 @@ def test_progress_stages_in_order(driver: LauncherDriver) -> None:
     ok(driver.run(f"{THREE}::three_lines"))
     stages = [p.stage for p in driver.progress]
     first = {s: stages.index(s) for s in dict.fromkeys(stages)}
-    order = ["import", "inputs", "cold", "wait", "warmup", "active", "export", "timing", "lines"]
+    order = ["import", "inputs", "cold", "timing", "wait", "warmup", "active", "export", "lines"]
     assert [s for s in order if s in first] == order
     assert [first[s] for s in order] == sorted(first[s] for s in order)
 
@@ -110,3 +110,31 @@ def test_worker_is_reused_between_jobs(driver: LauncherDriver) -> None:
     first = ok(driver.run(f"{THREE}::three_lines")).ready.pid
     second = ok(driver.run(f"{THREE}::three_lines")).ready.pid
     assert first == second
+
+
+def test_a_provider_that_takes_device_gets_its_values_as_returned(driver: LauncherDriver) -> None:
+    result = ok(driver.run(f"{WORKLOADS}/placement.py::kept", line_pass=False))
+    assert "moves=0" in result.finished.output
+
+
+def test_a_provider_without_device_has_its_values_moved(driver: LauncherDriver) -> None:
+    result = ok(driver.run(f"{WORKLOADS}/placement.py::moved", line_pass=False))
+    assert "moves=1" in result.finished.output
+
+
+def test_stage_timings_and_timing_spread_in_the_sidecar(driver: LauncherDriver) -> None:
+    side = ok(driver.run(f"{THREE}::three_lines")).finished.sidecar
+    assert list(side.stages_s) == [
+        "import",
+        "inputs",
+        "cold",
+        "timing",
+        "schedule",
+        "export",
+        "lines",
+    ]
+    assert all(s >= 0 for s in side.stages_s.values())
+    t = side.timing
+    assert t.p10_us is not None and t.p90_us is not None
+    assert t.p10_us <= t.us_per_call <= t.p90_us
+    assert t.gpu is None  # CPU job: no NVML sampling

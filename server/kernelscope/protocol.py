@@ -115,6 +115,23 @@ class ColdCall(msgspec.Struct):
     entry_to_first_kernel_us: float | None = None
     process_fresh: bool = False
     trace_path: str | None = None
+    compile_us: float | None = None
+    """Time torch.compile spent compiling during the cold call (dynamo's own timing)."""
+
+
+class GpuSample(msgspec.Struct):
+    """NVML's view of the GPU over the unprofiled timing (medians of readings every 20 ms)."""
+
+    samples: int
+    sm_clock_mhz: float
+    sm_clock_max_mhz: float
+    mem_clock_mhz: float
+    mem_clock_max_mhz: float
+    power_w: float
+    utilization_pct: float
+    memory_utilization_pct: float = 0.0
+    clock_event_reasons: int = 0
+    """NVML's clocks-event (throttle) reasons seen in any reading, as a bit mask."""
 
 
 class UnprofiledTiming(msgspec.Struct):
@@ -125,6 +142,9 @@ class UnprofiledTiming(msgspec.Struct):
     reps: int
     samples_us: list[float] = []
     host_us_per_call: float | None = None
+    p10_us: float | None = None
+    p90_us: float | None = None
+    gpu: GpuSample | None = None
 
 
 class OpFlops(msgspec.Struct):
@@ -184,6 +204,8 @@ class Sidecar(msgspec.Struct):
     hostname: str = ""
     path: str = ""
     qualname: str = ""
+    stages_s: dict[str, float] = {}
+    """Seconds the worker spent in each stage of the job (import, inputs, cold, ...)."""
 
 
 class ProfileFinished(Message, tag="profile_finished"):

@@ -174,6 +174,9 @@ class Job:
         self._set_user_dirs()
         self._user_cache = {}
         self.torch = worker.torch
+        self.stages = {}  # seconds per stage, in the order they ran
+        self._stage = None
+        self._stage_t = 0.0
 
     def _set_user_dirs(self):
         self.user_dirs = tuple(
@@ -273,6 +276,13 @@ class Job:
         return frames, lines
 
     def progress(self, stage, step=0, total=0):
+        now = time.perf_counter()
+        name = "schedule" if stage in STAGES_PROFILED else stage
+        if self._stage is not None:
+            self.stages[self._stage] = self.stages.get(self._stage, 0.0) + now - self._stage_t
+        self._stage, self._stage_t = (None if name == "done" else name), now
+        if name == "done":
+            return
         self.worker.channel.send(
             {
                 "type": "job_progress",
@@ -366,7 +376,9 @@ class Job:
     def find_inputs(self, module, fn, owner, device):
         provider = self._provider(module)
         if provider is not None:
-            args, kwargs = self._call_provider(provider, device)
+            args, kwargs, takes_device = self._call_provider(provider, device)
+            if takes_device:  # the provider placed its values itself: keep them as returned
+                return args, kwargs
         else:
             args, kwargs = [], {}
             sig = inspect.signature(fn)
@@ -427,10 +439,11 @@ class Job:
             result = provider(**kw)
         except BaseException as e:
             raise self.user_error("user_exception", e, "in input provider %s(): " % name) from None
+        takes_device = "device" in params
         if isinstance(result, dict) and set(result) <= {"args", "kwargs"}:
-            return list(result.get("args", ())), dict(result.get("kwargs", {}))
+            return list(result.get("args", ())), dict(result.get("kwargs", {})), takes_device
         if isinstance(result, (tuple, list)):
-            return list(result), {}
+            return list(result), {}, takes_device
         raise JobError(
             "bad_inputs",
             "%s() returned %s; return a tuple of positional arguments or "
@@ -537,17 +550,24 @@ class Job:
         # 1. cold call, under a light profiler so the trace shows entry -> first kernel
         self.progress("cold")
         cold_tmp = os.path.join(trace_dir, stem + ".cold.json")
+        compiled_before = compile_seconds()
         with profile(activities=activities) as cold_prof:
             t0 = time.perf_counter()
             with record_function("ks:cold"):
                 call()
             sync()
             first_call_us = (time.perf_counter() - t0) * 1e6
+        compile_s = compile_seconds() - compiled_before
         cold_prof.export_chrome_trace(cold_tmp)
         entry_to_kernel = first_kernel_after(load_json(cold_tmp), "ks:cold") if cuda else None
         cold_path = gzip_file(cold_tmp)
 
-        # 2. warmed schedule
+        # 2. the same call without the profiler, before the schedule: a profiler session
+        # leaves host-bound code slower for a while (TEARDOWN_CUPTI=1 undoes most of it)
+        self.progress("timing")
+        timing = self.time_unprofiled(call, sync, cuda, device)
+
+        # 3. warmed schedule
         wait, warmup, active = int(req["wait"]), int(req["warmup"]), int(req["active"])
         total = wait + warmup + active
         trace_tmp = os.path.join(trace_dir, stem + ".pt.trace.json")
@@ -593,10 +613,6 @@ class Job:
         trace_path = gzip_file(trace_tmp)
         wall_us = (marks["active1"] - marks["active0"]) * 1e6 / max(active, 1)
 
-        # 3. the same call without the profiler
-        self.progress("timing")
-        timing = self.time_unprofiled(call, sync, cuda, wall_us)
-
         # 4. line attribution, in a pass of its own so the timed steps stay clean
         lines = []
         if req.get("line_pass", True):
@@ -605,6 +621,7 @@ class Job:
                 call, sync, activities, trace_dir, stem, max(1, min(active, 3))
             )
 
+        self.progress("done")
         props = device_properties(torch, device)
         return {
             "type": "profile_finished",
@@ -624,7 +641,9 @@ class Job:
                     "entry_to_first_kernel_us": entry_to_kernel,
                     "process_fresh": self.worker.jobs_run == 0,
                     "trace_path": cold_path,
+                    "compile_us": compile_s * 1e6 if compile_s > 0 else None,
                 },
+                "stages_s": self.stages,
                 "timing": timing,
                 "wall_us_per_step": wall_us,
                 "key_averages": averages,
@@ -654,12 +673,22 @@ class Job:
 
         return call
 
-    def time_unprofiled(self, call, sync, cuda, wall_us):
+    def time_unprofiled(self, call, sync, cuda, device):
+        """Median of up to 100 calls within ~0.1 s (CUDA events on a GPU), their spread,
+        and NVML's view of the GPU meanwhile."""
+        sync()
+        t = time.perf_counter()
+        call()
+        sync()
+        probe_us = (time.perf_counter() - t) * 1e6
         reps = int(self.req.get("timing_reps") or 0)
         if reps <= 0:
             # ~0.1 s of calls: long sustained runs drift as the GPU's clocks settle lower
-            reps = int(min(100, max(5, 0.1e6 / max(wall_us, 1.0))))
+            reps = int(min(100, max(5, 0.1e6 / max(probe_us, 1.0))))
         samples = []
+        sampler = GpuSampler(self.torch, device) if cuda else None
+        if sampler is not None:
+            sampler.start()
         sync()
         t0 = time.perf_counter()
         if cuda:
@@ -683,12 +712,17 @@ class Job:
                 samples.append((time.perf_counter() - t) * 1e6)
             host_us = (time.perf_counter() - t0) * 1e6 / reps
             method = "perf_counter"
+        gpu = sampler.stop() if sampler is not None else None
+        deciles = statistics.quantiles(samples, n=10) if len(samples) >= 2 else samples * 9
         return {
             "us_per_call": statistics.median(samples),
             "method": method,
             "reps": reps,
             "samples_us": samples[:200],
             "host_us_per_call": host_us,
+            "p10_us": deciles[0],
+            "p90_us": deciles[-1],
+            "gpu": gpu,
         }
 
     def attribute_lines(self, call, sync, activities, trace_dir, stem, calls):
@@ -745,6 +779,102 @@ class Job:
             return line_stats(load_json(tmp), keys, calls, cuda)
         finally:
             os.unlink(tmp)
+
+
+def compile_seconds():
+    """Seconds torch.compile has spent compiling in this process (0 when dynamo is not
+    loaded): the outermost compile frames of dynamo's own timing table."""
+    utils = sys.modules.get("torch._dynamo.utils")
+    metrics = getattr(utils, "compilation_time_metrics", None)
+    if not isinstance(metrics, dict) or not metrics:
+        return 0.0
+    totals = {k: float(sum(v)) for k, v in metrics.items() if isinstance(v, list)}
+    outer = [v for k, v in totals.items() if k.endswith("compile_inner")]
+    return sum(outer) if outer else max(totals.values(), default=0.0)
+
+
+class GpuSampler:
+    """NVML readings of one GPU every 20 ms while a block runs: SM and memory clocks, power,
+    utilization, clock-limit reasons. Nothing when nvidia-ml-py is not installed."""
+
+    PERIOD_S = 0.02
+
+    def __init__(self, torch, device):
+        self.nvml: Any = None
+        self.handle = None
+        self.rows = []
+        self.reasons = 0
+        self.stopping = threading.Event()
+        self.thread = None
+        try:
+            import pynvml  # pyright: ignore[reportMissingImports]  (nvidia-ml-py, optional)
+
+            pynvml.nvmlInit()
+            handle = None
+            uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
+            if uuid is not None:
+                with contextlib.suppress(Exception):
+                    handle = pynvml.nvmlDeviceGetHandleByUUID("GPU-%s" % uuid)
+            if handle is None:
+                handle = pynvml.nvmlDeviceGetHandleByIndex(device.index or 0)
+            self.max_sm = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)
+            self.max_mem = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)
+            self.nvml, self.handle = pynvml, handle
+        except Exception:
+            self.nvml = None
+
+    def _read(self):
+        n, h = self.nvml, self.handle
+        util = n.nvmlDeviceGetUtilizationRates(h)
+        row = (
+            n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM),
+            n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_MEM),
+            n.nvmlDeviceGetPowerUsage(h) / 1000.0,
+            util.gpu,
+            util.memory,
+        )
+        self.rows.append(row)
+        reasons = getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+            n, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+        )
+        if reasons is not None:
+            with contextlib.suppress(Exception):
+                self.reasons |= int(reasons(h))
+
+    def _loop(self):
+        while True:
+            with contextlib.suppress(Exception):
+                self._read()
+            if self.stopping.wait(self.PERIOD_S):
+                return
+
+    def start(self):
+        if self.nvml is not None:
+            self.thread = threading.Thread(target=self._loop, name="ks-nvml", daemon=True)
+            self.thread.start()
+
+    def stop(self):
+        """Medians of the readings, or None without NVML."""
+        if self.thread is None:
+            return None
+        self.stopping.set()
+        self.thread.join()
+        with contextlib.suppress(Exception):
+            self._read()  # utilization is NVML's average over its last period: the window
+        if not self.rows:
+            return None
+        cols = list(zip(*self.rows))
+        return {
+            "samples": len(self.rows),
+            "sm_clock_mhz": statistics.median(cols[0]),
+            "sm_clock_max_mhz": self.max_sm,
+            "mem_clock_mhz": statistics.median(cols[1]),
+            "mem_clock_max_mhz": self.max_mem,
+            "power_w": statistics.median(cols[2]),
+            "utilization_pct": statistics.median(cols[3]),
+            "memory_utilization_pct": statistics.median(cols[4]),
+            "clock_event_reasons": self.reasons,
+        }
 
 
 def select_device(torch, want):
@@ -942,7 +1072,11 @@ class LineTally:
 
 
 def line_stats(events, keys, calls, cuda):
-    """Per-line self/total CPU and CUDA time from the line pass's annotations."""
+    """Per-line self/total CPU and CUDA time from the line pass's annotations.
+
+    Work on a thread with no line ranges (autograd's engine runs ``backward()`` there, and
+    torch.compile and user threads launch from others) belongs to the line that was
+    running on the traced thread at the time: ``loss.backward()`` gets the backward."""
     gpu_by_corr = {}
     for e in events:
         if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
@@ -950,15 +1084,19 @@ def line_stats(events, keys, calls, cuda):
             if corr is not None:
                 gpu_by_corr[corr] = gpu_by_corr.get(corr, 0.0) + float(e.get("dur", 0.0))
     per_tid = {}
+    line_tids = set()
     for e in events:
         cat = e.get("cat")
         name = e.get("name", "")
         if cat == "user_annotation" and name.startswith("ks:line:"):
             per_tid.setdefault(e.get("tid"), []).append((e["ts"], 0, -e["dur"], int(name[8:]), e))
+            line_tids.add(e.get("tid"))
         elif cat in ("cuda_runtime", "cuda_driver", "cpu_op"):
             per_tid.setdefault(e.get("tid"), []).append((e["ts"], 1, 0.0, -1, e))
     tally = LineTally(len(keys))
-    for items in per_tid.values():
+    extra_cuda = attribute_other_threads(tally, per_tid, line_tids, gpu_by_corr, cuda)
+    for tid in line_tids:
+        items = per_tid[tid]
         items.sort(key=lambda t: (t[0], t[1], t[2]))
         stack = []  # open ranges: [line index, end, child time, own CUDA, callees' CUDA, dur]
         for ts, kind, neg_dur, idx, e in items:
@@ -969,7 +1107,7 @@ def line_stats(events, keys, calls, cuda):
                 if stack:
                     stack[-1][2] += dur
                 tally.hits[idx] += 1
-                stack.append([idx, ts + dur, 0.0, 0.0, 0.0, dur])
+                stack.append([idx, ts + dur, 0.0, extra_cuda.get(id(e), 0.0), 0.0, dur])
             elif stack:
                 attribute_event(tally, stack[-1], e, gpu_by_corr, cuda)
         while stack:
@@ -994,6 +1132,40 @@ def line_stats(events, keys, calls, cuda):
             }
         )
     return out
+
+
+def attribute_other_threads(tally, per_tid, line_tids, gpu_by_corr, cuda):
+    """Charge the ops and launches of threads without line ranges to the innermost line
+    range open at their start on a traced thread; returns the CUDA time each range (by the
+    id of its event) gets that way."""
+    ranges = sorted(
+        (item for tid in line_tids for item in per_tid[tid] if item[1] == 0),
+        key=lambda t: (t[0], t[2]),
+    )
+    others = sorted(
+        (item for tid, items in per_tid.items() if tid not in line_tids for item in items),
+        key=lambda t: t[0],
+    )
+    extra = {}
+    stack = []  # open ranges: (end, line index, event)
+    k = 0
+    for ts, _kind, _neg, _idx, e in others:
+        while k < len(ranges) and ranges[k][0] <= ts:
+            r = ranges[k]
+            while stack and stack[-1][0] < r[0]:
+                stack.pop()
+            stack.append((r[0] - r[2], r[3], r[4]))
+            k += 1
+        while stack and stack[-1][0] < ts:
+            stack.pop()
+        if not stack:
+            continue
+        _end, idx, owner = stack[-1]
+        node = [idx, 0.0, 0.0, 0.0, 0.0, 0.0]
+        attribute_event(tally, node, e, gpu_by_corr, cuda)
+        if node[3]:
+            extra[id(owner)] = extra.get(id(owner), 0.0) + node[3]
+    return extra
 
 
 def attribute_event(tally, top, e, gpu_by_corr, cuda):
@@ -1129,6 +1301,9 @@ class Worker:
     def start(self):
         t0 = time.perf_counter()
         os.environ.setdefault("KINETO_LOG_LEVEL", "99")  # remote hosts get no env from us
+        # TEARDOWN_CUPTI=1 is left to the user: on torch 2.11 + CUDA 13.0 it lost the GPU
+        # activity of every other profiling session and hung the process at exit
+        # (docs/h200-run/cupti_probe2.py). DESIGN-NOTES.md has the measurements.
         import torch
 
         self.torch = torch
@@ -1326,4 +1501,5 @@ def main():
     worker.serve()
 
 
-main()
+if __name__ == "kernelscope_worker":  # the bootstrap's name; tests exec it under another
+    main()

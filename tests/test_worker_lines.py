@@ -1,0 +1,61 @@
+"""The worker's line attribution over hand-built line-pass events (the worker program run
+as a module, without starting it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kernelscope.worker import worker_source
+
+
+@pytest.fixture(scope="module")
+def worker() -> dict[str, Any]:
+    namespace: dict[str, Any] = {"__name__": "kernelscope_worker_test"}
+    exec(compile(worker_source(), "program.py", "exec"), namespace)
+    return namespace
+
+
+def _span(cat: str, name: str, tid: int, ts: float, dur: float, **args: Any) -> dict[str, Any]:
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur,
+            "args": args}  # fmt: skip
+
+
+def test_backward_on_the_autograd_thread_belongs_to_the_line_that_called_it(worker) -> None:
+    keys = [("/p/step.py", 3), ("/p/step.py", 4)]
+    events = [
+        _span("user_annotation", "ks:line:0", 10, 0.0, 50.0),  # out = model(x)
+        _span("cpu_op", "aten::mm", 10, 5.0, 10.0),
+        _span("cuda_runtime", "cudaLaunchKernel", 10, 6.0, 3.0, correlation=1),
+        _span("kernel", "gemm_fwd", 0, 20.0, 40.0, correlation=1),
+        _span("user_annotation", "ks:line:1", 10, 60.0, 200.0),  # loss.backward()
+        _span("cpu_op", "autograd::engine::evaluate_function: MmBackward0", 77, 70.0, 50.0),
+        _span("cpu_op", "aten::mm", 77, 72.0, 20.0),
+        _span("cuda_runtime", "cudaLaunchKernel", 77, 75.0, 3.0, correlation=2),
+        _span("cuda_runtime", "cudaLaunchKernel", 77, 95.0, 3.0, correlation=3),
+        _span("kernel", "gemm_bwd_a", 0, 80.0, 70.0, correlation=2),
+        _span("kernel", "gemm_bwd_b", 0, 150.0, 90.0, correlation=3),
+        _span("cuda_runtime", "cudaLaunchKernel", 77, 300.0, 3.0, correlation=4),  # after both
+        _span("kernel", "stray", 0, 305.0, 500.0, correlation=4),
+    ]
+    lines = {row["line"]: row for row in worker["line_stats"](events, keys, 1, True)}
+    assert lines[3]["cuda_us"] == pytest.approx(40.0)
+    assert lines[4]["cuda_us"] == pytest.approx(160.0)  # the backward's two kernels
+    assert lines[4]["cuda_total_us"] == pytest.approx(160.0)
+    assert "autograd::engine::evaluate_function: MmBackward0" in lines[4]["top_ops"]
+    assert lines[4]["self_cpu_us"] == pytest.approx(200.0)  # the autograd thread's CPU is its own
+
+
+def test_nested_lines_give_callees_cuda_to_the_caller_total(worker) -> None:
+    keys = [("/p/m.py", 10), ("/p/m.py", 20)]
+    events = [
+        _span("user_annotation", "ks:line:0", 1, 0.0, 100.0),
+        _span("user_annotation", "ks:line:1", 1, 10.0, 50.0),
+        _span("cuda_runtime", "cudaLaunchKernel", 2, 20.0, 2.0, correlation=9),  # other thread
+        _span("kernel", "k", 0, 30.0, 25.0, correlation=9),
+    ]
+    lines = {row["line"]: row for row in worker["line_stats"](events, keys, 1, True)}
+    assert lines[20]["cuda_us"] == pytest.approx(25.0)
+    assert lines[10]["cuda_us"] == 0.0
+    assert lines[10]["cuda_total_us"] == pytest.approx(25.0)
