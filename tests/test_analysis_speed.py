@@ -6,14 +6,14 @@ hand-built traces (the speed itself is measured by bench/trace_speed.py)."""
 from __future__ import annotations
 
 import heapq
-import re
 from pathlib import Path
 
 import msgspec
 import pytest
 
+from kernelscope.calls import find_calls
 from kernelscope.diagnose import Facts, Options, _facts, is_sync
-from kernelscope.finders import _python_frames
+from kernelscope.finders import _python_frames, _user_frame
 from kernelscope.flops import (
     CONVOLUTIONS,
     FLOP_OPS,
@@ -56,9 +56,6 @@ def reference_host_ops(trace: Trace, start: float, end: float) -> tuple[str, ...
     return tuple(sorted(overlap, key=lambda n: -overlap[n])[:3])
 
 
-_FRAME = re.compile(r"^(?P<path>.+)\((?P<line>\d{1,9})\): (?P<func>.+)$")
-
-
 def reference_places(trace: Trace, ops: list[Op]) -> list[tuple[str | None, int | None]]:
     """Per op, the innermost user frame around it: a sweep through every frame in time order."""
     frames = sorted(trace.python_functions, key=lambda fn: fn.ts)
@@ -70,12 +67,12 @@ def reference_places(trace: Trace, ops: list[Op]) -> list[tuple[str | None, int 
         while nxt < len(frames) and frames[nxt].ts <= op.ts:
             fn = frames[nxt]
             nxt += 1
-            m = _FRAME.match(fn.name)
-            if m and "site-packages" not in m["path"] and not m["path"].startswith("<"):
+            place = _user_frame(fn.name)
+            if place is not None:
                 stack = open_frames.setdefault(fn.tid, [])
                 while stack and stack[-1][0] < fn.ts:
                     stack.pop()
-                stack.append((fn.ts + fn.dur, m["path"], int(m["line"])))
+                stack.append((fn.ts + fn.dur, *place))
         for end, path, line in reversed(open_frames.get(op.tid, [])):
             if end >= op.end:
                 places[i] = (path, line)
@@ -94,8 +91,9 @@ def reference_own(trace: Trace, op: Op) -> bool:
 
 
 def facts_of(trace: Trace) -> Facts:
-    timeline = build_timeline(trace)
-    return _facts(trace, None, timeline, Options(), None, None)
+    calls = find_calls(trace)
+    timeline = build_timeline(trace, 20.0, calls)
+    return _facts(trace, None, timeline, Options(), None, None, calls)
 
 
 # -- the fixtures -----------------------------------------------------------------------------

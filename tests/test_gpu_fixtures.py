@@ -57,12 +57,17 @@ def test_every_scenario_was_recorded_on_a_gpu() -> None:
 
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_report_rebuilt_from_the_trace_matches_the_recorded_one(name: str) -> None:
-    _, _, recorded = _load(name)
+    meta, _, recorded = _load(name)
     report = _rebuild(name)
     assert report.device.type == "cuda"
-    assert report.timing.cuda_us_per_step == pytest.approx(recorded["timing"]["cuda_us_per_step"])
     assert report.timing.cpu_us_per_step == pytest.approx(recorded["timing"]["cpu_us_per_step"])
-    assert [o.name for o in report.ops] == [o["name"] for o in recorded["ops"]]
+    cuda, was = report.timing.cuda_us_per_step, recorded["timing"]["cuda_us_per_step"]
+    if "recorder" in meta:  # recorded 2026-12-01, before backward and graph work were counted
+        assert cuda >= was * (1 - 1e-9)
+        assert {o.name for o in report.ops} >= {o["name"] for o in recorded["ops"]}
+    else:  # single-thread workloads, no graphs: as recorded
+        assert cuda == pytest.approx(was)
+        assert [o.name for o in report.ops] == [o["name"] for o in recorded["ops"]]
     names = {o.name for o in report.ops}
     assert not names & {"ks:call", "ProfilerStep*"}  # ours, not the function's
     if name != "syncs":  # the only workload that synchronizes itself

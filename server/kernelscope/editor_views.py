@@ -23,7 +23,6 @@ if TYPE_CHECKING:  # only attributes are read: the analysis modules load after `
     from kernelscope.store import RunRecord
 
 SOURCE = "kernelscope"
-BOUND_CODES = ("KS101", "KS102", "KS103", "KS104")
 _SEVERITY = {
     Severity.ERROR: lsp.DiagnosticSeverity.Error,
     Severity.WARNING: lsp.DiagnosticSeverity.Warning,
@@ -56,7 +55,7 @@ def finding_diagnostic(f: Finding, lines: list[str], fallback_line: int) -> lsp.
     if f.try_:
         message += "\nTry: " + "; ".join(f.try_)
     severity = _SEVERITY[f.severity]
-    if f.code in BOUND_CODES and f.code in ("KS103", "KS104"):
+    if f.code in ("KS103", "KS104"):
         severity = lsp.DiagnosticSeverity.Information
     return lsp.Diagnostic(
         range=_line_range(line, _text(lines, line)),

@@ -7,12 +7,18 @@ code is documented in docs/findings.md. Empty input gives no findings.
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterable
+from typing import Any, cast
 
+import msgspec
+
+from kernelscope.calls import forward_op
 from kernelscope.diagnose import BUSY_OVERHEAD, Facts, Finder, Options
 from kernelscope.findings import Finding, Severity
 from kernelscope.flops import ATTENTION, MATMULS
+from kernelscope.roofline import OpRoof
 from kernelscope.trace_model import Op, Trace
 from kernelscope.units import fmt_bytes
 from kernelscope.units import fmt_us as fmt
@@ -124,6 +130,25 @@ def find_bound(facts: Facts, options: Options) -> Iterable[Finding]:
                 "lower precision such as FP8) or more devices go faster"
             )
         yield Finding("KS103", Severity.INFO, v.summary, path, line, tries, evidence)
+    elif v.bound == "transfer":
+        tries = [
+            "copy with non_blocking=True and overlap the copy with compute (a side stream)",
+            "keep the data on the device across calls; move only what changes",
+        ]
+        if any(r.bound == "transfer" and "Pageable" in r.name for r in facts.roofline):
+            tries.insert(
+                0,
+                "pin the host memory (tensor.pin_memory(), DataLoader(pin_memory=True)): "
+                "pageable copies stage through a bounce buffer at a fraction of the link's "
+                "speed",
+            )
+        yield Finding("KS105", Severity.WARNING, v.summary, path, line, tries, evidence)
+    elif v.bound == "mixed":
+        tries = [
+            "no single fix: work on the top contributors named above (see the roofline and KS701)",
+            "torch.compile fuses the memory-bound elementwise and normalization ops",
+        ]
+        yield Finding("KS106", Severity.INFO, v.summary, path, line, tries, evidence)
     else:
         yield Finding("KS104", Severity.INFO, v.summary, path, line, evidence=evidence)
 
@@ -138,11 +163,17 @@ def find_dead_window(facts: Facts, options: Options) -> Iterable[Finding]:
     parts = _dead_window_parts(facts.cold_trace, dead) if facts.cold_trace else []
     made_of = f"; {', '.join(parts)}" if parts else ""
     fresh = "first job of a fresh worker" if side.cold.process_fresh else "first call in this job"
+    compiled = (
+        f"; torch.compile compiled for {fmt(side.cold.compile_us)} of it"
+        if side.cold.compile_us
+        else ""
+    )
     yield Finding(
         "KS201",
         Severity.HINT,
         f"cold start: {fmt(dead)} from entry to the first kernel ({fresh}; the whole first call "
-        f"took {fmt(side.cold.first_call_us)}){made_of}. Kept out of the warmed numbers.",
+        f"took {fmt(side.cold.first_call_us)}{compiled}){made_of}. Kept out of the warmed "
+        "numbers.",
         path=facts.function_path,
         line=facts.function_line,
         try_=[
@@ -269,13 +300,50 @@ def _python_frames(trace: Trace, ops: list[Op]) -> list[tuple[str | None, int | 
     return places
 
 
+#: Paths of generated code (Inductor's cache, Triton's): never the user's.
+GENERATED = ("torchinductor_", "/triton/", "/.triton/")
+#: Kineto shortens a frame's path to its module path under sys.path ("torch/cuda/graphs.py"):
+#: frames under these top-level names, or the standard library's, are not the user's.
+LIBRARIES = frozenset(
+    {
+        "torch",
+        "torchvision",
+        "torchaudio",
+        "timm",
+        "transformers",
+        "accelerate",
+        "lightning",
+        "pytorch_lightning",
+        "numpy",
+        "triton",
+        "einops",
+        "deepspeed",
+        "apex",
+        "xformers",
+        "flash_attn",
+        "safetensors",
+        "kernelscope_worker.py",
+    }
+) | frozenset(sys.stdlib_module_names)
+
+
 def _user_frame(name: str) -> tuple[str, int] | None:
-    """(path, line) of a python_function frame of the user's code, None for library and
-    built-in frames."""
+    """(path, line) of a python_function frame of the user's code, None for library,
+    built-in and generated frames."""
     m = _PY_FRAME.match(name)
-    if m and "site-packages" not in m["path"] and not m["path"].startswith("<"):
-        return m["path"], int(m["line"])
-    return None
+    if m is None:
+        return None
+    path = m["path"]
+    top = path.lstrip("/").split("/", 1)[0]
+    if (
+        "site-packages" in path
+        or path.startswith("<")
+        or any(g in path for g in GENERATED)
+        or top in LIBRARIES
+        or top.removesuffix(".py") in LIBRARIES
+    ):
+        return None
+    return path, int(m["line"])
 
 
 def find_idle_gaps(facts: Facts, options: Options) -> Iterable[Finding]:
@@ -417,6 +485,271 @@ def find_profiler_distortion(facts: Facts, options: Options) -> Iterable[Finding
     )
 
 
+SLOW_SHARE = 0.10  # of the calls' GPU time
+SLOW_COMPUTE = 0.35  # of the dtype's peak
+SLOW_MEMORY = 0.25  # of HBM bandwidth
+_ALIGN = {"c10::BFloat16": 8, "c10::Half": 8, "float": 4, "c10::Float8_e4m3fn": 16}
+
+
+def find_slow_ops(facts: Facts, options: Options) -> Iterable[Finding]:
+    """KS701: ops with a large share of GPU time far below their own roof, and the causes
+    the evidence supports."""
+    del options
+    sms = _sm_count(facts)
+    for r in facts.roofline:
+        if r.share < SLOW_SHARE or r.efficiency is None:
+            continue
+        floor = SLOW_COMPUTE if r.bound == "compute" else SLOW_MEMORY
+        if r.bound not in ("compute", "memory") or r.efficiency >= floor:
+            continue
+        causes, tries = _slow_causes(facts, r, sms)
+        rate = (
+            f"{r.achieved_tflops:.0f} TFLOP/s"
+            if r.bound == "compute"
+            else f"{r.achieved_gbps:.0f} GB/s"
+        )
+        path, line = _row_line(facts, r)
+        yield Finding(
+            "KS701",
+            Severity.WARNING,
+            f"{r.name} ({r.shapes}) takes {r.share:.0%} of GPU time at {rate} = "
+            f"{r.efficiency:.0%} of its roof ({r.roof}): {'; '.join(causes)}",
+            path=path,
+            line=line,
+            try_=tries,
+            evidence={
+                "share": round(r.share, 3),
+                "efficiency": round(r.efficiency, 3),
+                "gpu_us_per_step": round(r.gpu_us_per_step, 1),
+                "kernel": r.kernel[:200],
+            },
+        )
+
+
+def _slow_causes(facts: Facts, r: OpRoof, sms: int | None) -> tuple[list[str], list[str]]:
+    causes: list[str] = []
+    tries: list[str] = []
+    dims = _matrix_dims(facts, r)
+    align = _ALIGN.get(r.dtype or "", 8)
+    odd = sorted({d for d in dims if d % align}) if r.kind in ("gemm", "conv") else []
+    if odd:
+        causes.append(
+            f"{', '.join(map(str, odd))} is not a multiple of {align}: the library falls back to "
+            f"a kernel without aligned vector loads ({r.kernel[:80]})"
+        )
+        tries.append(
+            f"pad that dimension to a multiple of {align} (64 is better still: "
+            f"{odd[0]} → {-(-odd[0] // 64) * 64}), e.g. a padded vocabulary or hidden size"
+        )
+    if r.kind in ("gemm", "conv") and r.dtype == "float":
+        causes.append("fp32 math on CUDA cores: TF32 tensor cores are off")
+        tries.append(
+            "torch.backends.cuda.matmul.allow_tf32 = True (or "
+            'torch.set_float32_matmul_precision("high")), or bf16 autocast'
+        )
+    if r.grid_blocks is not None and sms and r.grid_blocks < sms:
+        causes.append(f"its kernel's grid has {r.grid_blocks} blocks for {sms} SMs")
+        tries.append("give the kernel more parallel work: a larger batch, or fuse small calls")
+    if r.kind == "copy" and r.strides and _non_contiguous(facts, r):
+        causes.append(f"a strided (non-contiguous) copy (strides {r.strides})")
+        tries.append("avoid the copy: keep the layout the consumer wants, or copy once")
+    if r.kind == "attention":
+        tries.append(
+            "try another SDPA backend: with torch.nn.attention.sdpa_kernel("
+            "SDPBackend.CUDNN_ATTENTION) (on Hopper often the fastest) or FLASH_ATTENTION"
+        )
+    if not causes:
+        causes.append(f"a slow kernel for this shape ({r.kernel[:80]})")
+        tries.append(
+            "try another shape or dtype, torch.compile(mode='max-autotune'), or a fused library op"
+        )
+    return causes, tries
+
+
+class _Layout(msgspec.Struct):
+    dims: list[Any] = msgspec.field(default_factory=list[Any], name="Input Dims")
+    strides: list[Any] = msgspec.field(default_factory=list[Any], name="Input Strides")
+
+
+_LAYOUT = msgspec.json.Decoder(_Layout)
+
+
+def _layout(op: Op) -> tuple[list[list[int]], list[list[int]]]:
+    """The op's tensor shapes and strides (lists of ints only; others left out)."""
+    try:
+        layout = _LAYOUT.decode(op.args)
+    except msgspec.MsgspecError:
+        return [], []
+    return _int_lists(layout.dims), _int_lists(layout.strides)
+
+
+def _int_lists(values: list[Any]) -> list[list[int]]:
+    out: list[list[int]] = []
+    for v in values:
+        if isinstance(v, list) and all(type(x) is int for x in cast("list[object]", v)):
+            out.append(cast("list[int]", v))
+    return out
+
+
+def _matrix_dims(facts: Facts, r: OpRoof) -> list[int]:
+    """The last two sizes of each tensor input of the row's op."""
+    if r.op_index < 0:
+        return []
+    dims, _ = _layout(facts.trace.ops[r.op_index])
+    return [size for shape in dims if len(shape) >= 2 for size in shape[-2:]]
+
+
+def _non_contiguous(facts: Facts, r: OpRoof) -> bool:
+    """Whether a tensor input of the row's op has strides other than row-major ones."""
+    if r.op_index < 0:
+        return False
+    dims, strides = _layout(facts.trace.ops[r.op_index])
+    for shape, stride in zip(dims, strides, strict=False):
+        expect = 1
+        for size, st in zip(reversed(shape), reversed(stride), strict=False):
+            if size != 1 and st != expect:
+                return True
+            expect *= size
+    return False
+
+
+def _sm_count(facts: Facts) -> int | None:
+    side = facts.sidecar
+    if side and isinstance(side.device_properties.get("multi_processor_count"), int):
+        return int(side.device_properties["multi_processor_count"])
+    for props in facts.trace.device_properties:
+        if isinstance(props.get("numSms"), int):
+            return int(props["numSms"])
+    return None
+
+
+def _row_line(facts: Facts, r: OpRoof) -> tuple[str | None, int | None]:
+    """The user's line that ran a row's op (for a backward op, the line of its forward op,
+    matched by autograd's sequence number): from the line pass, else the Python stack,
+    else the function's def line."""
+    trace = facts.trace
+    op = trace.ops[r.op_index] if r.op_index >= 0 else None
+    forward = forward_op(trace, op) if op is not None else None
+    names = [o.name for o in (forward, op) if o is not None] or [r.name]
+    if facts.sidecar:
+        for name in names:
+            hits = [s for s in facts.sidecar.lines if name in s.top_ops]
+            if hits:
+                best = max(hits, key=lambda s: (s.cuda_us, s.self_cpu_us))
+                return best.path, best.line
+    for candidate in (forward, op):
+        if candidate is not None:
+            place = _python_frames(trace, [candidate])[0]
+            if place != _NO_PLACE:
+                return place
+    return facts.function_path, facts.function_line
+
+
+def find_graph_replays(facts: Facts, options: Options) -> Iterable[Finding]:
+    """KS702: CUDA-graph replays: how many kernels one launch ran, and the launches saved."""
+    del options
+    launch = _mean_kernel_launch(facts.trace)
+    for r in facts.roofline:
+        if r.kind != "graph":
+            continue
+        saved = (
+            f"; launched one by one they would take ~{fmt(r.kernels_per_step * launch)} of host "
+            f"time per step at this trace's {fmt(launch)} per launch"
+            if launch
+            else ""
+        )
+        path, line = _row_line(facts, r)
+        yield Finding(
+            "KS702",
+            Severity.INFO,
+            f"CUDA-graph replay: {r.kernels_per_step / max(r.calls_per_step, 1):g} kernels per "
+            f"replay, {fmt(r.gpu_us_per_step)} of GPU work per step from "
+            f"{r.calls_per_step:g} launch{'es' if r.calls_per_step != 1 else ''}{saved}",
+            path=path,
+            line=line,
+            try_=[
+                "the replay's kernels are tiny: fusing them (torch.compile before capture) "
+                "cuts GPU time, not only launch time"
+            ]
+            if r.bound == "latency"
+            else [],
+            evidence={"kernels_per_step": r.kernels_per_step, "gpu_us_per_step": r.gpu_us_per_step},
+        )
+
+
+def _mean_kernel_launch(trace: Trace) -> float | None:
+    durs = [op.dur for op in trace.launches if op.name in _KERNEL_LAUNCHES]
+    return sum(durs) / len(durs) if durs else None
+
+
+_KERNEL_LAUNCHES = frozenset(
+    {"cudaLaunchKernel", "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernelExC"}
+)
+UNSTEADY = 0.2  # (p90 - p10) / median
+
+
+def find_unsteady_timing(facts: Facts, options: Options) -> Iterable[Finding]:
+    """KS603: an unprofiled timing whose spread is too wide to compare runs by."""
+    del options
+    side = facts.sidecar
+    t = side.timing if side else None
+    if t is None or t.p10_us is None or t.p90_us is None or t.us_per_call <= 0:
+        return
+    spread = (t.p90_us - t.p10_us) / t.us_per_call
+    if spread <= UNSTEADY:
+        return
+    yield Finding(
+        "KS603",
+        Severity.INFO,
+        f"the unprofiled timing is unsteady: p10–p90 {fmt(t.p10_us)}–{fmt(t.p90_us)} around a "
+        f"median of {fmt(t.us_per_call)} over {t.reps} calls ({spread:.0%} wide); differences "
+        "between runs smaller than that are noise",
+        path=facts.function_path,
+        line=facts.function_line,
+        try_=[
+            "profile again; close other GPU and CPU work on this host",
+            "host-bound code varies between processes: compare medians of several runs",
+        ],
+        evidence={"spread": round(spread, 3), "reps": t.reps},
+    )
+
+
+CLOCK_FLOOR = 0.85  # of the maximum SM clock
+_REASONS = {
+    0x4: "software power cap",
+    0x8: "hardware slowdown",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "power brake",
+}
+
+
+def find_throttled_clocks(facts: Facts, options: Options) -> Iterable[Finding]:
+    """KS604: GPU clocks well below their maximum over the timing (NVML): not representative."""
+    del options
+    side = facts.sidecar
+    g = side.timing.gpu if side else None
+    if g is None or g.sm_clock_max_mhz <= 0:
+        return
+    reasons = [name for bit, name in _REASONS.items() if g.clock_event_reasons & bit]
+    low = g.sm_clock_mhz < CLOCK_FLOOR * g.sm_clock_max_mhz
+    gpu_bound = facts.verdict.bound not in ("overhead", "host")
+    if not reasons and not (low and gpu_bound):
+        return
+    why = f" ({', '.join(reasons)})" if reasons else " (clocks still ramping, or limited)"
+    yield Finding(
+        "KS604",
+        Severity.WARNING,
+        f"the GPU ran at {g.sm_clock_mhz:.0f} of its {g.sm_clock_max_mhz:.0f} MHz over the "
+        f"timing{why}, {g.power_w:.0f} W, utilization {g.utilization_pct:.0f} %: the numbers "
+        "may not be representative",
+        path=facts.function_path,
+        line=facts.function_line,
+        try_=["check nvidia-smi -q -d PERFORMANCE for the clock limits; profile again"],
+        evidence={"sm_clock_mhz": g.sm_clock_mhz, "sm_clock_max_mhz": g.sm_clock_max_mhz},
+    )
+
+
 def _has_syncs(facts: Facts) -> bool:
     if facts.sidecar and any(s.syncs for s in facts.sidecar.lines):
         return True
@@ -430,5 +763,9 @@ DEFAULT_FINDERS: tuple[Finder, ...] = (
     find_idle_gaps,
     find_launch_queue,
     find_fusion_chains,
+    find_slow_ops,
+    find_graph_replays,
     find_profiler_distortion,
+    find_unsteady_timing,
+    find_throttled_clocks,
 )

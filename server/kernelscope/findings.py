@@ -8,6 +8,8 @@ from pathlib import Path
 import msgspec
 
 DOCS_PAGE = Path(__file__).with_name("findings.md")  # docs/findings.md links here
+#: The verdict's codes: overhead, memory, compute, host, transfer, mixed.
+BOUND_CODES = ("KS101", "KS102", "KS103", "KS104", "KS105", "KS106")
 
 
 class Severity(StrEnum):

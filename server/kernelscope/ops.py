@@ -15,6 +15,7 @@ from operator import attrgetter
 
 import msgspec
 
+from kernelscope.calls import Calls, call_ops
 from kernelscope.trace_model import STEP_PREFIX, Op, Trace
 
 __all__ = ["OpStat", "op_table", "step_window"]
@@ -45,17 +46,26 @@ def step_window(trace: Trace) -> tuple[float, float]:
 
 
 def op_table(
-    trace: Trace, window: tuple[float, float] | None = None, within: str | None = None
+    trace: Trace,
+    window: tuple[float, float] | None = None,
+    within: str | None = None,
+    calls: Calls | None = None,
 ) -> list[OpStat]:
     """Per-name totals of the ops that start inside ``window`` (default: inside a step) and,
     with ``within``, lie inside an annotation of that name (the annotation itself excluded);
-    sorted by self CUDA time, then self CPU time, largest first."""
+    with ``calls``, of the function's own ops instead (``calls.call_ops``: other threads
+    included), GPU work launched straight from a call's range (a CUDA-graph replay) counted
+    under its launch. Sorted by self CUDA time, then self CPU time, largest first."""
     ops = trace.ops
     parents = list(map(_PARENT, ops))
     keys = _keys(list(map(_NAME, ops)))
-    self_cuda = _self_cuda(trace)
+    if calls is not None:
+        keep = call_ops(trace, calls)
+        self_cuda = _self_cuda(trace, keep)
+    else:
+        keep = _starts_in(ops, _intervals(trace, window))
+        self_cuda = _self_cuda(trace)
     cuda_total = _subtree_sums(parents, self_cuda)
-    keep = _starts_in(ops, _intervals(trace, window))
     if within is not None:
         inside = _descends_from(ops, parents, within)
         keep = [k and i for k, i in zip(keep, inside, strict=True)]
@@ -63,7 +73,7 @@ def op_table(
     # Sums per row name, kept in lists by the name's number: no Struct updates in the loop.
     number: dict[str, int] = {}
     rows = [number.setdefault(keys[row], len(number)) if keep[row] else -1 for row in row_of]
-    calls = [0] * len(number)
+    counts = [0] * len(number)
     self_cpu = [0.0] * len(number)
     cpu_total = [0.0] * len(number)
     own_cuda = [0.0] * len(number)
@@ -76,11 +86,11 @@ def op_table(
         self_cpu[k] += self_dur
         own_cuda[k] += cuda
         if row == index:
-            calls[k] += 1
+            counts[k] += 1
             cpu_total[k] += ops[index].dur
             total_cuda[k] += cuda_total[index]
     stats = [
-        OpStat(key, calls[k], self_cpu[k], cpu_total[k], own_cuda[k], total_cuda[k])
+        OpStat(key, counts[k], self_cpu[k], cpu_total[k], own_cuda[k], total_cuda[k])
         for key, k in number.items()
     ]
     return sorted(stats, key=lambda r: (r.self_cuda_us, r.self_cpu_us), reverse=True)
@@ -118,12 +128,17 @@ def _absorbed_into(parents: list[int], keys: list[str]) -> list[int]:
     return row_of
 
 
-def _self_cuda(trace: Trace) -> list[float]:
-    """GPU time (kernels, copies, sets) of each op's own launches."""
+def _self_cuda(trace: Trace, keep: list[bool] | None = None) -> list[float]:
+    """GPU time (kernels, copies, sets) of each op's own launches; with ``keep``, work whose
+    op is not kept but whose launch is goes to the launch (``cudaGraphLaunch`` under
+    ``ks:call``)."""
     own = [0.0] * len(trace.ops)
     for event in trace.gpu_events:
-        if event.op >= 0:
-            own[event.op] += event.dur
+        owner = event.op
+        if keep is not None and owner >= 0 and not keep[owner] and event.launch >= 0:
+            owner = event.launch
+        if owner >= 0:
+            own[owner] += event.dur
     return own
 
 

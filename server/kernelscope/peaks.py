@@ -25,10 +25,17 @@ class Peaks(msgspec.Struct, omit_defaults=True):
     fp32_tflops: float
     hbm_gbps: float
     source: str = "datasheet"
+    fp8_tflops: float = 0.0
+    """Dense fp8 tensor-core rate; 0 where the device has none (its fp16 rate applies)."""
+    link_gbps: float = 0.0
+    """Host <-> device bandwidth of one direction of the host link (PCIe, NVLink-C2C)."""
+    link: str = ""
 
     def tflops_for(self, dtype: str) -> float:
         """The matmul ceiling for a dtype name as Kineto writes it (c10::BFloat16, float...)."""
         d = dtype.lower()
+        if "float8" in d or d == "fp8":
+            return self.fp8_tflops or self.fp16_tflops
         if "bfloat16" in d or d == "bf16":
             return self.bf16_tflops
         if "half" in d or "float16" in d or d == "fp16":
@@ -43,30 +50,41 @@ class Peaks(msgspec.Struct, omit_defaults=True):
         return self.bf16_tflops * 1e12 / (self.hbm_gbps * 1e9)
 
 
-# Most specific names first: the first key contained in the device name wins.
+# Most specific names first: the first key contained in the device name wins. Links: PCIe
+# 5.0 x16 = 64 GB/s, 4.0 x16 = 32, 3.0 x16 = 16 per direction; GH200's NVLink-C2C 450.
+_G5, _G4, _G3 = ("PCIe 5.0 x16", 64.0), ("PCIe 4.0 x16", 32.0), ("PCIe 3.0 x16", 16.0)
+_C2C = ("NVLink-C2C", 450.0)
+
+
+def _p(name: str, bf16: float, fp16: float, tf32: float, fp32: float, hbm: float,
+       fp8: float, link: tuple[str, float]) -> Peaks:  # fmt: skip
+    return Peaks(name, bf16, fp16, tf32, fp32, hbm, fp8_tflops=fp8, link_gbps=link[1],
+                 link=link[0])  # fmt: skip
+
+
 DATASHEET: tuple[tuple[str, Peaks], ...] = (
-    ("h200", Peaks("NVIDIA H200", 989, 989, 495, 67, 4800)),
-    ("gh200", Peaks("NVIDIA GH200", 989, 989, 495, 67, 4000)),
-    ("h100 pcie", Peaks("NVIDIA H100 PCIe", 756, 756, 378, 51, 2000)),
-    ("h100 nvl", Peaks("NVIDIA H100 NVL", 835, 835, 418, 60, 3900)),
-    ("h100", Peaks("NVIDIA H100 SXM", 989, 989, 495, 67, 3350)),
-    ("b200", Peaks("NVIDIA B200", 2250, 2250, 1100, 80, 8000)),
-    ("a100-sxm4-40gb", Peaks("NVIDIA A100 40GB", 312, 312, 156, 19.5, 1555)),
-    ("a100-pcie-40gb", Peaks("NVIDIA A100 40GB PCIe", 312, 312, 156, 19.5, 1555)),
-    ("a100 80gb pcie", Peaks("NVIDIA A100 80GB PCIe", 312, 312, 156, 19.5, 1935)),
-    ("a100", Peaks("NVIDIA A100 80GB", 312, 312, 156, 19.5, 2039)),
-    ("l40s", Peaks("NVIDIA L40S", 362, 362, 183, 91.6, 864)),
-    ("l4", Peaks("NVIDIA L4", 121, 121, 60, 30.3, 300)),
-    ("a10g", Peaks("NVIDIA A10G", 70, 70, 35, 31.2, 600)),
-    ("a10", Peaks("NVIDIA A10", 125, 125, 62.5, 31.2, 600)),
-    ("rtx 6000 ada", Peaks("NVIDIA RTX 6000 Ada", 364, 364, 182, 91.1, 960)),
-    ("rtx a6000", Peaks("NVIDIA RTX A6000", 155, 155, 77, 38.7, 768)),
-    ("rtx 4090", Peaks("NVIDIA GeForce RTX 4090", 165, 165, 82.6, 82.6, 1008)),
-    ("rtx 3090", Peaks("NVIDIA GeForce RTX 3090", 71, 71, 35.6, 35.6, 936)),
-    ("v100", Peaks("NVIDIA V100", 0, 125, 0, 15.7, 900)),
-    ("t4", Peaks("NVIDIA T4", 0, 65, 0, 8.1, 320)),
-    ("mi300x", Peaks("AMD Instinct MI300X", 1307, 1307, 654, 163.4, 5300)),
-    ("mi250x", Peaks("AMD Instinct MI250X", 383, 383, 0, 47.9, 3277)),
+    ("gh200", _p("NVIDIA GH200", 989, 989, 495, 67, 4000, 1979, _C2C)),
+    ("h200", _p("NVIDIA H200", 989, 989, 495, 67, 4800, 1979, _G5)),
+    ("h100 pcie", _p("NVIDIA H100 PCIe", 756, 756, 378, 51, 2000, 1513, _G5)),
+    ("h100 nvl", _p("NVIDIA H100 NVL", 835, 835, 418, 60, 3900, 1671, _G5)),
+    ("h100", _p("NVIDIA H100 SXM", 989, 989, 495, 67, 3350, 1979, _G5)),
+    ("b200", _p("NVIDIA B200", 2250, 2250, 1100, 80, 8000, 4500, _G5)),
+    ("a100-sxm4-40gb", _p("NVIDIA A100 40GB", 312, 312, 156, 19.5, 1555, 0, _G4)),
+    ("a100-pcie-40gb", _p("NVIDIA A100 40GB PCIe", 312, 312, 156, 19.5, 1555, 0, _G4)),
+    ("a100 80gb pcie", _p("NVIDIA A100 80GB PCIe", 312, 312, 156, 19.5, 1935, 0, _G4)),
+    ("a100", _p("NVIDIA A100 80GB", 312, 312, 156, 19.5, 2039, 0, _G4)),
+    ("l40s", _p("NVIDIA L40S", 362, 362, 183, 91.6, 864, 733, _G4)),
+    ("l4", _p("NVIDIA L4", 121, 121, 60, 30.3, 300, 242, _G4)),
+    ("a10g", _p("NVIDIA A10G", 70, 70, 35, 31.2, 600, 0, _G4)),
+    ("a10", _p("NVIDIA A10", 125, 125, 62.5, 31.2, 600, 0, _G4)),
+    ("rtx 6000 ada", _p("NVIDIA RTX 6000 Ada", 364, 364, 182, 91.1, 960, 728, _G4)),
+    ("rtx a6000", _p("NVIDIA RTX A6000", 155, 155, 77, 38.7, 768, 0, _G4)),
+    ("rtx 4090", _p("NVIDIA GeForce RTX 4090", 165, 165, 82.6, 82.6, 1008, 330, _G4)),
+    ("rtx 3090", _p("NVIDIA GeForce RTX 3090", 71, 71, 35.6, 35.6, 936, 0, _G4)),
+    ("v100", _p("NVIDIA V100", 0, 125, 0, 15.7, 900, 0, _G3)),
+    ("t4", _p("NVIDIA T4", 0, 65, 0, 8.1, 320, 0, _G3)),
+    ("mi300x", _p("AMD Instinct MI300X", 1307, 1307, 654, 163.4, 5300, 2615, _G5)),
+    ("mi250x", _p("AMD Instinct MI250X", 383, 383, 0, 47.9, 3277, 0, _G4)),
 )
 
 
@@ -111,6 +129,17 @@ def save_calibrated(peaks: Peaks, path: Path | None = None) -> Path:
 def peaks_for(
     device_name: str, total_memory: int | None = None, cache: Path | None = None
 ) -> Peaks | None:
-    """Measured ceilings for this device if cached, else the datasheet's, else None."""
+    """Measured ceilings for this device if cached (with the datasheet's fp8 rate and host
+    link where calibration did not measure them), else the datasheet's, else None."""
     measured = load_calibrated(cache).get(device_name)
-    return measured or datasheet_peaks(device_name, total_memory)
+    sheet = datasheet_peaks(device_name, total_memory)
+    if measured is None:
+        return sheet
+    if sheet is not None:
+        measured = msgspec.structs.replace(
+            measured,
+            fp8_tflops=measured.fp8_tflops or sheet.fp8_tflops,
+            link_gbps=measured.link_gbps or sheet.link_gbps,
+            link=measured.link or sheet.link,
+        )
+    return measured

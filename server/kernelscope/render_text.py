@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from kernelscope.findings import Finding
+from kernelscope.findings import BOUND_CODES, Finding
 from kernelscope.protocol import ProfileFailed
-from kernelscope.report import OpRow, Report, TraceAnalysis
+from kernelscope.report import OpRow, Report, Timing, TraceAnalysis
+from kernelscope.roofline import OpRoof
 from kernelscope.units import fmt_us
 
 DASH = "-"
@@ -64,18 +65,29 @@ def render_report(report: Report, max_ops: int = 15, max_lines: int = 10) -> str
         f"per step    CPU {fmt_us(t.cpu_us_per_step)}"
         f" · CUDA {fmt_us(t.cuda_us_per_step) if cuda else DASH}"
         f" · wall {fmt_us(t.wall_us_per_step)}  (profiled)",
-        f"unprofiled  {fmt_us(t.unprofiled_us_per_call)} per call (median of {t.unprofiled_reps}, "
-        f"{t.unprofiled_method.replace('_', ' ')})" + _inflation(report),
+        f"unprofiled  {fmt_us(t.unprofiled_us_per_call)} per call (median of {t.unprofiled_reps}"
+        + _spread(t)
+        + f", {t.unprofiled_method.replace('_', ' ')})"
+        + _inflation(report),
         f"cold call   {fmt_us(d.first_call_us)}"
         + (f" · entry → first kernel {fmt_us(d.entry_to_first_kernel_us)}" if cuda else "")
+        + (f" · compiling {fmt_us(d.compile_us)}" if d.compile_us else "")
         + (" · fresh worker" if d.process_fresh else " · warm worker")
         + (f" · CUDA context {fmt_us(d.cuda_init_us)} at worker start" if d.cuda_init_us else ""),
     ]
+    if t.gpu is not None:
+        g = t.gpu
+        out.append(
+            f"gpu (NVML) SM {g.sm_clock_mhz:.0f}/{g.sm_clock_max_mhz:.0f} MHz · memory "
+            f"{g.mem_clock_mhz:.0f}/{g.mem_clock_max_mhz:.0f} MHz · {g.power_w:.0f} W · "
+            f"utilization {g.utilization_pct:.0f} % over the unprofiled timing"
+        )
     if report.memory:
         out.append(
             f"memory      peak {report.memory.peak_allocated_bytes / 2**20:.1f} MiB allocated"
         )
     out += _verdict(report.verdict.summary if report.verdict else None, report.findings)
+    out += _roofline(report.roofline)
     steps = report.steps.active
     out += ["", f"ops (totals over {steps} active step{'s' if steps != 1 else ''})"]
     out += _ops_table(report.ops, cuda, max_ops)
@@ -105,9 +117,6 @@ def render_report(report: Report, max_ops: int = 15, max_lines: int = 10) -> str
         ]
     out += ["", f"trace       {shorten(report.trace.path)}"]
     return "\n".join(out)
-
-
-BOUND_CODES = ("KS101", "KS102", "KS103", "KS104")
 
 
 def _verdict(summary: str | None, findings: list[Finding]) -> list[str]:
@@ -153,8 +162,8 @@ def render_trace_analysis(result: TraceAnalysis, max_ops: int = 15) -> str:
     v = result.verdict
     cuda = v.bound != "host"
     out = [
-        f"kernelscope · {shorten(result.trace.path)}  ({result.steps} step"
-        f"{'s' if result.steps != 1 else ''}"
+        f"kernelscope · {shorten(result.trace.path)}  ({result.steps} call"
+        f"{'s' if result.steps != 1 else ''} found by {result.calls_found_by or 'steps'}"
         + (f", {result.device}" if result.device else "")
         + ")",
         "",
@@ -163,10 +172,45 @@ def render_trace_analysis(result: TraceAnalysis, max_ops: int = 15) -> str:
         + " (from the start of the first region)",
     ]
     out += _verdict(v.summary, result.findings)
+    out += _roofline(result.roofline)
     out += ["", f"ops (totals over {result.steps} steps)", *_ops_table(result.ops, cuda, max_ops)]
     if result.warnings:
         out += ["", "warnings", *("  " + w for w in result.warnings)]
     return "\n".join(out)
+
+
+def _roofline(rows: Sequence[OpRoof], limit: int = 8) -> list[str]:
+    """The costliest ops against their own roofs."""
+    if not rows:
+        return []
+    body = [
+        [
+            r.name[:40],
+            f"{r.share:.0%}",
+            fmt_us(r.gpu_us_per_step),
+            f"{r.achieved_tflops:.0f}" if r.achieved_tflops is not None else DASH,
+            f"{r.achieved_gbps:.0f}" if r.achieved_gbps is not None else DASH,
+            r.bound,
+            f"{r.efficiency:.0%} of {r.roof}" if r.efficiency is not None else DASH,
+            r.shapes[:40],
+        ]
+        for r in rows[:limit]
+    ]
+    return [
+        "",
+        "roofline (per step; each op against its own roof)",
+        *table(
+            ["op", "GPU", "time", "TFLOP/s", "GB/s", "bound", "achieved", "shapes"],
+            body,
+            align="lrrrrlll",
+        ),
+    ]
+
+
+def _spread(t: Timing) -> str:
+    if t.unprofiled_p10_us is None or t.unprofiled_p90_us is None:
+        return ""
+    return f", p10–p90 {fmt_us(t.unprofiled_p10_us)}–{fmt_us(t.unprofiled_p90_us)}"
 
 
 def _inflation(report: Report) -> str:

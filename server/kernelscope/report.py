@@ -9,13 +9,13 @@ from typing import Any
 import msgspec
 
 from kernelscope import __version__
+from kernelscope.calls import find_calls
 from kernelscope.diagnose import Analysis, Options, Verdict, analyze
 from kernelscope.findings import Finding
 from kernelscope.ops import OpStat, op_table
-from kernelscope.protocol import LineStat, ProfileFinished, Sidecar, WorkerReady
+from kernelscope.protocol import GpuSample, LineStat, ProfileFinished, Sidecar, WorkerReady
+from kernelscope.roofline import OpRoof
 from kernelscope.trace_model import Trace, TraceError, load_trace
-
-CALL_ANNOTATION = "ks:call"
 
 
 class FunctionRef(msgspec.Struct):
@@ -63,6 +63,10 @@ class Timing(msgspec.Struct):
     unprofiled_method: str
     unprofiled_reps: int
     host_us_per_call: float | None = None
+    unprofiled_p10_us: float | None = None
+    unprofiled_p90_us: float | None = None
+    gpu: GpuSample | None = None
+    """NVML's readings over the unprofiled timing (clocks, power, utilization)."""
 
 
 class DeadWindow(msgspec.Struct):
@@ -72,6 +76,8 @@ class DeadWindow(msgspec.Struct):
     entry_to_first_kernel_us: float | None
     process_fresh: bool = False
     cuda_init_us: float | None = None
+    compile_us: float | None = None
+    """torch.compile's compile time inside the first call."""
 
 
 OpRow = OpStat  # one op over the active steps (totals, like key_averages)
@@ -117,6 +123,8 @@ class Report(msgspec.Struct):
     output_truncated: bool = False
     created: str = ""
     kernelscope: str = __version__
+    roofline: list[OpRoof] = []
+    stages_s: dict[str, float] = {}
 
 
 def build_report(
@@ -131,10 +139,12 @@ def build_report(
     """Join the worker's sidecar, the trace, and its analysis."""
     side = finished.sidecar
     active = max(side.active, 1)
-    calls = [a.dur for a in trace.user_annotations if a.name == CALL_ANNOTATION]
-    cpu_total = sum(calls) if calls else sum(s.dur for s in trace.steps)
-    ops = op_table(trace, within=_own_calls(trace))
-    cuda_total = sum(o.self_cuda_us for o in ops)
+    calls = find_calls(trace)
+    cpu_total = calls.host_us
+    ops = op_table(trace, calls=calls)
+    cuda_total = (
+        analysis.verdict.cuda_us_per_step * active if analysis else sum(o.self_cuda_us for o in ops)
+    )
     return Report(
         function=FunctionRef(path=function_path, qualname=qualname, line=side.function_line),
         device=DeviceRef(side.device_type, side.device_name, side.device_index),
@@ -155,6 +165,9 @@ def build_report(
             unprofiled_method=side.timing.method,
             unprofiled_reps=side.timing.reps,
             host_us_per_call=side.timing.host_us_per_call,
+            unprofiled_p10_us=side.timing.p10_us,
+            unprofiled_p90_us=side.timing.p90_us,
+            gpu=side.timing.gpu,
         ),
         dead_window=DeadWindow(
             first_call_us=side.cold.first_call_us,
@@ -163,6 +176,7 @@ def build_report(
             else side.cold.entry_to_first_kernel_us,
             process_fresh=side.cold.process_fresh,
             cuda_init_us=ready.cuda_init_us if ready else None,
+            compile_us=side.cold.compile_us,
         ),
         ops=ops,
         lines=_line_rows(side.lines),
@@ -176,14 +190,8 @@ def build_report(
         output=finished.output,
         output_truncated=finished.output_truncated,
         created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-    )
-
-
-def _own_calls(trace: Trace) -> str | None:
-    """Our per-call annotation when the trace has it: the ops table then holds only the
-    function's own work, not the profiler's step markers nor our synchronize."""
-    return (
-        CALL_ANNOTATION if any(a.name == CALL_ANNOTATION for a in trace.user_annotations) else None
+        roofline=analysis.roofline if analysis else [],
+        stages_s=dict(side.stages_s),
     )
 
 
@@ -227,6 +235,9 @@ class TraceAnalysis(msgspec.Struct):
     ops: list[OpRow]
     warnings: list[str] = []
     kernelscope: str = __version__
+    roofline: list[OpRoof] = []
+    calls_found_by: str = ""
+    """How the calls were found: ks:call, profiler steps, annotations, or the whole trace."""
 
 
 def analyze_trace(
@@ -247,8 +258,10 @@ def analyze_trace(
         verdict=analysis.verdict,
         findings=analysis.findings,
         dead_window={"entry_to_first_kernel_us": analysis.entry_to_first_kernel_us},
-        ops=op_table(trace, within=_own_calls(trace)),
+        ops=op_table(trace, calls=find_calls(trace)),
         warnings=analysis.warnings,
+        roofline=analysis.roofline,
+        calls_found_by=analysis.calls_found_by,
     )
 
 
@@ -258,11 +271,10 @@ def trace_only_report(
     """A report from a trace alone (no sidecar): times per step, ops, verdict, findings;
     no unprofiled timing, cold call or line attribution."""
     analysis = analyze(trace, None, function_path=function_path)
-    steps = max(len(trace.steps), 1)
-    own = _own_calls(trace)
-    ops = op_table(trace, within=own)
-    calls = [a.dur for a in trace.user_annotations if a.name == CALL_ANNOTATION]
-    cpu = (sum(calls) if calls else sum(s.dur for s in trace.steps)) / steps
+    calls = find_calls(trace)
+    steps = max(len(calls), 1)
+    ops = op_table(trace, calls=calls)
+    cpu = calls.host_us / steps
     device = analysis.verdict.device
     return Report(
         function=FunctionRef(function_path, qualname, def_line),
@@ -271,7 +283,7 @@ def trace_only_report(
         steps=Steps(0, 0, len(trace.steps)),
         timing=Timing(
             cpu_us_per_step=cpu,
-            cuda_us_per_step=sum(o.self_cuda_us for o in ops) / steps,
+            cuda_us_per_step=analysis.verdict.cuda_us_per_step,
             wall_us_per_step=analysis.verdict.wall_us_per_step,
             unprofiled_us_per_call=0.0,
             unprofiled_method="none",
@@ -285,6 +297,7 @@ def trace_only_report(
         findings=analysis.findings,
         warnings=analysis.warnings,
         created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        roofline=analysis.roofline,
     )
 
 

@@ -43,11 +43,11 @@ STAGES = {
     "import": (5, "importing"),
     "inputs": (10, "building inputs"),
     "cold": (15, "cold call"),
+    "timing": (20, "unprofiled timing"),
     "wait": (25, "wait"),
     "warmup": (35, "warmup"),
     "active": (50, "active"),
-    "export": (70, "exporting the trace"),
-    "timing": (75, "unprofiled timing"),
+    "export": (75, "exporting the trace"),
     "lines": (85, "line attribution"),
     "analysis": (95, "analysis"),
 }

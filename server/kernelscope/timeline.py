@@ -1,4 +1,4 @@
-"""The GPU's timeline over the active steps: busy time, idle gaps, and the launch queue."""
+"""The GPU's timeline over the function's calls: busy time, idle gaps, and the launch queue."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from functools import cached_property
 from itertools import accumulate
 from operator import add, attrgetter, sub
 
+from kernelscope.calls import Calls, find_calls, gpu_work
 from kernelscope.trace_model import CPU_OP, GpuEvent, Trace
 
 _TS = attrgetter("ts")
@@ -36,7 +37,8 @@ class Gap:
 
 @dataclass(frozen=True)
 class Timeline:
-    """GPU work of the analyzed window (µs); `window` spans the steps and their GPU tail."""
+    """GPU work of the function's calls (µs). ``windows`` are the calls' host spans, each
+    extended to the end of its GPU work, merged where they overlap; ``window`` spans them."""
 
     window: tuple[float, float]
     steps: int
@@ -54,11 +56,15 @@ class Timeline:
     devices: int = 0
     trace: Trace | None = field(default=None, repr=False, compare=False)
     """The trace the host ops of the gaps are looked up in."""
+    windows: list[tuple[float, float]] = field(default_factory=list[tuple[float, float]])
+    calls: Calls | None = field(default=None, repr=False, compare=False)
 
     @property
     def wall_us(self) -> float:
-        """Length of the window."""
-        return self.window[1] - self.window[0]
+        """Total length of the windows (the calls with their GPU tails)."""
+        if not self.windows:
+            return self.window[1] - self.window[0]
+        return sum(hi - lo for lo, hi in self.windows)
 
     @property
     def busy_fraction(self) -> float | None:
@@ -111,37 +117,35 @@ def step_bounds(trace: Trace) -> tuple[float, float] | None:
     return min(s.ts for s in trace.steps), max(s.end for s in trace.steps)
 
 
-def build_timeline(trace: Trace, min_gap_us: float = 20.0) -> Timeline:
-    """Busy time, gaps longer than `min_gap_us`, and queue delays of the steps' GPU work."""
-    bounds = step_bounds(trace)
-    steps = max(len(trace.steps), 1)
-    if bounds is None:
-        starts = [op.ts for op in trace.ops] + [g.ts for g in trace.gpu_events]
-        ends = [op.end for op in trace.ops] + [g.end for g in trace.gpu_events]
-        bounds = (min(starts), max(ends)) if starts else (0.0, 0.0)
-    lo, hi = bounds
-    ops = trace.ops
-    # trace.gpu_events is sorted by ts, and so is what is kept of it. Launched inside the
-    # window (by the launch's time), else started inside it.
-    events = [
-        g
-        for g in trace.gpu_events
-        if g.dur > 0 and lo <= (ops[g.launch].ts if g.launch >= 0 else g.ts) <= hi
-    ]
+def build_timeline(trace: Trace, min_gap_us: float = 20.0, calls: Calls | None = None) -> Timeline:
+    """Busy time, idle gaps longer than `min_gap_us`, and queue delays of the GPU work of
+    the function's calls (``calls.gpu_work``: attributed by launch, on any thread)."""
+    calls = calls if calls is not None else find_calls(trace)
+    work = gpu_work(trace, calls)
+    events = [g for _, g in work]  # in trace order: sorted by ts
+    his = list(calls.ends)
+    for i, g in work:
+        his[i] = max(his[i], g.ts + g.dur)
+    win_starts, win_ends = _merge(list(calls.starts), his)
+    windows = list(zip(win_starts, win_ends, strict=True))
+    window = (win_starts[0], win_ends[-1]) if windows else (0.0, 0.0)
     starts = list(map(_TS, events))
     ends = list(map(add, starts, map(_DUR, events)))
-    end = max(hi, *ends) if ends else hi
-    window = (lo, end)
     merged_starts, merged_ends = _merge(starts, ends)
     busy = sum(map(sub, merged_ends, merged_starts))
-    gap_starts, gap_ends = _holes(merged_starts, merged_ends, window, min_gap_us)
+    gap_starts, gap_ends = (
+        _idle(merged_starts, merged_ends, windows, min_gap_us) if events else ([], [])
+    )
+    ops = trace.ops
     cats = list(map(_CAT, events))
     queue = [g.ts - ops[g.launch].ts for g in events if g.launch >= 0 and g.cat == "kernel"]
-    launch_cost = [op.dur for op in trace.launches if "Launch" in op.name and lo <= op.ts <= end]
+    launch_cost = [
+        op.dur for op in trace.launches if "Launch" in op.name and calls.index_of(op.ts) >= 0
+    ]
     devices = list(map(_DEVICE, events))
     return Timeline(
         window=window,
-        steps=steps,
+        steps=max(len(calls), 1),
         events=events,
         busy_us=busy,
         kernel_us=sum(map(_DUR, events)),
@@ -153,7 +157,36 @@ def build_timeline(trace: Trace, min_gap_us: float = 20.0) -> Timeline:
         streams=len(set(zip(devices, map(_STREAM, events), strict=True))),
         devices=len(set(devices)),
         trace=trace,
+        windows=windows,
+        calls=calls,
     )
+
+
+def _idle(
+    starts: list[float],
+    ends: list[float],
+    windows: list[tuple[float, float]],
+    min_gap_us: float,
+) -> tuple[list[float], list[float]]:
+    """The stretches of at least ``min_gap_us`` inside the windows with no busy interval
+    (both sorted and disjoint), as lists of starts and of ends."""
+    out_starts: list[float] = []
+    out_ends: list[float] = []
+    k = 0
+    for lo, hi in windows:
+        cursor = lo
+        while k < len(starts) and starts[k] < hi:
+            if starts[k] - cursor >= min_gap_us:
+                out_starts.append(cursor)
+                out_ends.append(starts[k])
+            cursor = max(cursor, ends[k])
+            k += 1
+        if hi - cursor >= min_gap_us:
+            out_starts.append(cursor)
+            out_ends.append(hi)
+        if k > 0 and ends[k - 1] > hi:  # a busy interval running on past this window
+            k -= 1
+    return out_starts, out_ends
 
 
 def _merge(starts: list[float], ends: list[float]) -> tuple[list[float], list[float]]:
@@ -170,25 +203,6 @@ def _merge(starts: list[float], ends: list[float]) -> tuple[list[float], list[fl
             out_ends.append(end)
             last = end
     return out_starts, out_ends
-
-
-def _holes(
-    starts: list[float], ends: list[float], window: tuple[float, float], min_gap_us: float
-) -> tuple[list[float], list[float]]:
-    """Idle intervals of at least ``min_gap_us`` between busy ones (not before the first or
-    after the last), clipped to the window, as lists of starts and of ends (floats, which
-    the garbage collector does not track: a collection would walk the trace's lists)."""
-    lo, hi = window
-    hole_starts: list[float] = []
-    hole_ends: list[float] = []
-    # each busy interval's end and the next one's start
-    for a_end, b_start in zip(ends[:-1], starts[1:], strict=True):
-        start = lo if lo > a_end else a_end  # max(a_end, lo), without the call
-        end = hi if hi < b_start else b_start  # min(b_start, hi)
-        if end > start and end - start >= min_gap_us:
-            hole_starts.append(start)
-            hole_ends.append(end)
-    return hole_starts, hole_ends
 
 
 class _HostOps:
