@@ -138,3 +138,19 @@ def test_stage_timings_and_timing_spread_in_the_sidecar(driver: LauncherDriver) 
     assert t.p10_us is not None and t.p90_us is not None
     assert t.p10_us <= t.us_per_call <= t.p90_us
     assert t.gpu is None  # CPU job: no NVML sampling
+
+
+def test_host_bound_calls_are_timed_again_in_a_worker_that_never_profiled(
+    driver: LauncherDriver,
+) -> None:
+    """A CPU call is host-bound: its unprofiled timing comes from the clean worker, with the
+    profiling worker's figure kept beside it."""
+    side = ok(driver.run(f"{THREE}::three_lines", line_pass=False)).finished.sidecar
+    t = side.timing
+    assert t.process == "clean worker"
+    assert t.profiling_worker_us_per_call is not None and t.profiling_worker_us_per_call > 0
+    assert t.method == "perf_counter" and t.reps >= 5
+    timer = driver.launcher._timer  # pyright: ignore[reportPrivateUsage]
+    assert timer is not None and timer.pid != driver.launcher.worker.pid  # type: ignore[union-attr]
+    stages = [p.stage for p in driver.progress]
+    assert stages[-1] == "clean_timing"

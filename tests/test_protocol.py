@@ -100,6 +100,16 @@ def frames(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[bytes]]:
             active=1,
         )
     )
+    requests.append(
+        protocol.RunTiming(
+            job_id="timed",
+            path=str(WORKLOADS / "three_lines.py"),
+            qualname="three_lines",
+            module_name="three_lines",
+            project_root=str(WORKLOADS),
+            trace_dir=str(tmp_path_factory.mktemp("timed")),
+        )
+    )
     for request in requests:
         worker.send(request)
         while True:
@@ -113,7 +123,8 @@ def frames(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[bytes]]:
 
 
 @pytest.mark.parametrize(
-    "kind", ["worker_ready", "job_progress", "profile_finished", "profile_failed"]
+    "kind",
+    ["worker_ready", "job_progress", "profile_finished", "profile_failed", "timing_finished"],
 )
 def test_round_trip(frames: dict[str, list[bytes]], kind: str) -> None:
     assert frames.get(kind), f"the worker sent no {kind} frame"
@@ -154,7 +165,8 @@ def test_requests_round_trip() -> None:
         remote_root="~/proj",
         return_traces=True,
     )
-    for message in (request, protocol.Cancel(job_id="j"), protocol.Shutdown()):
+    timing = msgspec.convert(msgspec.structs.asdict(request), protocol.RunTiming)
+    for message in (request, timing, protocol.Cancel(job_id="j"), protocol.Shutdown()):
         body = protocol.encode_frame(message)[FRAME_HEADER.size :]
         assert protocol.decode_to_worker(body) == message
 

@@ -16,6 +16,7 @@ LABELS = {
     "active": "active",
     "export": "exporting trace",
     "timing": "unprofiled timing",
+    "clean_timing": "timing in a worker that never profiled",
     "lines": "line attribution",
 }
 

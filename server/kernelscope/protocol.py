@@ -52,6 +52,10 @@ class RunProfile(Message, tag="run_profile"):
     return_traces: bool = False
 
 
+class RunTiming(RunProfile, tag="run_timing"):
+    """Only the unprofiled timing of the same call, for a worker that never profiles."""
+
+
 class RunCalibration(Message, tag="run_calibration"):
     """Measure the device's matmul and copy ceilings."""
 
@@ -145,6 +149,11 @@ class UnprofiledTiming(msgspec.Struct):
     p10_us: float | None = None
     p90_us: float | None = None
     gpu: GpuSample | None = None
+    process: str = "profiling worker"
+    """Where it was timed: the ``profiling worker`` after its profiler sessions, or a
+    ``clean worker`` that never ran the profiler (its host timings are not slowed)."""
+    profiling_worker_us_per_call: float | None = None
+    """The profiling worker's own median, when a clean worker's replaced it."""
 
 
 class OpFlops(msgspec.Struct):
@@ -232,6 +241,14 @@ class ProfileFailed(Message, tag="profile_failed"):
     hint: str | None = None
 
 
+class TimingFinished(Message, tag="timing_finished"):
+    """The unprofiled timing of a RunTiming job."""
+
+    job_id: str
+    timing: UnprofiledTiming
+    output: str = ""
+
+
 class CalibrationFinished(Message, tag="calibration_finished"):
     """Measured ceilings of one GPU: TFLOP/s per matmul dtype, copy GB/s."""
 
@@ -246,9 +263,16 @@ class CalibrationFinished(Message, tag="calibration_finished"):
     method: str = ""
 
 
-ToWorker = RunProfile | RunCalibration | Cancel | Shutdown
-FromWorker = WorkerReady | JobProgress | ProfileFinished | ProfileFailed | CalibrationFinished
-JobOutcome = ProfileFinished | CalibrationFinished
+ToWorker = RunProfile | RunTiming | RunCalibration | Cancel | Shutdown
+FromWorker = (
+    WorkerReady
+    | JobProgress
+    | ProfileFinished
+    | ProfileFailed
+    | CalibrationFinished
+    | TimingFinished
+)
+JobOutcome = ProfileFinished | CalibrationFinished | TimingFinished
 
 
 def failure(kind: str, message: str, **fields: object) -> ProfileFailed:

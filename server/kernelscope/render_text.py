@@ -67,7 +67,14 @@ def render_report(report: Report, max_ops: int = 15, max_lines: int = 10) -> str
         f" · wall {fmt_us(t.wall_us_per_step)}  (profiled)",
         f"unprofiled  {fmt_us(t.unprofiled_us_per_call)} per call (median of {t.unprofiled_reps}"
         + _spread(t)
-        + f", {t.unprofiled_method.replace('_', ' ')})"
+        + f", {t.unprofiled_method.replace('_', ' ')}"
+        + (
+            f", in a worker that never profiled; {fmt_us(t.profiling_worker_us_per_call)} in "
+            "the profiling one"
+            if t.unprofiled_process == "clean worker" and t.profiling_worker_us_per_call
+            else ""
+        )
+        + ")"
         + _inflation(report),
         f"cold call   {fmt_us(d.first_call_us)}"
         + (f" · entry → first kernel {fmt_us(d.entry_to_first_kernel_us)}" if cuda else "")

@@ -67,6 +67,9 @@ class Timing(msgspec.Struct):
     unprofiled_p90_us: float | None = None
     gpu: GpuSample | None = None
     """NVML's readings over the unprofiled timing (clocks, power, utilization)."""
+    unprofiled_process: str = "profiling worker"
+    """Where the unprofiled timing ran: a ``clean worker`` never ran the profiler."""
+    profiling_worker_us_per_call: float | None = None
 
 
 class DeadWindow(msgspec.Struct):
@@ -168,6 +171,8 @@ def build_report(
             unprofiled_p10_us=side.timing.p10_us,
             unprofiled_p90_us=side.timing.p90_us,
             gpu=side.timing.gpu,
+            unprofiled_process=side.timing.process,
+            profiling_worker_us_per_call=side.timing.profiling_worker_us_per_call,
         ),
         dead_window=DeadWindow(
             first_call_us=side.cold.first_call_us,

@@ -49,6 +49,7 @@ STAGES = {
     "active": (50, "active"),
     "export": (75, "exporting the trace"),
     "lines": (85, "line attribution"),
+    "clean_timing": (90, "timing in a worker that never profiled"),
     "analysis": (95, "analysis"),
 }
 
