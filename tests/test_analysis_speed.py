@@ -20,6 +20,7 @@ from kernelscope.flops import (
     MATMULS,
     OpCost,
     OpCosts,
+    concrete_inputs,
     flops_of,
     matmul_dtype,
     op_bytes,
@@ -39,7 +40,7 @@ IDS = [f"{p.parent.name}/{p.name.split('.')[0]}" for p in TRACES]
 def reference_cost(op: Op) -> OpCost:
     inputs = op.inputs()
     dtype = matmul_dtype(inputs) if op.name in MATMULS else None
-    return OpCost(flops_of(op), op_bytes(op.name, inputs), dtype)
+    return OpCost(flops_of(op), op_bytes(op.name, inputs, concrete_inputs(op)), dtype)
 
 
 def reference_host_ops(trace: Trace, start: float, end: float) -> tuple[str, ...]:

@@ -24,7 +24,7 @@ from typing import cast
 import msgspec
 
 from kernelscope.calls import Calls
-from kernelscope.flops import ATTENTION, CONVOLUTIONS, MATMULS, REDUCTIONS, OpCosts
+from kernelscope.flops import ATTENTION, CONVOLUTIONS, MATMULS, MATVECS, REDUCTIONS, OpCosts
 from kernelscope.peaks import Peaks
 from kernelscope.trace_model import GpuEvent, Op, Trace
 
@@ -66,7 +66,7 @@ class OpRoof(msgspec.Struct):
 
     name: str
     kind: str
-    """gemm, conv, attention, norm, reduction, elementwise, copy, transfer, graph, other."""
+    """gemm, gemv, conv, attention, norm, reduction, elementwise, copy, transfer, graph, other."""
     bound: str
     gpu_us_per_step: float
     share: float
@@ -162,6 +162,8 @@ def kind_of(name: str) -> str:
     """The family an op belongs to, for reading the table."""
     if name in MATMULS:
         return "gemm"
+    if name in MATVECS:
+        return "gemv"
     if name in CONVOLUTIONS or name.startswith("aten::convolution"):
         return "conv"
     if name in ATTENTION or "attention" in name:
