@@ -2,7 +2,6 @@
 activity, with and without TEARDOWN_CUPTI=1, and how much slower is host-bound code after
 a session? Usage: python cupti_probe.py 1|0|unset  (prints one JSON line)."""
 
-import gzip
 import json
 import os
 import statistics
@@ -39,7 +38,8 @@ def host_bound_us():
 
 
 def kernels(path):
-    events = json.load(open(path))["traceEvents"]
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
     os.unlink(path)
     return sum(1 for e in events if e.get("cat") == "kernel")
 
@@ -84,5 +84,13 @@ for kind in ["plain", "scheduled", "lines", "plain", "scheduled", "lines", "plai
     n = {"plain": plain, "scheduled": scheduled, "lines": lambda: plain(True)}[kind]()
     sessions.append((kind, n))
     host.setdefault("after_" + kind, host_bound_us())
-print(json.dumps({"TEARDOWN_CUPTI": mode, "torch": torch.__version__, "sessions": sessions,
-                  "host_bound_us": host}))
+print(
+    json.dumps(
+        {
+            "TEARDOWN_CUPTI": mode,
+            "torch": torch.__version__,
+            "sessions": sessions,
+            "host_bound_us": host,
+        }
+    )
+)

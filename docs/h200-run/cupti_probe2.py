@@ -8,8 +8,8 @@ import tempfile
 
 os.environ.setdefault("TEARDOWN_CUPTI", "1")
 os.environ.setdefault("KINETO_LOG_LEVEL", "99")
-import torch  # noqa: E402
-from torch.profiler import ProfilerActivity, profile, record_function, schedule  # noqa: E402
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 variant = sys.argv[1]
 ACTS = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
@@ -17,7 +17,8 @@ a = torch.randn(2048, 2048, device="cuda")
 
 
 def kernels(path):
-    events = json.load(open(path))["traceEvents"]
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
     os.unlink(path)
     return sum(1 for e in events if e.get("cat") == "kernel")
 

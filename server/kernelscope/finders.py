@@ -351,6 +351,9 @@ def find_idle_gaps(facts: Facts, options: Options) -> Iterable[Finding]:
     tl = facts.timeline
     if not tl.gap_starts or tl.wall_us <= 0:
         return
+    unprofiled = facts.verdict.gpu_busy_fraction_unprofiled
+    if unprofiled is not None and unprofiled >= 0.9:
+        return  # unprofiled, the GPU barely idles: these gaps are the profiler's host cost
     idle = tl.idle_us
     if idle < 0.1 * tl.wall_us:
         return
@@ -360,7 +363,7 @@ def find_idle_gaps(facts: Facts, options: Options) -> Iterable[Finding]:
     yield Finding(
         "KS401",
         Severity.INFO,
-        f"GPU idle {fmt(idle / tl.steps)} per step in {len(tl.gap_starts) / tl.steps:g} gaps of ≥ "
+        f"GPU idle {fmt(idle / tl.steps)} per step in {len(tl.gap_starts) / tl.steps:.3g} gaps of ≥ "
         f"{fmt(options.min_gap_us)} (longest {fmt(longest[0].dur)}); meanwhile the host ran {ops}",
         path=facts.function_path,
         line=facts.function_line,
