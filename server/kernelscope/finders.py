@@ -363,8 +363,9 @@ def find_idle_gaps(facts: Facts, options: Options) -> Iterable[Finding]:
     yield Finding(
         "KS401",
         Severity.INFO,
-        f"GPU idle {fmt(idle / tl.steps)} per step in {len(tl.gap_starts) / tl.steps:.3g} gaps of ≥ "
-        f"{fmt(options.min_gap_us)} (longest {fmt(longest[0].dur)}); meanwhile the host ran {ops}",
+        f"GPU idle {fmt(idle / tl.steps)} per step in {len(tl.gap_starts) / tl.steps:.3g} gaps "
+        f"of ≥ {fmt(options.min_gap_us)} (longest {fmt(longest[0].dur)}); meanwhile the host ran "
+        f"{ops}",
         path=facts.function_path,
         line=facts.function_line,
         try_=[
