@@ -87,7 +87,8 @@ def render_report(report: Report, max_ops: int = 15, max_lines: int = 10) -> str
         out.append(
             f"gpu (NVML) SM {g.sm_clock_mhz:.0f}/{g.sm_clock_max_mhz:.0f} MHz · memory "
             f"{g.mem_clock_mhz:.0f}/{g.mem_clock_max_mhz:.0f} MHz · {g.power_w:.0f} W · "
-            f"utilization {g.utilization_pct:.0f} % over the unprofiled timing"
+            f"utilization {g.utilization_pct:.0f} % (NVML's own average, over a period that "
+            "can be longer than the timing)"
         )
     if report.memory:
         out.append(
