@@ -11,8 +11,10 @@ belongs to none.
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from dataclasses import dataclass
+from functools import partial
 
 import msgspec
 
@@ -101,22 +103,23 @@ def gpu_work(trace: Trace, calls: Calls) -> list[tuple[int, GpuEvent]]:
     trace, started inside one, unless an earlier step launched it (its correlation id is
     below every launch the trace holds: ids grow with each launch)."""
     ops = trace.ops
-    first_launch = min(
-        (op.correlation for op in trace.launches if op.correlation >= 0), default=None
-    )
-    out: list[tuple[int, GpuEvent]] = []
-    for g in trace.gpu_events:
-        if g.dur <= 0:
-            continue
-        if g.launch >= 0:
-            i = calls.index_of(ops[g.launch].ts)
-        elif first_launch is not None and 0 <= g.correlation < first_launch:
-            continue  # launched before the trace began: an earlier step's work
-        else:
-            i = calls.index_of(g.ts)
-        if i >= 0:
-            out.append((i, g))
-    return out
+    first_launch = min((op.correlation for op in trace.launches if op.correlation >= 0), default=-1)
+    starts, ends = calls.starts, calls.ends
+    events = [g for g in trace.gpu_events if g.dur > 0]
+    # when the GPU event was launched (its own start when the trace has no launch for it);
+    # -inf for an earlier step's work, which falls in no window
+    times = [
+        ops[g.launch].ts
+        if g.launch >= 0
+        else (-math.inf if 0 <= g.correlation < first_launch else g.ts)
+        for g in events
+    ]
+    index = list(map(partial(bisect_right, starts), times))
+    return [
+        (i - 1, g)
+        for i, t, g in zip(index, times, events, strict=True)
+        if i > 0 and t <= ends[i - 1]
+    ]
 
 
 def call_ops(trace: Trace, calls: Calls) -> list[bool]:

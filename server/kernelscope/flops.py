@@ -597,19 +597,28 @@ class OpCosts:
             cost = self._memo[key] = _cost(op)
         return cost
 
-    def many(self, ops: list[Op]) -> list[OpCost]:
-        """``OpCost`` of each op, as calling this on each gives: one decode for all, and no
-        Python code run per op but for those of BY_CONCRETE."""
+    def signatures(self, ops: list[Op]) -> list[bytes] | None:
+        """Each op's signature, all that its costs depend on (its name and the raw JSON of
+        its shapes, dtypes and, for BY_CONCRETE, Concrete Inputs): one decode for all. None
+        when an op's args are malformed."""
         try:  # all args as one JSON array: one call into the decoder
             all_shapes = _MANY_SHAPES.decode(b"[%b]" % b",".join([op.args for op in ops]))
         except msgspec.MsgspecError:
-            return [self(op) for op in ops]  # one op's args are malformed: find which
+            return None
         names = list(map(_NAME, ops))
         dims, types = map(_DIMS, all_shapes), map(_TYPES, all_shapes)
         keys = list(map(_SEPARATOR.join, zip(dims, types, map(_ENCODE, names), strict=True)))
         if not BY_CONCRETE.isdisjoint(names):
             for i in compress(range(len(names)), map(BY_CONCRETE.__contains__, names)):
                 keys[i] = _concrete_key(all_shapes[i], names[i])
+        return keys
+
+    def many(self, ops: list[Op]) -> list[OpCost]:
+        """``OpCost`` of each op, as calling this on each gives: one decode for all, and no
+        Python code run per op but for those of BY_CONCRETE."""
+        keys = self.signatures(ops)
+        if keys is None:
+            return [self(op) for op in ops]  # one op's args are malformed: find which
         memo = self._memo
         for key, op in dict(zip(keys, ops, strict=True)).items():  # one op of each signature
             if key not in memo:

@@ -19,18 +19,17 @@ or the link's bandwidth.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import msgspec
 
 from kernelscope.calls import Calls
 from kernelscope.flops import ATTENTION, CONVOLUTIONS, MATMULS, MATVECS, REDUCTIONS, OpCosts
 from kernelscope.peaks import Peaks
-from kernelscope.trace_model import GpuEvent, Op, Trace
+from kernelscope.trace_model import USER_ANNOTATION, GpuEvent, Op, Trace
 
 LATENCY_US = 5.0
 SMALL_GRID_US = 20.0
-TRANSFER_KINDS = ("HtoD", "DtoH", "PtoP")
 NORMALIZATION = frozenset(
     f"aten::{n}"
     for n in (
@@ -113,6 +112,7 @@ class _Row:
     top_kernel_us: float = 0.0
     grid: int | None = None
     bytes_moved: float = 0.0
+    flops: float = 0.0
     op_indexes: set[int] | None = None
 
 
@@ -127,7 +127,7 @@ def roofline(
 ) -> list[OpRoof]:
     """The rows for the calls' GPU ``events``, costliest first."""
     del calls
-    rows = _rows(trace, events)
+    rows = _rows(trace, events, costs)
     total = sum(r.us for r in rows.values()) or 1.0
     out = [_roof(trace, r, steps, total, peaks, costs, sm_count) for r in rows.values()]
     out.sort(key=lambda r: -r.gpu_us_per_step)
@@ -155,7 +155,8 @@ def bound_shares(rows: list[OpRoof]) -> list[BoundShare]:
 
 def is_transfer(event: GpuEvent) -> bool:
     """A copy over the host link: host to device, device to host, or peer to peer."""
-    return event.cat == "gpu_memcpy" and any(k in event.name for k in TRANSFER_KINDS)
+    name = event.name
+    return event.cat == "gpu_memcpy" and ("HtoD" in name or "DtoH" in name or "PtoP" in name)
 
 
 def kind_of(name: str) -> str:
@@ -179,57 +180,78 @@ def kind_of(name: str) -> str:
     return "other"
 
 
-def _rows(trace: Trace, events: list[GpuEvent]) -> dict[object, _Row]:
+def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, _Row]:
+    """The events grouped into rows: by the op that owns them (a graph replay's: its
+    launch) and that op's signature (``OpCosts.signatures``); copies over the host link by
+    their name. FLOPs and bytes are summed over each row's ops."""
     ops = trace.ops
     rows: dict[object, _Row] = {}
+    kernels: list[GpuEvent] = []
     for g in events:
-        if is_transfer(g):
+        if g.cat == "gpu_memcpy" and is_transfer(g):
             key: object = ("transfer", g.name)
             row = rows.get(key)
             if row is None:
                 row = rows[key] = _Row(None, g.name, "transfer")
             row.bytes_moved += g.bytes
+            _add(row, g)
+        elif g.op < 0:
+            key = ("kernel", g.name)
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = _Row(None, g.name, "other")
+            _add(row, g)
         else:
-            owner = ops[g.op] if g.op >= 0 else None
-            if owner is not None and owner.cat == "user_annotation" and g.launch >= 0:
-                owner = ops[g.launch]  # launched straight from an annotation: a graph replay
-            if owner is None:
-                key = ("kernel", g.name)
-                row = rows.get(key)
-                if row is None:
-                    row = rows[key] = _Row(None, g.name, "other")
-            else:
-                key = (owner.name, bytes(_shapes_key(owner)))
-                row = rows.get(key)
-                if row is None:
-                    kind = "graph" if "GraphLaunch" in owner.name else kind_of(owner.name)
-                    row = rows[key] = _Row(owner, owner.name, kind, op_indexes=set())
-                assert row.op_indexes is not None
-                row.op_indexes.add(owner.index)
-        row.us += g.dur
-        if g.cat == "kernel":
-            row.kernels += 1
-            row.kernel_us += g.dur
+            kernels.append(g)
+    replays = {i for i in {g.op for g in kernels} if ops[i].cat == USER_ANNOTATION}
+    # per owner: [GPU µs, kernels, kernel µs, its longest event]
+    acc: dict[int, list[Any]] = {}
+    for g in kernels:
+        owner = g.launch if g.op in replays and g.launch >= 0 else g.op
+        dur = g.dur
+        a = acc.get(owner)
+        is_kernel = g.cat == "kernel"
+        if a is None:
+            acc[owner] = [dur, 1 if is_kernel else 0, dur if is_kernel else 0.0, g]
+            continue
+        a[0] += dur
+        if is_kernel:
+            a[1] += 1
+            a[2] += dur
+        if dur > a[3].dur:
+            a[3] = g
+    unique = [ops[i] for i in acc]
+    signatures = costs.signatures(unique) or [bytes(op.args) for op in unique]
+    each = costs.many(unique)
+    for op, signature, cost in zip(unique, signatures, each, strict=True):
+        key = (op.name, signature)
+        row = rows.get(key)
+        if row is None:
+            kind = "graph" if "GraphLaunch" in op.name else kind_of(op.name)
+            row = rows[key] = _Row(op, op.name, kind, op_indexes=set())
+        assert row.op_indexes is not None
+        i = op.index
+        gpu_us, n, n_us, g = acc[i]
+        row.op_indexes.add(i)
+        row.us += gpu_us
+        row.kernels += n
+        row.kernel_us += n_us
+        row.flops += cost.flops
+        row.bytes_moved += cost.bytes
         if g.dur > row.top_kernel_us:
             row.top_kernel, row.top_kernel_us = g.name, g.dur
             row.grid = _grid_blocks(g) if g.cat == "kernel" else None
     return rows
 
 
-class _ShapeArgs(msgspec.Struct):
-    dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
-    types: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input type")
-
-
-_SHAPE_ARGS = msgspec.json.Decoder(_ShapeArgs)
-
-
-def _shapes_key(op: Op) -> bytes:
-    try:
-        a = _SHAPE_ARGS.decode(op.args)
-    except msgspec.MsgspecError:
-        return b""
-    return bytes(a.dims) + b"\0" + bytes(a.types)
+def _add(row: _Row, g: GpuEvent) -> None:
+    row.us += g.dur
+    if g.cat == "kernel":
+        row.kernels += 1
+        row.kernel_us += g.dur
+    if g.dur > row.top_kernel_us:
+        row.top_kernel, row.top_kernel_us = g.name, g.dur
+        row.grid = _grid_blocks(g) if g.cat == "kernel" else None
 
 
 class _Grid(msgspec.Struct):
@@ -286,14 +308,12 @@ def _roof(
         return out
     owner = row.owner
     if owner is not None and row.op_indexes:
-        ops = trace.ops
         cost = costs(owner)
         inputs = owner.inputs()
         out.shapes = _fmt_shapes(inputs.dims)
         out.dtype = cost.dtype or (inputs.types[0] if inputs.types else None)
         out.strides = _strides(owner)
-        flops = sum(costs(ops[i]).flops for i in row.op_indexes)
-        moved = sum(costs(ops[i]).bytes for i in row.op_indexes)
+        flops, moved = row.flops, row.bytes_moved
         if flops > 0:
             out.flops_per_step = flops / steps
             out.achieved_tflops = flops / row.us / 1e6 if row.us > 0 else None

@@ -140,7 +140,11 @@ def build_timeline(trace: Trace, min_gap_us: float = 20.0, calls: Calls | None =
     cats = list(map(_CAT, events))
     queue = [g.ts - ops[g.launch].ts for g in events if g.launch >= 0 and g.cat == "kernel"]
     launch_cost = [
-        op.dur for op in trace.launches if "Launch" in op.name and calls.index_of(op.ts) >= 0
+        op.dur
+        for op in trace.launches
+        if "Launch" in op.name
+        and (i := bisect_right(calls.starts, op.ts) - 1) >= 0
+        and op.ts <= calls.ends[i]
     ]
     devices = list(map(_DEVICE, events))
     return Timeline(
