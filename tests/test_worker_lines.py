@@ -59,3 +59,14 @@ def test_nested_lines_give_callees_cuda_to_the_caller_total(worker) -> None:
     assert lines[20]["cuda_us"] == pytest.approx(25.0)
     assert lines[10]["cuda_us"] == 0.0
     assert lines[10]["cuda_total_us"] == pytest.approx(25.0)
+
+
+def test_generated_code_is_never_a_user_file(worker, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Inductor's cache under the project (a project in /tmp) is still not the user's."""
+    job = worker["Job"].__new__(worker["Job"])
+    job.path = str(tmp_path / "model.py")
+    job.user_dirs = (str(tmp_path) + "/",)
+    job._user_cache = {}
+    assert job.is_user_file(str(tmp_path / "model.py"))
+    assert job.is_user_file(str(tmp_path / "layers.py"))
+    assert not job.is_user_file(f"{tmp_path}/torchinductor_root/ab/cab.py")

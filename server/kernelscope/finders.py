@@ -656,10 +656,15 @@ def find_graph_replays(facts: Facts, options: Options) -> Iterable[Finding]:
     for r in facts.roofline:
         if r.kind != "graph":
             continue
+        replay = facts.trace.ops[r.op_index].dur if r.op_index >= 0 else None
         saved = (
             f"; launched one by one they would take ~{fmt(r.kernels_per_step * launch)} of host "
             f"time per step at this trace's {fmt(launch)} per launch"
             if launch
+            else ""
+        ) + (
+            f"; one replay's launch took {fmt(replay)} on the host under the profiler"
+            if replay
             else ""
         )
         path, line = _row_line(facts, r)

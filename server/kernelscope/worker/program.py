@@ -41,6 +41,8 @@ SYNC_OPS = ("aten::_local_scalar_dense", "aten::nonzero")
 STAGES_PROFILED = ("wait", "warmup", "active")
 SHIP_KEEP = 16  # shipped project folders kept on this host, newest first
 MAX_RETURN_BYTES = 150 * 1024 * 1024  # gzip'd traces sent back in one frame
+# Generated code (Inductor's and Triton's caches) is never the user's, even under the project
+GENERATED_CODE = ("/torchinductor_", "/.triton/", "/triton/cache", "<eval_with_key>")
 
 
 class JobError(Exception):
@@ -263,6 +265,7 @@ class Job:
                 filename.startswith(self.user_dirs)
                 and "site-packages" not in filename
                 and "/.venv/" not in filename
+                and not any(g in filename for g in GENERATED_CODE)
             )
             self._user_cache[filename] = hit
         return hit
