@@ -264,3 +264,10 @@ def test_the_line_pass_gives_backward_and_replays_to_their_lines(
 def meta_cuda(name: str) -> float:
     """The CUDA time per step of the recorded report."""
     return json.loads((FIXTURES / name / "report.json").read_text())["timing"]["cuda_us_per_step"]
+
+
+def test_fused_attention_is_suggested_only_where_attention_is_not_fused() -> None:
+    fused = "use fused attention"
+    for name in ("gpt2_prefill", "sdpa_cudnn"):  # both already run cuDNN's fused kernel
+        for f in run(name).findings:
+            assert not any(fused in t for t in f.try_), (name, f.code)

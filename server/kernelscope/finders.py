@@ -17,7 +17,7 @@ import msgspec
 from kernelscope.calls import forward_op
 from kernelscope.diagnose import BUSY_OVERHEAD, Facts, Finder, Options
 from kernelscope.findings import Finding, Severity
-from kernelscope.flops import ATTENTION, MATMULS
+from kernelscope.flops import MATMULS
 from kernelscope.roofline import OpRoof
 from kernelscope.trace_model import Op, Trace
 from kernelscope.units import fmt_bytes
@@ -122,7 +122,7 @@ def find_bound(facts: Facts, options: Options) -> Iterable[Finding]:
                 "run fp32 matmuls on tensor cores: bf16, or TF32 via "
                 'torch.set_float32_matmul_precision("high")'
             )
-        if any(op.name in ATTENTION or op.name == "aten::_softmax" for op in facts.trace.cpu_ops):
+        if _unfused_attention(facts):
             tries.append("use fused attention: torch.nn.functional.scaled_dot_product_attention")
         if v.achieved_tflops and v.peak_tflops and v.achieved_tflops >= 0.7 * v.peak_tflops:
             tries.append(
@@ -151,6 +151,13 @@ def find_bound(facts: Facts, options: Options) -> Iterable[Finding]:
         yield Finding("KS106", Severity.INFO, v.summary, path, line, tries, evidence)
     else:
         yield Finding("KS104", Severity.INFO, v.summary, path, line, evidence=evidence)
+
+
+def _unfused_attention(facts: Facts) -> bool:
+    """A softmax kernel and no fused attention kernel in the calls' GPU work: attention
+    written out (or SDPA's math backend)."""
+    kinds = {r.kind for r in facts.roofline}
+    return "attention" not in kinds and any(r.name == "aten::_softmax" for r in facts.roofline)
 
 
 def find_dead_window(facts: Facts, options: Options) -> Iterable[Finding]:
