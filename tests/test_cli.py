@@ -105,6 +105,21 @@ def test_human_report_has_tables_and_trace_path() -> None:
     assert "line attribution" in proc.stderr
 
 
+def test_verbose_report_and_json_give_every_stage_in_order() -> None:
+    spec = f"{WORKLOADS}/three_lines.py::three_lines"
+    text = kernelscope("profile", spec, "--active", "2", "-v")
+    assert text.returncode == 0, text.stderr
+    line = next(ln for ln in text.stdout.splitlines() if ln.startswith("stages"))
+    names = ["worker start", "import", "inputs", "cold", "timing", "schedule", "export"]
+    names += ["lines", "clean timing", "analysis"]
+    positions = [line.index(f"{name} ") for name in names]
+    assert positions == sorted(positions), line
+    data = json.loads(kernelscope("profile", spec, "--active", "2", "--json").stdout)
+    assert list(data["stages_s"]) == names
+    assert all(seconds >= 0 for seconds in data["stages_s"].values())
+    assert data["stages_s"]["worker start"] > 0.1  # a fresh CLI starts its worker
+
+
 def test_user_error_is_short_and_has_no_kernelscope_traceback() -> None:
     proc = kernelscope("profile", f"{WORKLOADS}/failures.py::raises")
     assert proc.returncode == 1

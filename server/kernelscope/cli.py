@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-stack", action="store_true", help="record without Python stacks")
     p.add_argument("--no-lines", action="store_true", help="skip the per-line attribution pass")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="also print how long each stage took"
+    )
 
     sub.add_parser("serve", help="run the language server on stdio (for editors)")
     add_scale_parser(sub)
@@ -155,7 +158,7 @@ def _profile(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.buffer.write(msgspec.json.encode(report) + b"\n")
     else:
-        print(render_report(report))
+        print(render_report(report, stages=args.verbose))
     return EXIT_OK
 
 
@@ -188,7 +191,12 @@ def _remote(name: str | None, python: str | None, project: Project) -> Remote | 
 def _report(result: JobResult, target: Target, remote: str | None = None) -> Report:
     save_sidecar(result.finished)
     return report_for_job(
-        result.finished, str(target.path), target.qualname, result.ready, remote=remote
+        result.finished,
+        str(target.path),
+        target.qualname,
+        result.ready,
+        remote=remote,
+        stages_s=result.stages_s,
     )
 
 

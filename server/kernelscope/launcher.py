@@ -16,6 +16,7 @@ import os
 import re
 import signal
 import sys
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -80,10 +81,12 @@ class JobFailed(Exception):
 
 @dataclass
 class JobResult:
-    """A finished job and the worker it ran on."""
+    """A finished job, the worker it ran on, and the launcher's stages (seconds: a worker
+    started for the job, the clean timing, traces brought back)."""
 
     finished: ProfileFinished
     ready: WorkerReady
+    stages_s: dict[str, float] = field(default_factory=dict[str, float])
 
 
 @dataclass
@@ -415,18 +418,23 @@ class Launcher:
         """Run one job; JobFailed says why it produced no profile."""
         if self.ray is not None:  # each job is one Ray job; nothing stays warm
             return await self.ray.profile(request, on_progress, timeout)
+        stages: dict[str, float] = {}
         if self.remote is not None:
             request = await self._remote_request(request)
-        finished, ready = await self._run(request, on_progress, timeout)
+        finished, ready = await self._run(request, on_progress, timeout, stages)
         assert isinstance(finished, ProfileFinished)
         if self.clean_timing and host_bound(finished):
+            t = time.perf_counter()
             finished = await self._time_cleanly(request, finished, on_progress, timeout)
+            stages["clean timing"] = time.perf_counter() - t
         if request.return_traces:
+            t = time.perf_counter()
             try:
                 finished = await asyncio.to_thread(keep_traces, finished, Path(request.trace_dir))
             except (ShipError, OSError) as e:
                 raise JobFailed(failure("internal", f"cannot keep the traces: {e}")) from None
-        return JobResult(finished, ready)
+            stages["transfer"] = time.perf_counter() - t
+        return JobResult(finished, ready, stages)
 
     async def _time_cleanly(
         self,
@@ -485,14 +493,19 @@ class Launcher:
         request: RunProfile | RunCalibration,
         on_progress: ProgressCallback | None,
         timeout: float,
+        stages: dict[str, float] | None = None,
     ) -> tuple[JobOutcome, WorkerReady]:
         async with self._lock:
             if self.remote is not None and (why := unsupported(self.remote)):
                 raise JobFailed(failure("remote_unsupported", why))
+            t = time.perf_counter()
             try:
                 ready = await self.start()
             except JobFailed as e:
                 raise self._named(e, request) from None
+            waited = time.perf_counter() - t
+            if stages is not None and waited > 0.001:  # a worker started (or finished) for it
+                stages["worker start"] = waited
             worker = self._worker
             assert worker is not None
             local = self.remote is None and not self.prefix

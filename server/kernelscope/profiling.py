@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import gzip
+import logging
 import shutil
 import sys
 import uuid
@@ -30,6 +31,9 @@ from kernelscope.settings import Settings
 from kernelscope.store import RunRecord, Store
 from kernelscope.targets import Schedule, Target, TargetError, build_request
 from kernelscope.trace_model import load_trace
+from kernelscope.units import stages_line
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -168,7 +172,9 @@ class ProfileService:
             result.ready,
             spec.remote,
             fn.text_hash,
+            result.stages_s,
         )
+        log.info("profiled %s: %s", spec.qualname, stages_line(record.report.stages_s))
         store.add(record)
         return record
 
@@ -222,10 +228,11 @@ def analyze_job(
     ready: WorkerReady,
     remote: str | None,
     text_hash: str,
+    stages_s: dict[str, float] | None = None,
 ) -> RunRecord:
     """In the analysis process: read a finished job's traces and build its run record."""
     save_sidecar(finished)
-    report = report_for_job(finished, str(path), qualname, ready, remote=remote)
+    report = report_for_job(finished, str(path), qualname, ready, remote=remote, stages_s=stages_s)
     return RunRecord(finished.job_id, str(path), qualname, _now(), text_hash, report)
 
 

@@ -9,7 +9,7 @@ from kernelscope.findings import BOUND_CODES, Finding
 from kernelscope.protocol import ProfileFailed
 from kernelscope.report import OpRow, Report, Timing, TraceAnalysis
 from kernelscope.roofline import OpRoof
-from kernelscope.units import fmt_us
+from kernelscope.units import fmt_us, stages_line
 
 DASH = "-"
 __all__ = [
@@ -47,8 +47,11 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = ""
     return [line(headers), *(line(r) for r in rows)]
 
 
-def render_report(report: Report, max_ops: int = 15, max_lines: int = 10) -> str:
-    """The human report: device, per-step times, cold call, ops, lines, trace path."""
+def render_report(
+    report: Report, max_ops: int = 15, max_lines: int = 10, stages: bool = False
+) -> str:
+    """The human report: device, per-step times, cold call, ops, lines, trace path; with
+    ``stages``, how long each stage of the job took."""
     f, t, d = report.function, report.timing, report.dead_window
     cuda = report.device.type == "cuda"
     out = [
@@ -124,6 +127,8 @@ def render_report(report: Report, max_ops: int = 15, max_lines: int = 10) -> str
             *("  " + ln for ln in tail),
         ]
     out += ["", f"trace       {shorten(report.trace.path)}"]
+    if stages and report.stages_s:
+        out.append(f"stages      {stages_line(report.stages_s)}")
     return "\n".join(out)
 
 

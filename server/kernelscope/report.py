@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import time
 from pathlib import Path
 from typing import Any
 
@@ -313,15 +314,27 @@ def report_for_job(
     ready: WorkerReady | None = None,
     remote: str | None = None,
     options: Options | None = None,
+    stages_s: dict[str, float] | None = None,
 ) -> Report:
-    """Read a finished job's traces, analyze them, and build the report (raises TraceError)."""
+    """Read a finished job's traces, analyze them, and build the report (raises TraceError).
+    ``stages_s`` are the launcher's (``JobResult.stages_s``); the report's ``stages_s`` has
+    them with the worker's and the analysis's, in the order they ran."""
+    t0 = time.perf_counter()
     trace = load_trace(finished.trace_path)
     cold_path = finished.sidecar.cold.trace_path
     cold = load_trace(cold_path) if cold_path and Path(cold_path).is_file() else None
     analysis = analyze(
         trace, finished.sidecar, options, function_path=function_path, cold_trace=cold
     )
-    return build_report(finished, trace, function_path, qualname, ready, analysis, remote)
+    report = build_report(finished, trace, function_path, qualname, ready, analysis, remote)
+    launcher = stages_s or {}
+    report.stages_s = {
+        **({"worker start": launcher["worker start"]} if "worker start" in launcher else {}),
+        **finished.sidecar.stages_s,
+        **{k: v for k, v in launcher.items() if k != "worker start"},
+        "analysis": time.perf_counter() - t0,
+    }
+    return report
 
 
 def replay_report(
