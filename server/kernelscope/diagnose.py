@@ -129,8 +129,8 @@ class Facts:
     costs: OpCosts = field(default_factory=OpCosts)
     """FLOPs and bytes of ops, memoized for the analysis."""
     roofline: list[OpRoof] = field(default_factory=list[OpRoof])
-    calls: Calls | None = None
-    peaks: Peaks | None = None
+    sm_count: int | None = None
+    """The GPU's multiprocessors, from the sidecar or the trace's deviceProperties."""
 
     @cached_property
     def own_syncs(self) -> list[Op]:
@@ -258,7 +258,8 @@ def _facts(
         peaks_for(device, _total_memory(trace), options.peaks_cache) if device else None
     )
     costs = OpCosts()
-    rows = roofline(trace, timeline.events, steps, peaks, costs, _sm_count(trace, sidecar))
+    sm_count = _sm_count(trace, sidecar)
+    rows = roofline(trace, timeline.events, steps, peaks, costs, sm_count)
     matmul_gpu: dict[str, float] = {}
     for r in rows:
         if r.name in MATMULS:
@@ -286,8 +287,7 @@ def _facts(
         marked_calls=calls.marked,
         costs=costs,
         roofline=rows,
-        calls=calls,
-        peaks=peaks,
+        sm_count=sm_count,
     )
 
 

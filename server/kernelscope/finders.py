@@ -506,7 +506,7 @@ def find_slow_ops(facts: Facts, options: Options) -> Iterable[Finding]:
     """KS701: ops with a large share of GPU time far below their own roof, and the causes
     the evidence supports."""
     del options
-    sms = _sm_count(facts)
+    sms = facts.sm_count
     for r in facts.roofline:
         if r.share < SLOW_SHARE or r.efficiency is None:
             continue
@@ -622,16 +622,6 @@ def _non_contiguous(facts: Facts, r: OpRoof) -> bool:
                 return True
             expect *= size
     return False
-
-
-def _sm_count(facts: Facts) -> int | None:
-    side = facts.sidecar
-    if side and isinstance(side.device_properties.get("multi_processor_count"), int):
-        return int(side.device_properties["multi_processor_count"])
-    for props in facts.trace.device_properties:
-        if isinstance(props.get("numSms"), int):
-            return int(props["numSms"])
-    return None
 
 
 def _row_line(facts: Facts, r: OpRoof) -> tuple[str | None, int | None]:

@@ -48,11 +48,9 @@ def step_window(trace: Trace) -> tuple[float, float]:
 def op_table(
     trace: Trace,
     window: tuple[float, float] | None = None,
-    within: str | None = None,
     calls: Calls | None = None,
 ) -> list[OpStat]:
-    """Per-name totals of the ops that start inside ``window`` (default: inside a step) and,
-    with ``within``, lie inside an annotation of that name (the annotation itself excluded);
+    """Per-name totals of the ops that start inside ``window`` (default: inside a step);
     with ``calls``, of the function's own ops instead (``calls.call_ops``: other threads
     included), GPU work launched straight from a call's range (a CUDA-graph replay) counted
     under its launch. Sorted by self CUDA time, then self CPU time, largest first."""
@@ -66,9 +64,6 @@ def op_table(
         keep = _starts_in(ops, _intervals(trace, window))
         self_cuda = _self_cuda(trace)
     cuda_total = _subtree_sums(parents, self_cuda)
-    if within is not None:
-        inside = _descends_from(ops, parents, within)
-        keep = [k and i for k, i in zip(keep, inside, strict=True)]
     row_of = _absorbed_into(parents, keys)
     # Sums per row name, kept in lists by the name's number: no Struct updates in the loop.
     number: dict[str, int] = {}
@@ -94,15 +89,6 @@ def op_table(
         for key, k in number.items()
     ]
     return sorted(stats, key=lambda r: (r.self_cuda_us, r.self_cpu_us), reverse=True)
-
-
-def _descends_from(ops: list[Op], parents: list[int], name: str) -> list[bool]:
-    """For each op, whether an ancestor is named ``name``; parents precede children."""
-    inside = [False] * len(ops)
-    for index, parent in enumerate(parents):
-        if parent >= 0:
-            inside[index] = inside[parent] or ops[parent].name == name
-    return inside
 
 
 def _key(name: str) -> str:

@@ -23,7 +23,6 @@ from typing import Any, cast
 
 import msgspec
 
-from kernelscope.calls import Calls
 from kernelscope.flops import ATTENTION, CONVOLUTIONS, MATMULS, MATVECS, REDUCTIONS, OpCosts
 from kernelscope.peaks import Peaks
 from kernelscope.trace_model import USER_ANNOTATION, GpuEvent, Op, Trace
@@ -123,10 +122,8 @@ def roofline(
     peaks: Peaks | None,
     costs: OpCosts,
     sm_count: int | None = None,
-    calls: Calls | None = None,
 ) -> list[OpRoof]:
     """The rows for the calls' GPU ``events``, costliest first."""
-    del calls
     rows = _rows(trace, events, costs)
     total = sum(r.us for r in rows.values()) or 1.0
     out = [_roof(trace, r, steps, total, peaks, costs, sm_count) for r in rows.values()]

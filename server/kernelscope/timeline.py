@@ -110,13 +110,6 @@ class Timeline:
         return _HostOps(self.trace)
 
 
-def step_bounds(trace: Trace) -> tuple[float, float] | None:
-    """From the first step's start to the last step's end."""
-    if not trace.steps:
-        return None
-    return min(s.ts for s in trace.steps), max(s.end for s in trace.steps)
-
-
 def build_timeline(trace: Trace, min_gap_us: float = 20.0, calls: Calls | None = None) -> Timeline:
     """Busy time, idle gaps longer than `min_gap_us`, and queue delays of the GPU work of
     the function's calls (``calls.gpu_work``: attributed by launch, on any thread)."""
