@@ -2,20 +2,20 @@
 
 Synthesizes a plain-JSON Kineto trace of ``--size-mb`` MB by replicating the events of real
 H200 recordings (fixtures/*/trace.json.gz) with shifted timestamps and shifted correlation,
-flow, External id and Python id values (so links stay unique), into a temporary directory.
-Then, interleaved, ``--rounds`` rounds of:
+flow, External id and Python id values (so links stay unique), into a temporary directory
+(``--gzip``: and a gzip copy of it). Then, interleaved, ``--rounds`` rounds of:
 
-  (a) a bare decode: read the file + ``msgspec.json.decode`` into a plain Struct of every
-      event field kernelscope could use (``args`` as ``msgspec.Raw``);
-  (b) kernelscope's analysis of the file: ``kernelscope.diagnose.analyze_file(path)`` when it
-      exists, else ``load_trace(path)`` + ``op_table(trace)``;
-  (c) HolisticTraceAnalysis's parser of one trace file, ``hta.common.trace.parse_trace_file``
-      (what ``TraceAnalysis`` runs per rank), when HTA is installed.
+  (a) a bare decode: read the file (and inflate it) + ``msgspec.json.decode`` into a plain
+      Struct of every event field kernelscope could use (``args`` as ``msgspec.Raw``);
+  (b) kernelscope's analysis of the file, ``kernelscope.diagnose.analyze_file(path)``;
+  (c) HolisticTraceAnalysis's parser of one trace file (what ``TraceAnalysis`` runs per
+      rank), when HTA is installed: in this process up to ``--hta-inline-mb``, above that
+      once, in a child process capped at 80 % of the available memory;
 
-and the peak memory of (b) in a fresh child process. Targets (issue text): (b) <= 1.5x (a),
-(c) >= 8x (b), peak memory of (b) <= 3x the file size.
+and the peak memory of (a) and (b) in fresh child processes. Targets (issue 10): (b) <= 1.5x
+(a), peak memory of (b) <= 1.5x the JSON; (issue 3) (c) >= 8x (b).
 
-    python bench/trace_speed.py [--size-mb 150] [--rounds 3] [--trace FILE] [--keep DIR]
+    python bench/trace_speed.py [--size-mb 150] [--gzip] [--rounds 3] [--trace FILE] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import gc
 import gzip
 import importlib
 import importlib.metadata
-import io
 import logging
 import os
 import re
@@ -49,7 +48,7 @@ SOURCES = ("syncs", "two_streams", "matmul_add_8192")
 
 SPEED_VS_DECODE = 1.5
 SPEED_VS_HTA = 8.0
-MEMORY_VS_FILE = 3.0
+MEMORY_VS_FILE = 1.5
 
 
 # -- the bare-decode baseline -------------------------------------------------------------
@@ -85,12 +84,22 @@ _BARE = msgspec.json.Decoder(BareTrace)
 _BARE_NO_GC = msgspec.json.Decoder(BareTraceNoGc)
 
 
+def _read(path: Path) -> bytes:
+    data = path.read_bytes()
+    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+
+
 def bare_decode(path: Path) -> object:
-    return _BARE.decode(path.read_bytes())
+    return _BARE.decode(_read(path))
 
 
 def bare_decode_no_gc(path: Path) -> object:
-    return _BARE_NO_GC.decode(path.read_bytes())
+    return _BARE_NO_GC.decode(_read(path))
+
+
+def generic_decode(path: Path) -> object:
+    """``msgspec.json.decode`` with no type: dicts and lists, as a script would start."""
+    return msgspec.json.decode(_read(path))
 
 
 # -- synthesis ----------------------------------------------------------------------------
@@ -152,26 +161,34 @@ def synthesize(path: Path, size_mb: float) -> int:
     """Write the trace; returns its size in bytes."""
     sources = [_fixture_events(name) for name in SOURCES]
     target = int(size_mb * 1e6)
-    out = io.BytesIO()
     _, once, t0, _, fields = sources[0]
-    out.write(b"{\n")
-    for key, value in fields.items():
-        if key != "traceName":
-            out.write(b'  "%s": %s,\n' % (key.encode(), bytes(value)))
-    out.write(b'  "traceEvents": [\n  ')
-    out.write(b",\n  ".join(once))
-    cursor = t0  # where the next copy starts, µs
-    copy = 0
-    while out.tell() < target:
-        for block, _, start, end, _ in sources:
-            copy += 1
-            dt = round(cursor - start)  # whole µs: shifted times keep their 3 decimals
-            out.write(b",\n  ")
-            out.write(_shifted(block, dt, copy * _ID_STRIDE))
-            cursor += (end - start) + 1000.0  # 1 ms apart
-    out.write(b'\n  ],\n  "traceName": "%s"\n}\n' % str(path).encode())
-    path.write_bytes(out.getvalue())
-    return out.tell()
+    with path.open("wb") as out:
+        out.write(b"{\n")
+        for key, value in fields.items():
+            if key != "traceName":
+                out.write(b'  "%s": %s,\n' % (key.encode(), bytes(value)))
+        out.write(b'  "traceEvents": [\n  ')
+        out.write(b",\n  ".join(once))
+        cursor = t0  # where the next copy starts, µs
+        copy = 0
+        while out.tell() < target:
+            for block, _, start, end, _ in sources:
+                copy += 1
+                dt = round(cursor - start)  # whole µs: shifted times keep their 3 decimals
+                out.write(b",\n  ")
+                out.write(_shifted(block, dt, copy * _ID_STRIDE))
+                cursor += (end - start) + 1000.0  # 1 ms apart
+        out.write(b'\n  ],\n  "traceName": "%s"\n}\n' % str(path).encode())
+        return out.tell()
+
+
+def gzip_copy(path: Path) -> Path:
+    """``path`` gzip'd beside it (level 1: the inflating cost is the same at any level)."""
+    out = path.with_name(path.name + ".gz")
+    with path.open("rb") as src, gzip.open(out, "wb", compresslevel=1) as dst:
+        while chunk := src.read(16 << 20):
+            dst.write(chunk)
+    return out
 
 
 # -- measurement --------------------------------------------------------------------------
@@ -183,29 +200,10 @@ def _load(path: Path) -> object:
     return load_trace(path)
 
 
-def _load_and_table(path: Path) -> object:
-    from kernelscope.ops import op_table
-    from kernelscope.trace_model import load_trace
+def _analyze(path: Path) -> object:
+    from kernelscope.diagnose import analyze_file
 
-    trace = load_trace(path)
-    return trace, op_table(trace)
-
-
-def _analyses() -> dict[str, tuple[str, str, Callable[[Path], object]]]:
-    """key: (what, its role, function). (b) is the whole analysis of a file, the target's;
-    the others are parts of it, for information."""
-    load = ("kernelscope trace_model.load_trace(path)", "info: the trace model's share", _load)
-    table = (
-        "kernelscope load_trace(path) + ops.op_table(trace)",
-        "info: what the op table of a report costs",
-        _load_and_table,
-    )
-    try:
-        analyze_file = importlib.import_module("kernelscope.diagnose").analyze_file
-    except (ImportError, AttributeError):
-        return {"b": (table[0], "target", table[2]), "b2": load}
-    return {"b": ("kernelscope.diagnose.analyze_file(path)", "target", analyze_file),
-            "b2": load, "b3": table}  # fmt: skip
+    return analyze_file(path)
 
 
 def _hta() -> tuple[str, Callable[[Path], object] | None]:
@@ -232,6 +230,21 @@ def _hta() -> tuple[str, Callable[[Path], object] | None]:
     )
 
 
+def _columns(with_hta: bool = True) -> dict[str, tuple[str, Callable[[Path], object]]]:
+    """key: (what, function), in the order they are timed."""
+    columns: dict[str, tuple[str, Callable[[Path], object]]] = {
+        "a": ("bare msgspec decode into a plain Struct (args: Raw), incl. file read", bare_decode),
+        "a2": ("the same decode, Struct with gc=False (info)", bare_decode_no_gc),
+        "b": ("kernelscope.diagnose.analyze_file(path), incl. file read", _analyze),
+        "b2": ("kernelscope trace_model.load_trace(path) (info: the trace model's share)", _load),
+    }
+    if with_hta:
+        name, hta = _hta()
+        if hta is not None:
+            columns["c"] = (name + ", incl. file read", hta)
+    return columns
+
+
 def _timed(fn: Callable[[Path], object], path: Path) -> tuple[float, float]:
     """(wall, CPU) seconds of one call and of freeing what it returned, garbage from earlier
     calls collected first. Freeing is inside the timer for every column alike: `analyze_file`
@@ -247,37 +260,121 @@ def _timed(fn: Callable[[Path], object], path: Path) -> tuple[float, float]:
 
 
 _CHILD = """
-import sys
+import resource, sys, time
 from pathlib import Path
 sys.path.insert(0, {bench!r})
 import trace_speed
-name, role, fn = trace_speed._analyses()[sys.argv[1]]
-if sys.argv[2] == "run":
-    result = fn(Path(sys.argv[3]))
+key, mode, path, cap = sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
+fn = trace_speed._columns(key == "c")[key][1]
+if cap:
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+t0 = time.perf_counter()
+if mode == "run":
+    result = fn(path)
+wall = time.perf_counter() - t0
 status = Path("/proc/self/status").read_text()
-print(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")))
+print(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")), wall)
 """
 
 
-def peak_memory(key: str, path: Path) -> tuple[int, int]:
-    """Peak RSS of a fresh child that imports analysis ``key`` only, and of one that also runs
-    it on ``path``, in bytes. Read from VmHWM: Linux carries ``ru_maxrss`` over fork and exec,
-    so a child's would start at this (large) process's peak."""
+def in_child(key: str, path: Path, cap: int = 0, run: bool = True) -> tuple[int, float] | str:
+    """(peak RSS bytes, wall s) of column ``key`` on ``path`` in a fresh child (address space
+    capped at ``cap`` bytes when non-zero); a one-line reason when the child failed. Read from
+    VmHWM: Linux carries ``ru_maxrss`` over fork and exec, so a child's would start at this
+    (large) process's peak."""
     code = _CHILD.format(bench=str(Path(__file__).parent))
-    peaks: list[int] = []
-    for mode in ("idle", "run"):
-        out = subprocess.run(
-            [sys.executable, "-c", code, key, mode, str(path)],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        peaks.append(int(out) * 1024)  # kB
-    return peaks[0], peaks[1]
+    done = subprocess.run(
+        [sys.executable, "-c", code, key, "run" if run else "idle", str(path), str(cap)],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"failed (exit {done.returncode}): {last}"
+    peak, wall = done.stdout.split()
+    return int(peak) * 1024, float(wall)
+
+
+def _available() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 0
 
 
 def _verdict(ok: bool) -> str:
     return "met" if ok else "MISSED"
+
+
+def measure(path: Path, json_size: int, options: argparse.Namespace) -> None:
+    """Times, memory and ratios for one file (plain or gzip) of ``json_size`` bytes of JSON."""
+    size = path.stat().st_size
+    print(f"\n=== {path.name}: {size / 1e6:.1f} MB on disk, {json_size / 1e6:.1f} MB of JSON ===")
+    inline_hta = not options.no_hta and json_size <= options.hta_inline_mb * 1e6
+    columns = _columns(with_hta=inline_hta)
+    if not options.no_hta and not inline_hta and "c" not in columns:
+        hta_name, hta = _hta()
+        if hta is None:
+            print(hta_name)
+    wall: dict[str, list[float]] = {key: [] for key in columns}
+    cpu: dict[str, list[float]] = {key: [] for key in columns}
+    for r in range(options.rounds):
+        line: list[str] = []
+        for key, (_, fn) in columns.items():
+            w, c = _timed(fn, path)
+            wall[key].append(w)
+            cpu[key].append(c)
+            line.append(f"{key} {w:.3f} s")
+        print(f"  round {r + 1} wall times: " + ", ".join(line))
+    load = os.getloadavg()[0]
+    if load > (os.cpu_count() or 1):
+        print(f"  warning: load average {load:.1f} on {os.cpu_count()} CPUs: wall times are "
+              "noisy; the CPU-time ratios below are steadier")  # fmt: skip
+    median = {key: statistics.median(ts) for key, ts in wall.items()}
+    median_cpu = {key: statistics.median(ts) for key, ts in cpu.items()}
+    print(f"{'':3} {'median wall s':>13} {'min wall s':>10} {'median CPU s':>12}  what")
+    for key, (what, _) in columns.items():
+        print(f"{key:3} {median[key]:13.3f} {min(wall[key]):10.3f} "
+              f"{median_cpu[key]:12.3f}  {what}")  # fmt: skip
+
+    if not options.no_hta and not inline_hta:
+        cap = int(_available() * 0.8)
+        got = in_child("c", path, cap)
+        if isinstance(got, str):
+            print(f"c   HTA once in a child capped at {cap / 1e9:.1f} GB: {got}")
+        else:
+            median["c"] = got[1]
+            print(f"c   {got[1]:13.3f} (once, in a child capped at {cap / 1e9:.1f} GB; peak "
+                  f"{got[0] / 1e9:.1f} GB)  HolisticTraceAnalysis's parser")  # fmt: skip
+
+    memory: dict[str, int] = {}
+    idle = in_child("b", path, run=False)
+    assert not isinstance(idle, str), idle
+    for key in ("a", "b"):
+        got = in_child(key, path)
+        if isinstance(got, str):
+            print(f"peak memory of ({key}): {got}")
+            continue
+        memory[key] = got[0] - idle[0]
+        print(f"peak memory of ({key}) in a fresh process: {got[0] / 1e6:.0f} MB RSS, less "
+              f"{idle[0] / 1e6:.0f} MB for the interpreter and imports = "
+              f"{memory[key] / 1e6:.0f} MB = {memory[key] / json_size:.2f}x the JSON")  # fmt: skip
+
+    ratio = median["b"] / median["a"]
+    print(f"(b)/(a) kernelscope analysis vs bare decode, median wall: {ratio:.2f}x "
+          f"(target <= {SPEED_VS_DECODE}x): {_verdict(ratio <= SPEED_VS_DECODE)}")  # fmt: skip
+    print(f"    info: by median CPU time {median_cpu['b'] / median_cpu['a']:.2f}x "
+          "(CPU time counts the reader thread too); (b2)/(a), the trace model alone: "
+          f"{median['b2'] / median['a']:.2f}x")  # fmt: skip
+    if "c" in median:
+        speedup = median["c"] / median["b"]
+        print(f"(c)/(b) HTA's parser vs kernelscope analysis: {speedup:.1f}x slower "
+              f"(target >= {SPEED_VS_HTA}x): {_verdict(speedup >= SPEED_VS_HTA)}")  # fmt: skip
+    if "b" in memory:
+        share = memory["b"] / json_size
+        print(f"peak memory of (b) / JSON size: {share:.2f}x (target <= {MEMORY_VS_FILE}x): "
+              f"{_verdict(share <= MEMORY_VS_FILE)}")  # fmt: skip
 
 
 def main() -> None:
@@ -286,7 +383,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds of each")
     parser.add_argument("--trace", type=Path, help="use this plain-JSON trace instead")
     parser.add_argument("--keep", type=Path, help="write the synthetic trace here and keep it")
+    parser.add_argument("--gzip", action="store_true", help="also measure a gzip copy")
     parser.add_argument("--no-hta", action="store_true", help="skip HolisticTraceAnalysis")
+    parser.add_argument("--hta-inline-mb", type=float, default=500.0,
+                        help="above this, HTA runs once in a capped child")  # fmt: skip
     options = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="ks-trace-speed-") as tmp:
@@ -304,97 +404,24 @@ def main() -> None:
                 f"trace: {path}, {size / 1e6:.1f} MB plain JSON, synthesized in "
                 f"{time.perf_counter() - t0:.1f} s from {' + '.join(SOURCES)} (H200 fixtures)"
             )
-        head = msgspec.json.decode(path.read_bytes(), type=BareTrace).traceEvents
         kinds: dict[str, int] = {}
-        for e in head:
+        for e in msgspec.json.decode(path.read_bytes(), type=BareTrace).traceEvents:
             kinds[e.cat or f"ph={e.ph}"] = kinds.get(e.cat or f"ph={e.ph}", 0) + 1
-        print(f"events: {len(head):,} in all; by category: " + ", ".join(
+        print(f"events: {sum(kinds.values()):,} in all; by category: " + ", ".join(
             f"{k} {n:,}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1])
         ))  # fmt: skip
-        del head
-
-        analyses = _analyses()
-        hta_name, hta = _hta() if not options.no_hta else ("HTA skipped (--no-hta)", None)
-        columns: list[tuple[str, str, Callable[[Path], object]]] = [
-            ("a", "bare msgspec decode into a plain Struct (args: Raw), incl. file read",
-             bare_decode),
-            ("a2", "the same decode, Struct with gc=False (info; not a target's baseline)",
-             bare_decode_no_gc),
-        ]  # fmt: skip
-        for key, (name, role, fn) in analyses.items():
-            note = "" if role == "target" else f" ({role})"
-            columns.append((key, f"{name}, incl. file read{note}", fn))
-        if hta is not None:
-            columns.append(("c", hta_name + ", incl. file read", hta))
-        else:
-            print(hta_name)
         print(f"python {sys.version.split()[0]}, msgspec {msgspec.__version__}, "
-              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
-              f"{options.rounds} interleaved rounds of each")  # fmt: skip
-
-        wall: dict[str, list[float]] = {key: [] for key, _, _ in columns}
-        cpu: dict[str, list[float]] = {key: [] for key, _, _ in columns}
-        for r in range(options.rounds):
-            line: list[str] = []
-            for key, _, fn in columns:
-                w, c = _timed(fn, path)
-                wall[key].append(w)
-                cpu[key].append(c)
-                line.append(f"{key} {w:.3f} s")
-            print(f"  round {r + 1} wall times: " + ", ".join(line))
-        load = os.getloadavg()[0]
-        if load > (os.cpu_count() or 1):
-            print(
-                f"  warning: load average {load:.1f} on {os.cpu_count()} CPUs: other processes "
-                "compete, wall times are noisy; the CPU-time ratios below are steadier"
-            )
-        median = {key: statistics.median(ts) for key, ts in wall.items()}
-        median_cpu = {key: statistics.median(ts) for key, ts in cpu.items()}
-
-        print()
-        print(f"{'':3} {'median wall s':>13} {'min wall s':>10} {'median CPU s':>12}  what")
-        for key, what, _ in columns:
-            print(f"{key:3} {median[key]:13.3f} {min(wall[key]):10.3f} "
-                  f"{median_cpu[key]:12.3f}  {what}")  # fmt: skip
-
-        memory: dict[str, int] = {}
-        for key in analyses:
-            idle, peak = peak_memory(key, path)
-            memory[key] = peak - idle
-            print(
-                f"peak memory of ({key}) in a fresh process: {peak / 1e6:.0f} MB RSS, less "
-                f"{idle / 1e6:.0f} MB for the interpreter and imports alone = "
-                f"{memory[key] / 1e6:.0f} MB"
-            )
-
-        print()
-        ratio = median["b"] / median["a"]
-        print(f"(b)/(a) kernelscope analysis vs bare decode, median wall: {ratio:.2f}x "
-              f"(target <= {SPEED_VS_DECODE}x): {_verdict(ratio <= SPEED_VS_DECODE)}")  # fmt: skip
-        print(f"    info: by median CPU time {median_cpu['b'] / median_cpu['a']:.2f}x; "
-              f"vs the gc=False decode (a2) {median['b'] / median['a2']:.2f}x")  # fmt: skip
-        for key in analyses:
-            if key != "b":
-                print(f"    info: ({key})/(a), {analyses[key][0]}: "
-                      f"{median[key] / median['a']:.2f}x wall, "
-                      f"{median_cpu[key] / median_cpu['a']:.2f}x CPU")  # fmt: skip
-        if "c" in median:
-            speedup = median["c"] / median["b"]
-            verdict = _verdict(speedup >= SPEED_VS_HTA)
-            print(f"(c)/(b) HTA's parser vs kernelscope analysis, median wall: {speedup:.1f}x "
-                  f"slower (target >= {SPEED_VS_HTA}x): {verdict}")  # fmt: skip
-            for key in analyses:
-                if key != "b":
-                    print(f"    info: (c)/({key}), HTA vs {analyses[key][0]}: "
-                          f"{median['c'] / median[key]:.1f}x")  # fmt: skip
-        else:
-            print("(c)/(b) HTA's parser vs kernelscope analysis: not measured (see above)")
-        for key in analyses:
-            share = memory[key] / size
-            target = f"(target <= {MEMORY_VS_FILE}x): {_verdict(share <= MEMORY_VS_FILE)}"
-            print(f"peak memory of ({key}) / file size: {memory[key] / 1e6:.0f} MB / "
-                  f"{size / 1e6:.0f} MB = {share:.2f}x "
-                  + (target if key == "b" else "(info)"))  # fmt: skip
+              f"{os.cpu_count()} CPUs, {_available() / 1e9:.1f} GB available, load average "
+              f"{os.getloadavg()[0]:.1f}; {options.rounds} interleaved rounds of each")  # fmt: skip
+        if size <= 500e6:
+            w, _ = _timed(generic_decode, path)
+            print(f"info: an untyped msgspec.json.decode of it (dicts) takes {w:.3f} s")
+        measure(path, size, options)
+        if options.gzip:
+            t0 = time.perf_counter()
+            gz = gzip_copy(path)
+            print(f"\ngzip copy written in {time.perf_counter() - t0:.1f} s")
+            measure(gz, size, options)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from kernelscope import __version__
 from kernelscope.diagnose import SidecarError, load_sidecar
 from kernelscope.launcher import JobFailed, JobResult, Launcher
 from kernelscope.peaks import Peaks, datasheet_peaks, save_calibrated
-from kernelscope.progress_line import ProgressLine
+from kernelscope.progress_line import ProgressLine, ReadingBar
 from kernelscope.project import Project, ProjectError, load_project
 from kernelscope.protocol import CalibrationFinished, ProfileFailed, RunCalibration, RunProfile
 from kernelscope.pyfunctions import stub_for
@@ -289,20 +289,23 @@ def _analyze(args: argparse.Namespace) -> int:
         return _fail_usage(f"no such file: {path}", args.json)
     found_sidecar, _ = companions(path)
     sidecar_file = Path(args.sidecar) if args.sidecar else found_sidecar
+    bar = ReadingBar(sys.stderr, f"reading {path.name}")
     try:
         if sidecar_file is not None and not args.trace_only:
             side = load_sidecar(sidecar_file)
-            report = replay_report(path, side, side.qualname, side.path)
+            report = replay_report(path, side, side.qualname, side.path, progress=bar)
             out: object = report
             text = render_report(report)
         else:
-            result = analyze_trace(path, load_trace(path))
+            result = analyze_trace(path, load_trace(path, bar))
             out, text = result, render_trace_analysis(result)
     except (TraceError, SidecarError) as e:
+        bar.clear()
         if args.json:
             _print_json_error("bad_trace", f"{path}: {e}")
         print(f"kernelscope: {path}: {e}", file=sys.stderr)
         return EXIT_FAILED
+    bar.clear()
     if args.json:
         sys.stdout.buffer.write(msgspec.json.encode(out) + b"\n")
     else:

@@ -16,6 +16,7 @@ import shutil
 import sys
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,11 +27,17 @@ from kernelscope.project import Project, ProjectError, load_project
 from kernelscope.protocol import JobProgress, ProfileFailed, ProfileFinished, Sidecar, WorkerReady
 from kernelscope.pyfunctions import find
 from kernelscope.remotes import Remote, RemoteError, find_remote, unsupported
-from kernelscope.report import companions, report_for_job, save_sidecar, trace_only_report
+from kernelscope.report import (
+    Report,
+    companions,
+    report_for_job,
+    save_sidecar,
+    trace_only_report,
+)
 from kernelscope.settings import Settings
 from kernelscope.store import RunRecord, Store
 from kernelscope.targets import Schedule, Target, TargetError, build_request
-from kernelscope.trace_model import load_trace
+from kernelscope.trace_model import TraceError, load_trace
 from kernelscope.units import stages_line
 
 log = logging.getLogger(__name__)
@@ -245,26 +252,51 @@ def import_job(
     sidecar: Path | None,
     traces_dir: Path,
 ) -> RunRecord:
-    """In the analysis process: copy a recorded trace into the store and build its record."""
+    """In the analysis process: copy a recorded trace into the store and build its record.
+    The copy (gzip'd on the way when plain) runs in a thread beside the analysis of the
+    original: zlib releases the GIL, so a big trace costs about its analysis alone."""
     run_id = uuid.uuid4().hex[:12]
     traces_dir.mkdir(parents=True, exist_ok=True)
     stem = f"{qualname.replace('.', '_')}-{run_id}"
     kept = traces_dir / f"{stem}.pt.trace.json.gz"
-    _copy_gzipped(trace, kept)
-    if sidecar is None:
-        report = trace_only_report(kept, load_trace(kept), str(path), qualname, def_line)
-    else:
-        side = _retarget(load_sidecar(sidecar), str(path))
-        cold = companions(trace)[1]
-        side.cold.trace_path = None
-        if cold is not None:
-            kept_cold = traces_dir / f"{stem}.cold.json.gz"
-            _copy_gzipped(cold, kept_cold)
-            side.cold.trace_path = str(kept_cold)
-        finished = ProfileFinished(job_id=run_id, trace_path=str(kept), sidecar=side)
-        save_sidecar(finished)
-        report = report_for_job(finished, str(path), qualname)
+    with ThreadPoolExecutor(1, thread_name_prefix="ks-copy") as pool:
+        copying = pool.submit(_copy_gzipped, trace, kept)
+        try:
+            report = _imported_report(path, qualname, def_line, trace, sidecar, kept, run_id)
+        finally:
+            wait([copying])
+    try:
+        copying.result()
+    except OSError as e:
+        raise TraceError(f"cannot copy it into {traces_dir}: {e.strerror or e}") from None
     return RunRecord(run_id, str(path), qualname, _now(), text_hash, report)
+
+
+def _imported_report(
+    path: Path,
+    qualname: str,
+    def_line: int,
+    trace: Path,
+    sidecar: Path | None,
+    kept: Path,
+    run_id: str,
+) -> Report:
+    """The report of the original trace, pointing at its copy ``kept``."""
+    if sidecar is None:
+        return trace_only_report(kept, load_trace(trace), str(path), qualname, def_line)
+    side = _retarget(load_sidecar(sidecar), str(path))
+    cold = companions(trace)[1]
+    side.cold.trace_path = None
+    if cold is not None:
+        kept_cold = kept.with_name(kept.name.replace(".pt.trace.json.gz", ".cold.json.gz"))
+        _copy_gzipped(cold, kept_cold)
+        side.cold.trace_path = str(kept_cold)
+    save_sidecar(ProfileFinished(job_id=run_id, trace_path=str(kept), sidecar=side))
+    report = report_for_job(
+        ProfileFinished(job_id=run_id, trace_path=str(trace), sidecar=side), str(path), qualname
+    )
+    report.trace.path = str(kept)
+    return report
 
 
 BIG_TRACE_BYTES = 64 << 20  # a plain-JSON trace this big (gzip'd: an eighth) recycles the child

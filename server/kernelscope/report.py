@@ -17,6 +17,7 @@ from kernelscope.ops import OpStat, op_table
 from kernelscope.protocol import GpuSample, LineStat, ProfileFinished, Sidecar, WorkerReady
 from kernelscope.roofline import OpRoof
 from kernelscope.trace_model import Trace, TraceError, load_trace
+from kernelscope.trace_stream import Progress
 
 
 class FunctionRef(msgspec.Struct):
@@ -315,12 +316,14 @@ def report_for_job(
     remote: str | None = None,
     options: Options | None = None,
     stages_s: dict[str, float] | None = None,
+    progress: Progress | None = None,
 ) -> Report:
     """Read a finished job's traces, analyze them, and build the report (raises TraceError).
     ``stages_s`` are the launcher's (``JobResult.stages_s``); the report's ``stages_s`` has
-    them with the worker's and the analysis's, in the order they ran."""
+    them with the worker's and the analysis's, in the order they ran. ``progress`` is told
+    how much of the trace file is read."""
     t0 = time.perf_counter()
-    trace = load_trace(finished.trace_path)
+    trace = load_trace(finished.trace_path, progress)
     cold_path = finished.sidecar.cold.trace_path
     cold = load_trace(cold_path) if cold_path and Path(cold_path).is_file() else None
     analysis = analyze(
@@ -343,6 +346,7 @@ def replay_report(
     qualname: str,
     function_path: str,
     options: Options | None = None,
+    progress: Progress | None = None,
 ) -> Report:
     """The report of a recorded run (a trace with its sidecar), as if it had just finished."""
     finished = ProfileFinished(job_id="replay", trace_path=str(trace_path), sidecar=sidecar)
@@ -351,7 +355,7 @@ def replay_report(
         function_path, qualname = _recorded_function(trace_path, function_path, qualname)
     if cold is not None:
         finished.sidecar.cold.trace_path = str(cold)
-    return report_for_job(finished, function_path, qualname, options=options)
+    return report_for_job(finished, function_path, qualname, options=options, progress=progress)
 
 
 def _recorded_function(trace_path: str | Path, path: str, qualname: str) -> tuple[str, str]:

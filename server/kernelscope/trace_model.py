@@ -1,15 +1,15 @@
 """Kineto Chrome traces (torch.profiler ``export_chrome_trace``) read into a linked model.
 
-One msgspec decode into view Structs (``args`` left undecoded, spans validated by msgspec,
-Kineto's categories decoded as constants), one pass that files events by category, then host
-spans nested per thread and GPU work linked to its launch and to the op that made it. Only the
-args that linking needs are decoded; the rest (``Input Dims`` ...) on demand. A trace msgspec
-rejects is read again event by event, and the bad events are skipped and counted in
-``Trace.warnings``.
+The file is decoded a piece at a time (``trace_stream``) into view Structs (``args`` left
+undecoded, spans validated by msgspec, Kineto's categories decoded as constants); each piece's
+events are filed by category as they come, then host spans are nested per thread and GPU work
+linked to its launch and to the op that made it. Of the args, only what linking needs is
+decoded; the rest (``Input Dims`` ...) is kept as bytes for aten ops and GPU work and decoded
+on demand, and dropped for the rest. A piece msgspec rejects is read again event by event,
+and the bad events are skipped and counted in ``Trace.warnings``.
 
-Cost (bench/trace_speed.py, 150 MB): about 1.2x a bare msgspec decode of the file into
-Structs; peak memory about 2.4x the JSON (the decoded events, and the file's bytes, which the
-``args`` of every event point into).
+Cost (bench/trace_speed.py): see the README; peak memory is bounded by MEMORY_PER_BYTE of
+the JSON, and a trace that needs more than the machine has is refused with its sizes.
 """
 
 from __future__ import annotations
@@ -21,12 +21,24 @@ import zlib
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Iterator
-from itertools import compress, islice
+from itertools import compress, groupby, islice
 from operator import attrgetter, eq, le
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, cast
+from sys import intern
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar, Union, cast
 
 import msgspec
+
+from kernelscope.memory_budget import OutOfMemory, available_bytes, require, rss_bytes
+from kernelscope.trace_stream import (
+    Chunk,
+    EventPieces,
+    NotStreamable,
+    Progress,
+    file_chunks,
+    is_gzip,
+)
+from kernelscope.units import fmt_bytes
 
 __all__ = [
     "CPU_OP",
@@ -115,9 +127,11 @@ OTHER_PHASES = tuple("BEiICbnestfPONDMVvRc")
 _GZIP_MAGIC = b"\x1f\x8b"
 _LIMIT_US = 1e18  # |ts| and dur beyond this (31,000 years) are corrupt, not data
 _NO_RAW = msgspec.Raw(b"{}")
+_NO_ARGS = b"{}"
 _TS = attrgetter("ts")
 _DUR = attrgetter("dur")
 _INDEX = attrgetter("index")
+_CAT = attrgetter("cat")
 _HALF_NS_US = 0.0005  # Kineto writes µs with 3 decimals: times this close are equal
 
 
@@ -187,8 +201,13 @@ class _GpuArgs(msgspec.Struct, gc=False):
 _EXTERNAL_ID_FIRST = re.compile(rb'\{\s*"External id"\s*:\s*(-?\d+)\s*[,}]')
 _INPUTS_DECODER = msgspec.json.Decoder(OpInputs)
 _EXTERNAL_ID_DECODER = msgspec.json.Decoder(_ExternalId)
-_RUNTIME_ARGS_DECODER = msgspec.json.Decoder(_RuntimeArgs)
-_GPU_ARGS_DECODER = msgspec.json.Decoder(_GpuArgs)
+#: (decoder of many events' args, decoder of one's, the args when malformed)
+_RUNTIME_ARGS = (
+    msgspec.json.Decoder(list[_RuntimeArgs]),
+    msgspec.json.Decoder(_RuntimeArgs),
+    _RuntimeArgs(),
+)
+_GPU_ARGS = (msgspec.json.Decoder(list[_GpuArgs]), msgspec.json.Decoder(_GpuArgs), _GpuArgs())
 
 
 class Op(msgspec.Struct, gc=False):
@@ -207,7 +226,7 @@ class Op(msgspec.Struct, gc=False):
     tid: int | str
     ts: float
     dur: float
-    args: msgspec.Raw
+    args: bytes
     self_dur: float
     correlation: int = -1
     index: int = -1
@@ -258,7 +277,7 @@ class GpuEvent(msgspec.Struct, gc=False):
     correlation: int
     external_id: int
     bytes: int
-    args: msgspec.Raw
+    args: bytes
     launch: int = -1
     op: int = -1
 
@@ -293,7 +312,7 @@ class Trace(msgspec.Struct):
     launches: list[Op]
     """The ops of ``ops`` that are runtime/driver calls (launches, copies, syncs)."""
     python_functions: list[Event]
-    """``with_stack`` frames, in file order (Kineto writes them sorted by ts)."""
+    """``with_stack`` frames, sorted by ts (their args dropped)."""
     gpu_events: list[GpuEvent]
     """Kernels, memcpys and memsets, sorted by ts."""
     gpu_annotations: list[Event]
@@ -303,7 +322,6 @@ class Trace(msgspec.Struct):
     base_time_ns: int | None
     warnings: list[str]
     _threads: dict[tuple[int | str, int | str], list[int]] | None = None
-    _frames: list[Event] | None = None
 
     def children(self, op: Op) -> list[Op]:
         """The ops directly inside ``op``, in time order (a scan of the ops in its span)."""
@@ -345,13 +363,7 @@ class Trace(msgspec.Struct):
         """The ``python_function`` frames around ``op`` on its thread, innermost first (none
         without ``with_stack``). Lazy: it walks back from the op's start through the frames
         that began before it, as far as it is iterated; the innermost frame is near."""
-        frames = self._frames
-        if frames is None:
-            frames = self.python_functions
-            starts = list(map(_TS, frames))
-            if not all(map(le, starts, islice(starts, 1, None))):
-                frames = sorted(frames, key=_TS)
-            self._frames = frames
+        frames = self.python_functions
         for i in range(bisect_right(frames, op.ts + _HALF_NS_US, key=_TS) - 1, -1, -1):
             frame = frames[i]
             # relative times: exact at Kineto's ~5e12 µs timestamps, where an ulp is ~1 ns
@@ -383,21 +395,70 @@ _LOOSE_DECODER = msgspec.json.Decoder(_LooseTraceView)
 _EVENT_DECODER = msgspec.json.Decoder(_AnyEvent)
 
 
-def load_trace(path: str | Path) -> Trace:
-    """Read a Kineto trace from a plain or gzip JSON file (told apart by the magic bytes)."""
+#: Peak memory of a load per byte of JSON (bench/trace_speed.py measures it), with a margin.
+MEMORY_PER_BYTE = 1.5
+
+
+def load_trace(path: str | Path, progress: Progress | None = None) -> Trace:
+    """Read a Kineto trace from a plain or gzip JSON file (told apart by the magic bytes),
+    a piece at a time (``trace_stream``); ``progress`` is told how much of the file is read.
+    A trace that would need more memory than there is is refused before it is read (or, for
+    a gzip file whose size shows only as it inflates, as soon as that shows)."""
+    path = Path(path)
     try:
-        data = Path(path).read_bytes()
+        size = path.stat().st_size
+        gzipped = size > 0 and is_gzip(path)
+        inflated = _gzip_size(path, size) if gzipped else size
     except OSError as exc:
         raise TraceError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return decode_trace(data)
+    if size == 0:
+        raise TraceError("the trace file is empty")
+    _require_memory(int(inflated * MEMORY_PER_BYTE), size, gzipped)
+    watch = _MemoryWatch(size, gzipped, progress)
+    try:
+        return _Builder().stream(file_chunks(path, watch))
+    except NotStreamable:
+        pass
+    except (EOFError, zlib.error) as exc:
+        raise TraceError(f"corrupt or truncated gzip: {exc}") from None
+    except OSError as exc:
+        raise TraceError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except MemoryError:
+        raise TraceError(_out_of_memory(size, gzipped)) from None
+    # Not laid out as Kineto writes: read whole, and say what is wrong with it. That takes
+    # the file, its inflated bytes and a decode of them at once.
+    _require_memory(inflated * 3 + (size if gzipped else 0), size, gzipped)
+    try:
+        return _decode_whole(_decompress(path.read_bytes()))
+    except OSError as exc:
+        raise TraceError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except MemoryError:
+        raise TraceError(_out_of_memory(size, gzipped)) from None
+
+
+def _out_of_memory(size: int, gzipped: bool) -> str:
+    kind = "gzip trace" if gzipped else "trace"
+    return (
+        f"ran out of memory reading this {fmt_bytes(size)} {kind}; analyze it on a machine "
+        "with more memory, or record a shorter trace"
+    )
 
 
 def decode_trace(data: bytes) -> Trace:
     """Build a Trace from the bytes of a Kineto trace, plain JSON or gzip."""
-    view, warnings = _decode_view(_decompress(data))
-    if not view.trace_events:
-        raise TraceError("the trace has no readable events")
-    return _build(view, warnings)
+    data = _decompress(data)
+    try:
+        return _Builder().stream(iter([Chunk.of(data)]))
+    except NotStreamable:
+        return _decode_whole(data)
+
+
+def _decode_whole(data: bytes) -> Trace:
+    view, warnings = _decode_view(data)
+    builder = _Builder()
+    builder.warnings.update(warnings)
+    builder.add(view.trace_events)
+    return builder.finish(view.device_properties, view.base_time_nanoseconds)
 
 
 def _decompress(data: bytes) -> bytes:
@@ -412,6 +473,53 @@ def _decompress(data: bytes) -> bytes:
     if not data:
         raise TraceError("the trace file is empty")
     return data
+
+
+def _gzip_size(path: Path, size: int) -> int:
+    """The inflated size as the gzip trailer gives it: modulo 4 GiB, and the last member's
+    only, so a lower bound at most; never below the file's own size."""
+    with path.open("rb") as f:
+        f.seek(max(size - 4, 0))
+        trailer = f.read(4)
+    return max(int.from_bytes(trailer, "little"), size) if len(trailer) == 4 else size
+
+
+def _require_memory(need: int, size: int, gzipped: bool) -> None:
+    what = f"this {fmt_bytes(size)} gzip trace" if gzipped else f"this {fmt_bytes(size)} trace"
+    try:
+        require(need, f"analyzing {what}")
+    except OutOfMemory as exc:
+        raise TraceError(str(exc)) from None
+
+
+class _MemoryWatch:
+    """Passes progress on, and refuses a trace as soon as the memory it has taken, scaled to
+    the whole file, would exceed what is left (a gzip's inflated size shows only as it
+    inflates)."""
+
+    def __init__(self, size: int, gzipped: bool, progress: Progress | None) -> None:
+        self._size = size
+        self._gzipped = gzipped
+        self._progress = progress
+        self._start = rss_bytes()
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._progress is not None:
+            self._progress(done, total)
+        now = rss_bytes()
+        if now is None or self._start is None or done <= 0 or done >= total:
+            return
+        used = max(now - self._start, 0)
+        more = int(used * (total - done) / done)
+        room = available_bytes()
+        if room is not None and more > room:
+            kind = "gzip trace" if self._gzipped else "trace"
+            raise TraceError(
+                f"this {fmt_bytes(total)} {kind} needs about {fmt_bytes(used + more)} of memory "
+                f"to analyze (measured over its first {done / total:.0%}) and only "
+                f"{fmt_bytes(room + used)} is available here; stopped before running out. "
+                "Analyze it on a machine with more memory, or record a shorter trace"
+            )
 
 
 def _decode_view(data: bytes) -> tuple[_TraceView, Counter[str]]:
@@ -487,84 +595,173 @@ def _decode_nonstandard(data: bytes) -> tuple[dict[str, object], list[object]]:
     return fields, cast("list[object]", fields["traceEvents"])
 
 
-def _build(view: _TraceView, warnings: Counter[str]) -> Trace:
-    buckets = _bucket_by_cat(cast("list[Event]", view.trace_events))
-    cpu_ops = _host_ops(buckets.get(CPU_OP, []))
-    annotations = _host_ops(buckets.get(USER_ANNOTATION, []))
-    launches: list[Op] = []
-    for cat in RUNTIME_CATS:
-        launches += _runtime_calls(buckets.get(cat, []), warnings)
-    ops = cpu_ops + annotations + launches
-    straddling = _nest_sorted(ops)
-    gpu: list[GpuEvent] = []
-    for cat in GPU_CATS:
-        gpu += _gpu_events(buckets.get(cat, []), warnings)
-    gpu.sort(key=_TS)
-    _link(ops, launches, gpu, straddling)
-    for group in (cpu_ops, annotations, launches):
-        group.sort(key=_INDEX)
-    gpu_annotations = buckets.get(GPU_USER_ANNOTATION, [])
-    gpu_annotations.sort(key=_TS)
-    return Trace(
-        ops=ops,
-        cpu_ops=cpu_ops,
-        user_annotations=annotations,
-        launches=launches,
-        python_functions=buckets.get(PYTHON_FUNCTION, []),
-        gpu_events=gpu,
-        gpu_annotations=gpu_annotations,
-        steps=_steps(annotations, cpu_ops),
-        device_properties=view.device_properties,
-        base_time_ns=view.base_time_nanoseconds,
-        warnings=[f"{reason}: {n}" for reason, n in sorted(warnings.items())],
-    )
+_KINETO_EVENTS: msgspec.json.Decoder[list[_AnyEvent]] = msgspec.json.Decoder(
+    list[Union[(_KinetoEvent, *_PHASES)]]  # pyright: ignore[reportInvalidTypeForm]
+)
+_EVENTS = msgspec.json.Decoder(list[_AnyEvent])
+_RAW_EVENTS = msgspec.json.Decoder(list[msgspec.Raw])
+_PROPERTIES = msgspec.json.Decoder(list[dict[str, Any]])
+
+
+class _Builder:
+    """Files the events of each piece as they come (names shared, only the
+    args that analyses read kept, as copies: the pieces are freed), then links them."""
+
+    def __init__(self) -> None:
+        self.warnings: Counter[str] = Counter()
+        self._cpu_ops: list[Op] = []
+        self._annotations: list[Op] = []
+        self._launches: list[Op] = []
+        self._gpu: list[GpuEvent] = []
+        self._frames: list[Event] = []
+        self._gpu_annotations: list[Event] = []
+
+    def stream(self, chunks: Iterator[Chunk]) -> Trace:
+        """The trace of a document's chunks; raises NotStreamable (nothing kept)."""
+        pieces = EventPieces(chunks, self._decode)
+        for events in pieces:
+            self.add(events)
+        top = pieces.top_level
+        properties: list[dict[str, Any]] = []
+        if "deviceProperties" in top:
+            try:
+                properties = _PROPERTIES.decode(top["deviceProperties"])
+            except msgspec.MsgspecError:
+                self.warnings["ignored a malformed deviceProperties"] += 1
+        base: int | None = None
+        if "baseTimeNanoseconds" in top:
+            value = msgspec.json.decode(top["baseTimeNanoseconds"])
+            base = value if isinstance(value, int) and not isinstance(value, bool) else None
+        return self.finish(properties, base)
+
+    def _decode(self, piece: memoryview) -> list[_AnyEvent]:
+        """Events of one piece; bad events skipped and counted. DecodeError on bad JSON."""
+        for decoder in (_KINETO_EVENTS, _EVENTS):
+            try:
+                return decoder.decode(piece)
+            except msgspec.ValidationError:
+                continue
+        events: list[_AnyEvent] = []
+        for raw in _RAW_EVENTS.decode(piece):
+            try:
+                events.append(_decode_event(raw))
+            except (msgspec.MsgspecError, OverflowError, RecursionError, TypeError, ValueError):
+                self.warnings["skipped events with a bad or missing ph, name, ts or dur"] += 1
+        return events
+
+    def add(self, events: list[_AnyEvent]) -> None:
+        """Files one piece's events."""
+        buckets = _bucket_by_cat(cast("list[Event]", events))
+        for cat, bucket in buckets.items():
+            if cat in (PYTHON_FUNCTION, GPU_USER_ANNOTATION):
+                for e in bucket:
+                    e.name = intern(e.name)
+                    e.args = _NO_RAW  # nothing reads them; they would hold the piece
+                kept = self._frames if cat == PYTHON_FUNCTION else self._gpu_annotations
+                kept += bucket
+            elif cat in (CPU_OP, USER_ANNOTATION):
+                kept_ops = self._cpu_ops if cat == CPU_OP else self._annotations
+                kept_ops += _host_ops(bucket)
+            elif cat in RUNTIME_CATS:
+                self._launches += _runtime_calls(bucket, self.warnings)
+            elif cat in GPU_CATS:
+                self._gpu += _gpu_events(bucket, self.warnings)
+
+    def finish(self, device_properties: list[dict[str, Any]], base_time_ns: int | None) -> Trace:
+        """Nests the host spans, links the GPU work, and makes the Trace."""
+        if not (self._cpu_ops or self._annotations or self._launches or self._gpu
+                or self._frames or self._gpu_annotations):  # fmt: skip
+            raise TraceError("the trace has no readable events")
+        cpu_ops, annotations, launches = self._cpu_ops, self._annotations, self._launches
+        ops = cpu_ops + annotations + launches
+        straddling = _nest_sorted(ops)
+        gpu = self._gpu
+        gpu.sort(key=_TS)
+        _link(ops, launches, gpu, straddling)
+        for group in (cpu_ops, annotations, launches):
+            group.sort(key=_INDEX)
+        self._gpu_annotations.sort(key=_TS)
+        starts = list(map(_TS, self._frames))
+        if not all(map(le, starts, islice(starts, 1, None))):  # Kineto writes them sorted
+            self._frames.sort(key=_TS)
+        return Trace(
+            ops=ops,
+            cpu_ops=cpu_ops,
+            user_annotations=annotations,
+            launches=launches,
+            python_functions=self._frames,
+            gpu_events=gpu,
+            gpu_annotations=self._gpu_annotations,
+            steps=_steps(annotations, cpu_ops),
+            device_properties=device_properties,
+            base_time_ns=base_time_ns,
+            warnings=[f"{reason}: {n}" for reason, n in sorted(self.warnings.items())],
+        )
 
 
 def _bucket_by_cat(events: list[Event]) -> defaultdict[str, list[Event]]:
     """Events by category; events of other phases all land under "", which nothing reads."""
     buckets: defaultdict[str, list[Event]] = defaultdict(list)
-    for event in events:
-        buckets[event.cat].append(event)
+    for cat, run in groupby(events, _CAT):  # Kineto writes long runs of one category
+        buckets[cat] += run
     return buckets
 
 
 def _host_ops(events: list[Event]) -> list[Op]:
     return [
-        Op(e.cat, e.name, e.pid, e.tid, e.ts, e.dur, e.args, e.dur)
+        Op(e.cat, intern(e.name), e.pid, e.tid, e.ts, e.dur, bytes(e.args), e.dur)
         for e in events
         if e.name not in HIDDEN_OPS
-    ]
+    ]  # fmt: skip
 
 
 def _runtime_calls(events: list[Event], warnings: Counter[str]) -> list[Op]:
-    calls: list[Op] = []
-    for e in events:
-        try:
-            correlation = _RUNTIME_ARGS_DECODER.decode(e.args).correlation
-        except msgspec.MsgspecError:
-            warnings[f"ignored malformed args of {e.cat} events"] += 1
-            correlation = -1
-        calls.append(Op(e.cat, e.name, e.pid, e.tid, e.ts, e.dur, e.args, e.dur, correlation))
-    return calls
+    """Runtime/driver calls; of their args only the correlation is kept."""
+    correlations = [a.correlation for a in _batch_args(events, _RUNTIME_ARGS, warnings)]
+    return [
+        Op(e.cat, intern(e.name), e.pid, e.tid, e.ts, e.dur, _NO_ARGS, e.dur, correlation)
+        for e, correlation in zip(events, correlations, strict=True)
+    ]  # fmt: skip
 
 
 def _gpu_events(events: list[Event], warnings: Counter[str]) -> list[GpuEvent]:
     out: list[GpuEvent] = []
-    for e in events:
-        try:
-            a = _GPU_ARGS_DECODER.decode(e.args)
-        except msgspec.MsgspecError:
-            warnings[f"ignored malformed args of {e.cat} events"] += 1
-            a = _GpuArgs()
+    for e, a in zip(events, _batch_args(events, _GPU_ARGS, warnings), strict=True):
         # Without args, Kineto's pid is the device and its tid the stream.
         device = a.device if a.device >= 0 or not isinstance(e.pid, int) else e.pid
         stream = a.stream if a.stream >= 0 or not isinstance(e.tid, int) else e.tid
         out.append(
             GpuEvent(
-                e.cat, e.name, e.ts, e.dur, device, stream, a.correlation, a.external_id,
-                a.bytes, e.args,
+                e.cat, intern(e.name), e.ts, e.dur, device, stream, a.correlation,
+                a.external_id, a.bytes, bytes(e.args),
             )
         )  # fmt: skip
+    return out
+
+
+_ArgsT = TypeVar("_ArgsT", bound=msgspec.Struct)
+
+
+def _batch_args(
+    events: list[Event],
+    decoders: tuple[msgspec.json.Decoder[list[_ArgsT]], msgspec.json.Decoder[_ArgsT], _ArgsT],
+    warnings: Counter[str],
+) -> list[_ArgsT]:
+    """The events' args, decoded in one call (one per event only when some are malformed)."""
+    many, one, malformed = decoders
+    if not events:
+        return []
+    try:
+        return many.decode(b"[%b]" % b",".join([e.args for e in events]))
+    except msgspec.MsgspecError:
+        pass
+    out: list[_ArgsT] = []
+    for e in events:
+        try:
+            out.append(one.decode(e.args))
+        except msgspec.MsgspecError:
+            warnings[f"ignored malformed args of {e.cat} events"] += 1
+            out.append(malformed)
     return out
 
 
