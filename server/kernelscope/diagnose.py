@@ -266,8 +266,7 @@ def _facts(
             dtype = r.dtype or "?"
             matmul_gpu[dtype] = matmul_gpu.get(dtype, 0.0) + r.gpu_us_per_step * steps
     trace_flops = sum(r.flops_per_step or 0.0 for r in rows)
-    side_flops = sum(r.flops for r in sidecar.key_averages) / steps if sidecar else 0.0
-    flops = trace_flops or side_flops or None  # torch's own counts miss attention
+    flops = trace_flops or None
     moved = sum(r.bytes_per_step or 0.0 for r in rows if r.bound != "transfer") or None
     cpu_per_step = calls.host_us / steps
     stacks = bool(trace.python_functions)

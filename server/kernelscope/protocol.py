@@ -156,18 +156,6 @@ class UnprofiledTiming(msgspec.Struct):
     """The profiling worker's own median, when a clean worker's replaced it."""
 
 
-class OpFlops(msgspec.Struct):
-    """One row of torch's key_averages() for the active steps."""
-
-    name: str
-    calls: int
-    self_cpu_us: float
-    cpu_total_us: float
-    self_device_us: float = 0.0
-    device_total_us: float = 0.0
-    flops: float = 0.0
-
-
 class LineStat(msgspec.Struct):
     """Per-step cost of one executed source line in the user's files."""
 
@@ -204,7 +192,6 @@ class Sidecar(msgspec.Struct):
     cold: ColdCall
     timing: UnprofiledTiming
     wall_us_per_step: float
-    key_averages: list[OpFlops] = []
     lines: list[LineStat] = []
     memory: MemoryStats | None = None
     torch: str | None = None
