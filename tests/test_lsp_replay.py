@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import shutil
 from pathlib import Path
 
@@ -106,3 +107,43 @@ async def test_bad_imports_are_errors(
         await client.workspace_execute_command_async(
             lsp.ExecuteCommandParams("kernelscope.importTrace", args)
         )
+
+
+async def test_an_import_shows_its_reading_and_ends(client: LanguageClient, project: Path) -> None:
+    source = FIXTURES / "resnet50" / "cnn.py"
+    shutil.copy(source, project / "cnn.py")
+    uri = open_doc(client, project / "cnn.py")
+    plain = project / "resnet50.pt.trace.json"  # a plain-JSON trace, read in pieces
+    plain.write_bytes(gzip.decompress((FIXTURES / "resnet50" / "trace.json.gz").read_bytes()))
+    result = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams("kernelscope.importTrace", [uri, "resnet_forward", str(plain)])
+    )
+    assert result["ok"] and result["bound"]
+    reports = next(
+        r
+        for r in client.progress_reports.values()
+        if isinstance(r[0], lsp.WorkDoneProgressBegin)
+        and r[0].title == "Importing resnet50.pt.trace.json"
+    )
+    assert isinstance(reports[-1], lsp.WorkDoneProgressEnd) and reports[-1].message == "imported"
+    for report in reports[1:-1]:
+        assert isinstance(report, lsp.WorkDoneProgressReport)
+        assert report.message and report.message.startswith(("reading the trace: ", "analyzing"))
+
+
+async def test_a_trace_bigger_than_memory_is_refused_and_the_server_stays(
+    client: LanguageClient, project: Path
+) -> None:
+    shutil.copy(FIXTURES / "matmul_add_64" / "matmul_add.py", project / "matmul_add.py")
+    uri = open_doc(client, project / "matmul_add.py")
+    huge = project / "huge.pt.trace.json"
+    with huge.open("wb") as f:  # sparse: never read
+        f.truncate(1 << 40)  # 1 TiB
+    with pytest.raises(Exception, match=r"cannot import huge.pt.trace.json: .*of memory"):
+        await client.workspace_execute_command_async(
+            lsp.ExecuteCommandParams("kernelscope.importTrace", [uri, "matmul_add", str(huge)])
+        )
+    hover = await client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(9, 5))
+    )
+    assert hover is None or hover.contents  # answered: the server is up

@@ -27,18 +27,40 @@ def _ready() -> bool:
     return True
 
 
+#: In the child: the share of the current trace read so far, shared with the server.
+_read_share: list[Any] = []
+
+
+def _install(share: Any) -> None:
+    _read_share[:] = [share]
+
+
+def report_read(done: int, total: int) -> None:
+    """In the child, a ``trace_stream.Progress``: how much of the trace file is read."""
+    if _read_share and total > 0:
+        _read_share[0].value = done / total
+
+
 class AnalysisPool:
     """Runs picklable module-level functions in a spawned child process."""
 
     def __init__(self) -> None:
         self._executor: ProcessPoolExecutor | None = None
+        self._share: Any = None
 
     def _pool(self) -> ProcessPoolExecutor:
         if self._executor is None:
+            context = multiprocessing.get_context("spawn")
+            self._share = context.Value("d", 0.0, lock=False)
             self._executor = ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn")
+                max_workers=1, mp_context=context, initializer=_install, initargs=(self._share,)
             )
         return self._executor
+
+    @property
+    def read_share(self) -> float:
+        """How much of its trace file the running analysis has read (0 to 1)."""
+        return float(self._share.value) if self._share is not None else 0.0
 
     def warm(self) -> None:
         """Start the child now (if none runs), so an analysis does not wait for it."""
@@ -49,8 +71,10 @@ class AnalysisPool:
         """`fn(*args)` in the child; AnalysisFailed when the child dies. With `recycle`, the
         child is let go afterwards (it held a big trace)."""
         loop = asyncio.get_running_loop()
+        pool = self._pool()
+        self._share.value = 0.0
         try:
-            return await loop.run_in_executor(self._pool(), partial(fn, *args))
+            return await loop.run_in_executor(pool, partial(fn, *args))
         except BrokenProcessPool:
             self.close()
             raise AnalysisFailed(

@@ -12,15 +12,15 @@ import asyncio
 import datetime
 import gzip
 import logging
-import shutil
 import sys
+import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelscope.analysis_pool import AnalysisFailed, AnalysisPool
+from kernelscope.analysis_pool import AnalysisFailed, AnalysisPool, report_read
 from kernelscope.diagnose import load_sidecar
 from kernelscope.launcher import JobFailed, Launcher
 from kernelscope.project import Project, ProjectError, load_project
@@ -197,24 +197,38 @@ class ProfileService:
             raise JobFailed(ProfileFailed(job_id="", kind="analysis", message=str(e))) from None
 
     async def import_trace(
-        self, path: Path, qualname: str, source: str, trace: Path, sidecar: Path | None
+        self,
+        path: Path,
+        qualname: str,
+        source: str,
+        trace: Path,
+        sidecar: Path | None,
+        on_read: Callable[[float], None] | None = None,
     ) -> RunRecord:
         """A trace recorded elsewhere (another machine, a CI job, a fixture) as the function's
-        last run: copied into the project's store and analyzed off the event loop."""
+        last run: copied into the project's store and analyzed off the event loop.
+        ``on_read`` is told the share of the file read, four times a second."""
         fn = find(source, qualname)
         if fn is None:
             raise TargetError(f"{path.name} has no function {qualname!r}")
         store = self.store_for(path)
-        record = await self._analyze(
-            import_job,
-            path,
-            qualname,
-            fn.def_line,
-            fn.text_hash,
-            trace,
-            sidecar or companions(trace)[0],
-            store.traces_dir,
+        job = asyncio.ensure_future(
+            self._analyze(
+                import_job,
+                path,
+                qualname,
+                fn.def_line,
+                fn.text_hash,
+                trace,
+                sidecar or companions(trace)[0],
+                store.traces_dir,
+            )
         )
+        while on_read is not None and not job.done():
+            await asyncio.wait([job], timeout=READ_POLL_S)
+            if not job.done():
+                on_read(self.analysis.read_share)
+        record = await job
         store.add(record)
         return record
 
@@ -259,15 +273,20 @@ def import_job(
     traces_dir.mkdir(parents=True, exist_ok=True)
     stem = f"{qualname.replace('.', '_')}-{run_id}"
     kept = traces_dir / f"{stem}.pt.trace.json.gz"
+    stop = threading.Event()
     with ThreadPoolExecutor(1, thread_name_prefix="ks-copy") as pool:
-        copying = pool.submit(_copy_gzipped, trace, kept)
+        copying = pool.submit(_copy_gzipped, trace, kept, stop)
         try:
             report = _imported_report(path, qualname, def_line, trace, sidecar, kept, run_id)
-        finally:
+        except BaseException:
+            stop.set()  # a trace that cannot be analyzed is not kept
             wait([copying])
+            kept.unlink(missing_ok=True)
+            raise
     try:
         copying.result()
     except OSError as e:
+        kept.unlink(missing_ok=True)
         raise TraceError(f"cannot copy it into {traces_dir}: {e.strerror or e}") from None
     return RunRecord(run_id, str(path), qualname, _now(), text_hash, report)
 
@@ -283,7 +302,9 @@ def _imported_report(
 ) -> Report:
     """The report of the original trace, pointing at its copy ``kept``."""
     if sidecar is None:
-        return trace_only_report(kept, load_trace(trace), str(path), qualname, def_line)
+        return trace_only_report(
+            kept, load_trace(trace, report_read), str(path), qualname, def_line
+        )
     side = _retarget(load_sidecar(sidecar), str(path))
     cold = companions(trace)[1]
     side.cold.trace_path = None
@@ -292,13 +313,13 @@ def _imported_report(
         _copy_gzipped(cold, kept_cold)
         side.cold.trace_path = str(kept_cold)
     save_sidecar(ProfileFinished(job_id=run_id, trace_path=str(kept), sidecar=side))
-    report = report_for_job(
-        ProfileFinished(job_id=run_id, trace_path=str(trace), sidecar=side), str(path), qualname
-    )
+    original = ProfileFinished(job_id=run_id, trace_path=str(trace), sidecar=side)
+    report = report_for_job(original, str(path), qualname, progress=report_read)
     report.trace.path = str(kept)
     return report
 
 
+READ_POLL_S = 0.25
 BIG_TRACE_BYTES = 64 << 20  # a plain-JSON trace this big (gzip'd: an eighth) recycles the child
 
 
@@ -313,15 +334,13 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
-def _copy_gzipped(src: Path, dst: Path) -> None:
-    """Copy a trace, gzip'ing it on the way when it is plain JSON."""
+def _copy_gzipped(src: Path, dst: Path, stop: threading.Event | None = None) -> None:
+    """Copy a trace, gzip'ing it on the way when it is plain JSON; ``stop`` ends it early."""
     with src.open("rb") as f:
         gzipped = f.read(2) == b"\x1f\x8b"
-    if gzipped:
-        shutil.copyfile(src, dst)
-        return
-    with src.open("rb") as f, gzip.open(dst, "wb", compresslevel=1) as out:
-        shutil.copyfileobj(f, out, 1 << 20)
+    with src.open("rb") as f, dst.open("wb") if gzipped else gzip.open(dst, "wb", 1) as out:
+        while (stop is None or not stop.is_set()) and (chunk := f.read(4 << 20)):
+            out.write(chunk)
 
 
 def _retarget(side: Sidecar, path: str) -> Sidecar:

@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlparse
 
 import msgspec
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from kernelscope import __version__, editor_views, perfetto
@@ -26,6 +26,7 @@ from kernelscope.protocol import JobProgress, ProfileFailed
 from kernelscope.pyfunctions import FunctionDef, find, function_at, functions, provider_stub
 from kernelscope.settings import Settings, parse_settings
 from kernelscope.targets import Schedule, TargetError
+from kernelscope.units import fmt_bytes
 
 if TYPE_CHECKING:
     from kernelscope.profiling import ProfileService
@@ -459,12 +460,13 @@ def _request_future(ls: KernelscopeServer) -> Any:
 class ProgressReporter:
     """Work-done progress for one job, cancellable from the client."""
 
-    def __init__(self, ls: KernelscopeServer, qualname: str) -> None:
+    def __init__(self, ls: KernelscopeServer, qualname: str, title: str = "") -> None:
         self.ls = ls
         self.qualname = qualname
+        self.title = title or f"Profiling {qualname}"
         self.token: str | None = None
 
-    async def begin(self) -> None:
+    async def begin(self, message: str = "starting the worker") -> None:
         """Create the token and send `begin`; no-op for clients without progress."""
         if not self.ls.supports_progress():
             return
@@ -478,8 +480,8 @@ class ProgressReporter:
         self.ls.work_done_progress.begin(
             token,
             lsp.WorkDoneProgressBegin(
-                title=f"Profiling {self.qualname}",
-                message="starting the worker",
+                title=self.title,
+                message=message,
                 percentage=0,
                 cancellable=True,
             ),
@@ -503,6 +505,19 @@ class ProgressReporter:
             label = f"{label} {msg.step}/{msg.total}"
         self.ls.work_done_progress.report(
             self.token, lsp.WorkDoneProgressReport(message=label, percentage=base, cancellable=True)
+        )
+
+    def read(self, share: float, size: str) -> None:
+        """A trace being read: the share of its file, as a percentage."""
+        if self.token is None:
+            return
+        percent = round(share * 100)
+        self.ls.work_done_progress.report(
+            self.token,
+            lsp.WorkDoneProgressReport(
+                message=f"reading the trace: {percent}% of {size}" if share < 1 else "analyzing",
+                percentage=percent,
+            ),
         )
 
     def end(self, message: str) -> None:
@@ -638,6 +653,7 @@ async def import_trace(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
             f"{IMPORT_TRACE} takes (uri, qualname, trace_path[, sidecar_path]) as strings"
         )
     from kernelscope.diagnose import SidecarError
+    from kernelscope.launcher import JobFailed
     from kernelscope.trace_model import TraceError
 
     uri, qualname, trace = args[0], args[1], Path(args[2])
@@ -646,10 +662,20 @@ async def import_trace(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     for file in (trace, sidecar):
         if file is not None and not file.is_file():
             raise JsonRpcInvalidParams(f"no such file: {file}")
+    reporter = ProgressReporter(ls, trace.name, title=f"Importing {trace.name}")
+    await reporter.begin("reading the trace")
+    size = fmt_bytes(trace.stat().st_size)
     try:
-        record = await ls.service.import_trace(path, qualname, source, trace, sidecar)
+        record = await ls.service.import_trace(
+            path, qualname, source, trace, sidecar, lambda share: reporter.read(share, size)
+        )
     except (TargetError, TraceError, SidecarError) as e:
+        reporter.end("failed")
         raise JsonRpcInvalidParams(f"cannot import {trace.name}: {e}") from None
+    except JobFailed as e:
+        reporter.end("failed")
+        raise JsonRpcInternalError(f"cannot import {trace.name}: {e.failure.message}") from None
+    reporter.end("imported")
     ls.publish(path)
     ls.refresh_views()
     verdict = record.report.verdict
