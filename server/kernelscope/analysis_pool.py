@@ -1,15 +1,17 @@
 """Trace analysis in a process of its own, so the server's event loop never waits on it.
 
 Decoding a 150 MB trace holds the GIL for most of a second; in a thread that stalls hovers
-and lenses. A one-process pool (spawned: no fork of the server's state, no torch) runs the
-analysis instead. The child stays warm between jobs; after a big trace it is let go, which
-returns that trace's memory to the system.
+and lenses. A one-process pool (spawned: no fork of the server's state, no torch; niced, so
+the server wins the CPU) runs the analysis instead. The child stays warm between jobs; after
+a big trace it is let go, which returns that trace's memory to the system.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
+import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -27,12 +29,17 @@ def _ready() -> bool:
     return True
 
 
+#: The analysis process runs this much below the server, which answers the editor.
+ANALYSIS_NICENESS = 5
+
 #: In the child: the share of the current trace read so far, shared with the server.
 _read_share: list[Any] = []
 
 
 def _install(share: Any) -> None:
     _read_share[:] = [share]
+    with contextlib.suppress(OSError):  # the editor's requests come first
+        os.nice(ANALYSIS_NICENESS)
 
 
 def report_read(done: int, total: int) -> None:

@@ -80,23 +80,22 @@ def _address_space_room() -> int | None:
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     if soft == resource.RLIM_INFINITY:
         return None
-    try:
-        status = Path("/proc/self/status").read_text()
-    except OSError:
-        return None
-    for line in status.splitlines():
-        if line.startswith("VmSize:"):
-            return max(soft - int(line.split()[1]) * 1024, 0)
-    return None
+    mapped = _own_status("VmSize:")
+    return max(soft - mapped, 0) if mapped is not None else None
 
 
 def rss_bytes() -> int | None:
     """This process's resident memory now, None where /proc does not tell."""
+    return _own_status("VmRSS:")
+
+
+def _own_status(key: str) -> int | None:
+    """A size from /proc/self/status, in bytes."""
     try:
         status = Path("/proc/self/status").read_text()
     except OSError:
         return None
     for line in status.splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(key):
             return int(line.split()[1]) * 1024
     return None
