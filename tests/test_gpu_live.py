@@ -132,3 +132,9 @@ def test_a_training_step_counts_its_backward(driver: LauncherDriver) -> None:
     assert report.timing.cuda_us_per_step == pytest.approx(fresh, rel=0.05)
     backward = next(line for line in result.finished.sidecar.lines if line.line == 24)
     assert backward.cuda_us > 0.4 * report.timing.cuda_us_per_step  # loss.backward()
+
+
+def test_a_provider_without_device_builds_on_the_jobs_device(driver: LauncherDriver) -> None:
+    spec = f"{REPO_ROOT}/tests/workloads/placement.py::built"
+    result = ok(driver.run(spec, device="cuda", line_pass=False))
+    assert "built on cuda" in result.finished.output

@@ -31,6 +31,8 @@ import msgspec
 
 from kernelscope.memory_budget import OutOfMemory, available_bytes, require, rss_bytes
 from kernelscope.trace_stream import (
+    CHUNK_BYTES,
+    SLACK,
     Chunk,
     EventPieces,
     NotStreamable,
@@ -397,6 +399,10 @@ _EVENT_DECODER = msgspec.json.Decoder(_AnyEvent)
 
 #: Peak memory of a load per byte of JSON (bench/trace_speed.py measures it), with a margin.
 MEMORY_PER_BYTE = 1.5
+#: The share of a file read before its memory is projected to the whole, and the bytes of
+#: read buffers (transient) left out of what the load has taken.
+_WATCH_AFTER = 0.05
+_BUFFERS = 4 * (CHUNK_BYTES + SLACK)
 
 
 def load_trace(path: str | Path, progress: Progress | None = None) -> Trace:
@@ -414,7 +420,7 @@ def load_trace(path: str | Path, progress: Progress | None = None) -> Trace:
     if size == 0:
         raise TraceError("the trace file is empty")
     _require_memory(int(inflated * MEMORY_PER_BYTE), size, gzipped)
-    watch = _MemoryWatch(size, gzipped, progress)
+    watch = _MemoryWatch(gzipped, progress)
     try:
         return _Builder().stream(file_chunks(path, watch))
     except NotStreamable:
@@ -497,8 +503,7 @@ class _MemoryWatch:
     the whole file, would exceed what is left (a gzip's inflated size shows only as it
     inflates)."""
 
-    def __init__(self, size: int, gzipped: bool, progress: Progress | None) -> None:
-        self._size = size
+    def __init__(self, gzipped: bool, progress: Progress | None) -> None:
         self._gzipped = gzipped
         self._progress = progress
         self._start = rss_bytes()
@@ -506,10 +511,12 @@ class _MemoryWatch:
     def __call__(self, done: int, total: int) -> None:
         if self._progress is not None:
             self._progress(done, total)
-        now = rss_bytes()
-        if now is None or self._start is None or done <= 0 or done >= total:
+        if done < total * _WATCH_AFTER or done >= total:  # early on the buffers would dominate
             return
-        used = max(now - self._start, 0)
+        now = rss_bytes()
+        if now is None or self._start is None:
+            return
+        used = max(now - self._start - _BUFFERS, 0)
         more = int(used * (total - done) / done)
         room = available_bytes()
         if room is not None and more > room:

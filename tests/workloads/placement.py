@@ -30,3 +30,17 @@ def kept_inputs(batch_size: int = 1, device: str = "cpu"):
 
 def moved_inputs(batch_size: int = 1):
     return (Recorder(),)  # no `device`: the worker moves it to the job's device
+
+
+def built(x):
+    print("built on %s" % BUILT_ON[-1])
+    return x * 2
+
+
+BUILT_ON: list = []
+
+
+def built_inputs():
+    x = torch.ones(4)  # no `device`: made under the job's device, not made and then moved
+    BUILT_ON.append(x.device.type)
+    return (x,)

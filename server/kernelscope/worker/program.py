@@ -438,8 +438,14 @@ class Job:
             )
         if "device" in params:
             kw["device"] = device
+        # A provider that does not place its values itself builds them on the job's device:
+        # they would be moved there anyway, and a model built on the CPU and copied takes
+        # much longer (ResNet-50: 0.73 s against 0.03 s on an H200).
+        placed = "device" in params or not hasattr(device, "__enter__")  # torch < 2.0
+        place = contextlib.nullcontext() if placed else device
         try:
-            result = provider(**kw)
+            with place:
+                result = provider(**kw)
         except BaseException as e:
             raise self.user_error("user_exception", e, "in input provider %s(): " % name) from None
         takes_device = "device" in params
