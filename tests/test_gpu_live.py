@@ -112,14 +112,18 @@ def _fresh_us(spec: str) -> float:
     return float(json.loads(done.stdout))
 
 
-def test_host_bound_timing_agrees_with_a_fresh_process(driver: LauncherDriver) -> None:
+def test_host_bound_timing_agrees_with_fresh_processes(driver: LauncherDriver) -> None:
+    """Within the spread of fresh processes: on the H200 host the same host-bound loop runs
+    650-980 µs from one process to the next (docs/h200-run/host_bound_spread.txt), so one
+    fresh process is no yardstick for another."""
     spec = f"{REPO_ROOT}/fixtures/workloads/host_bound.py::many_small"
-    fresh = statistics.median(_fresh_us(spec) for _ in range(3))
+    fresh = sorted(_fresh_us(spec) for _ in range(5))
     timing = ok(driver.run(spec, device="cuda")).finished.sidecar.timing
     assert timing.process == "clean worker"
-    print(f"fresh {fresh:.1f} µs, clean worker {timing.us_per_call:.1f} µs, profiling worker "
+    print(f"fresh {' '.join(f'{f:.1f}' for f in fresh)} µs, clean worker "
+          f"{timing.us_per_call:.1f} µs, profiling worker "
           f"{timing.profiling_worker_us_per_call:.1f} µs")  # fmt: skip
-    assert timing.us_per_call == pytest.approx(fresh, rel=0.05)
+    assert 0.95 * fresh[0] <= timing.us_per_call <= 1.05 * fresh[-1]
 
 
 def test_a_training_step_counts_its_backward(driver: LauncherDriver) -> None:

@@ -1,11 +1,12 @@
 """A JSON trace read in pieces: its ``traceEvents`` array cut between events, so a file of any
-size is decoded a few tens of MB at a time, never held whole.
+size is decoded a few MB at a time, never held whole.
 
-The file (plain or gzip) is read ahead in a thread: reading and inflating release the GIL, so
-they overlap the decode. A cut is made after a ``}`` that a ``,`` and a ``{`` follow; the
-piece is then decoded, and a cut that fell inside a string or a nested value cannot decode
-(its brackets or quotes do not close), so a piece that fails to decode is cut again earlier.
-A file not laid out as ``{..., "traceEvents": [...], ...}`` raises NotStreamable.
+The file is read ahead in a thread (and inflated there when gzip'd); reading overlaps the
+decode, inflating only in part: zlib takes the GIL back for each block of its output. A cut
+is made after a ``}`` that a ``,`` and a ``{`` follow, and the piece decoded; a cut that fell
+inside a string or a nested value cannot decode (its quotes or brackets do not close), so
+the piece is cut again earlier. A file not laid out as ``{..., "traceEvents": [...], ...}``
+raises NotStreamable.
 """
 
 from __future__ import annotations

@@ -551,12 +551,17 @@ class Job:
         return fn, self._guarded(fn, args, kwargs), device, sync
 
     def run_timing(self):
-        """Only the unprofiled timing (after one warm-up call), in a worker that never ran
-        the profiler: a profiling session leaves host-bound code slower in its process."""
+        """Only the unprofiled timing, in a worker that never ran the profiler: a profiling
+        session leaves host-bound code slower in its process. Warmed up like a script would
+        be (up to 10 calls, ~50 ms at most): this worker may have just started."""
         _fn, call, device, sync = self.prepare()
         self.progress("cold")
-        call()
-        sync()
+        t0 = time.perf_counter()
+        for _ in range(WARMUP_CALLS):
+            call()
+            sync()
+            if time.perf_counter() - t0 > WARMUP_S:
+                break
         self.progress("timing")
         timing = self.time_unprofiled(call, sync, device.type == "cuda", device)
         self.progress("done")
@@ -1050,6 +1055,10 @@ def load_json(path):
     with open(path, "rb") as f:
         return json.load(f).get("traceEvents", [])
 
+
+#: Warm-up before a clean worker's timing: this many calls, or until this many seconds.
+WARMUP_CALLS = 10
+WARMUP_S = 0.05
 
 #: A call this long (µs) gets one call of the line pass: that one call has every line.
 LONG_CALL_US = 5000.0
