@@ -36,6 +36,7 @@ test: lint typecheck pytest
 
 bench: venv
 	$(PY) bench/warm_overhead.py
+	$(PY) bench/loop_latency.py --jobs 4
 
 clean:
 	rm -rf $(VENV) .kernelscope .pytest_cache .ruff_cache
