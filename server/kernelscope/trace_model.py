@@ -314,7 +314,8 @@ class Trace(msgspec.Struct):
     launches: list[Op]
     """The ops of ``ops`` that are runtime/driver calls (launches, copies, syncs)."""
     python_functions: list[Event]
-    """``with_stack`` frames, sorted by ts (their args dropped)."""
+    """``with_stack`` frames, in file order (Kineto writes them sorted by ts), without their
+    args."""
     gpu_events: list[GpuEvent]
     """Kernels, memcpys and memsets, sorted by ts."""
     gpu_annotations: list[Event]
@@ -324,6 +325,7 @@ class Trace(msgspec.Struct):
     base_time_ns: int | None
     warnings: list[str]
     _threads: dict[tuple[int | str, int | str], list[int]] | None = None
+    _frames: list[Event] | None = None
 
     def children(self, op: Op) -> list[Op]:
         """The ops directly inside ``op``, in time order (a scan of the ops in its span)."""
@@ -365,7 +367,13 @@ class Trace(msgspec.Struct):
         """The ``python_function`` frames around ``op`` on its thread, innermost first (none
         without ``with_stack``). Lazy: it walks back from the op's start through the frames
         that began before it, as far as it is iterated; the innermost frame is near."""
-        frames = self.python_functions
+        frames = self._frames
+        if frames is None:
+            frames = self.python_functions
+            starts = list(map(_TS, frames))
+            if not all(map(le, starts, islice(starts, 1, None))):
+                frames = sorted(frames, key=_TS)
+            self._frames = frames
         for i in range(bisect_right(frames, op.ts + _HALF_NS_US, key=_TS) - 1, -1, -1):
             frame = frames[i]
             # relative times: exact at Kineto's ~5e12 µs timestamps, where an ulp is ~1 ns
@@ -688,9 +696,6 @@ class _Builder:
         for group in (cpu_ops, annotations, launches):
             group.sort(key=_INDEX)
         self._gpu_annotations.sort(key=_TS)
-        starts = list(map(_TS, self._frames))
-        if not all(map(le, starts, islice(starts, 1, None))):  # Kineto writes them sorted
-            self._frames.sort(key=_TS)
         return Trace(
             ops=ops,
             cpu_ops=cpu_ops,
