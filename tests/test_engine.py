@@ -128,11 +128,6 @@ def test_a_provider_without_device_has_its_values_moved(driver: LauncherDriver) 
     assert "moves=1" in result.finished.output
 
 
-def test_a_provider_without_device_builds_under_the_jobs_device(driver: LauncherDriver) -> None:
-    result = ok(driver.run(f"{WORKLOADS}/placement.py::built", line_pass=False))
-    assert "built on cpu" in result.finished.output  # on a GPU: cuda (test_gpu_live)
-
-
 def test_stage_timings_and_timing_spread_in_the_sidecar(driver: LauncherDriver) -> None:
     side = ok(driver.run(f"{THREE}::three_lines")).finished.sidecar
     assert list(side.stages_s) == [

@@ -22,7 +22,7 @@ import pytest
 
 from kernelscope.memory_budget import available_bytes, rss_bytes
 from kernelscope.progress_line import ReadingBar
-from kernelscope.trace_model import TraceError, decode_trace, load_trace
+from kernelscope.trace_model import TraceError, _Builder, _decode_whole, decode_trace, load_trace  # pyright: ignore[reportPrivateUsage]
 from kernelscope.trace_stream import Chunk, EventPieces, NotStreamable, file_chunks
 
 REPO = Path(__file__).resolve().parent.parent
@@ -95,10 +95,12 @@ def test_what_cannot_be_cut_says_so(data: bytes) -> None:
         pieces_of(data, 64)
 
 
-def test_a_file_read_in_pieces_gives_the_trace_of_the_whole(tmp_path: Path) -> None:
+@pytest.mark.parametrize("size", [333, 4096, 65536])
+def test_a_file_read_in_pieces_gives_the_trace_of_the_whole(tmp_path: Path, size: int) -> None:
     plain = tmp_path / "t.json"
     plain.write_bytes(gzip.decompress(FIXTURE.read_bytes()))
-    streamed, whole_trace = load_trace(plain), decode_trace(plain.read_bytes())
+    streamed = _Builder().stream(file_chunks(plain, chunk_bytes=size))
+    whole_trace = _decode_whole(plain.read_bytes())  # one decode of the whole document
     assert len(streamed.ops) == len(whole_trace.ops) > 0
     assert [(o.name, o.ts, o.parent, o.args) for o in streamed.ops] == [
         (o.name, o.ts, o.parent, o.args) for o in whole_trace.ops
@@ -112,7 +114,7 @@ def test_a_file_read_in_pieces_gives_the_trace_of_the_whole(tmp_path: Path) -> N
     assert b"".join(c.bytes() for c in chunked) == plain.read_bytes()
 
 
-def test_progress_is_told_and_the_bar_drawn(tmp_path: Path) -> None:
+def test_progress_is_told_and_the_bar_drawn() -> None:
     seen: list[tuple[int, int]] = []
     load_trace(FIXTURE, lambda done, total: seen.append((done, total)))
     assert seen and seen[-1] == (FIXTURE.stat().st_size,) * 2
@@ -186,3 +188,19 @@ def test_a_gzip_that_inflates_past_memory_is_stopped_in_time(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("refused: this "), done.stdout
     assert "gzip trace needs about" in done.stdout and "stopped before running out" in done.stdout
+
+
+def test_zeros_after_the_last_member_across_reads_are_padding(tmp_path: Path) -> None:
+    data = gzip.decompress(FIXTURE.read_bytes())
+    padded = tmp_path / "padded.json.gz"
+    padded.write_bytes(gzip.compress(data) + b"\0" * (3 << 20))  # zeros over several reads
+    assert len(load_trace(padded).ops) == len(decode_trace(data).ops) > 0
+
+
+def test_a_trace_of_metadata_only_loads_empty_and_a_bad_base_time_is_dropped() -> None:
+    meta = {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "x"}}
+    doc = b'{"traceEvents": [%s], "baseTimeNanoseconds": 1e999}' % json.dumps(meta).encode()
+    trace = decode_trace(doc)
+    assert trace.ops == [] and trace.gpu_events == [] and trace.base_time_ns is None
+    with pytest.raises(TraceError, match="no readable events"):
+        decode_trace(b'{"traceEvents": []}')

@@ -66,14 +66,28 @@ def _sysconf_available() -> int | None:
 
 
 def _cgroup_room() -> int | None:
-    for limit, usage in (
-        (_CGROUP_V2 / "memory.max", _CGROUP_V2 / "memory.current"),
-        (_CGROUP_V1 / "memory.limit_in_bytes", _CGROUP_V1 / "memory.usage_in_bytes"),
+    """The cgroup's limit less its usage, page cache it can drop not counted as used (what
+    ``docker stats`` does: ``inactive_file``)."""
+    for folder, limit, usage, cache in (
+        (_CGROUP_V2, "memory.max", "memory.current", "inactive_file"),
+        (_CGROUP_V1, "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"),
     ):
-        cap, used = _read_int(limit), _read_int(usage)
+        cap, used = _read_int(folder / limit), _read_int(folder / usage)
         if cap is not None and used is not None and cap < 1 << 60:  # v1 "no limit" is ~2^63
-            return max(cap - used, 0)
+            return max(cap - used + _stat(folder / "memory.stat", cache), 0)
     return None
+
+
+def _stat(path: Path, key: str) -> int:
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return 0
+    for line in lines:
+        name, _, value = line.partition(" ")
+        if name == key and value.strip().isdigit():
+            return int(value)
+    return 0
 
 
 def _address_space_room() -> int | None:

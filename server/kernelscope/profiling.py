@@ -32,6 +32,7 @@ from kernelscope.report import (
     companions,
     report_for_job,
     save_sidecar,
+    sidecar_path,
     trace_only_report,
 )
 from kernelscope.settings import Settings
@@ -207,7 +208,7 @@ class ProfileService:
     ) -> RunRecord:
         """A trace recorded elsewhere (another machine, a CI job, a fixture) as the function's
         last run: copied into the project's store and analyzed off the event loop.
-        ``on_read`` is told the share of the file read, four times a second."""
+        ``on_read`` is told the share of the file read, ten times a second."""
         fn = find(source, qualname)
         if fn is None:
             raise TargetError(f"{path.name} has no function {qualname!r}")
@@ -224,11 +225,15 @@ class ProfileService:
                 store.traces_dir,
             )
         )
-        while on_read is not None and not job.done():
-            await asyncio.wait([job], timeout=READ_POLL_S)
-            if not job.done():
-                on_read(self.analysis.read_share)
-        record = await job
+        try:
+            while on_read is not None and not job.done():
+                await asyncio.wait([job], timeout=READ_POLL_S)
+                if not job.done():
+                    on_read(self.analysis.read_share)
+            record = await job
+        except asyncio.CancelledError:
+            job.cancel()  # a queued analysis does not start; a running one ends on its own
+            raise
         store.add(record)
         return record
 
@@ -269,6 +274,7 @@ def import_job(
     """In the analysis process: copy a recorded trace into the store and build its record.
     The copy (gzip'd on the way when plain) runs in a thread beside the analysis of the
     original: zlib releases the GIL, so a big trace costs about its analysis alone."""
+    report_read(0, 1)
     run_id = uuid.uuid4().hex[:12]
     traces_dir.mkdir(parents=True, exist_ok=True)
     stem = f"{qualname.replace('.', '_')}-{run_id}"
@@ -281,14 +287,24 @@ def import_job(
         except BaseException:
             stop.set()  # a trace that cannot be analyzed is not kept
             wait([copying])
-            kept.unlink(missing_ok=True)
+            _forget(kept)
             raise
     try:
         copying.result()
     except OSError as e:
-        kept.unlink(missing_ok=True)
+        _forget(kept)
         raise TraceError(f"cannot copy it into {traces_dir}: {e.strerror or e}") from None
     return RunRecord(run_id, str(path), qualname, _now(), text_hash, report)
+
+
+def _forget(kept: Path) -> None:
+    """Remove an import's files from the store: the trace, its sidecar, its cold trace."""
+    for file in (kept, sidecar_path(kept), _cold_beside(kept)):
+        file.unlink(missing_ok=True)
+
+
+def _cold_beside(kept: Path) -> Path:
+    return kept.with_name(kept.name.replace(".pt.trace.json.gz", ".cold.json.gz"))
 
 
 def _imported_report(
@@ -309,7 +325,7 @@ def _imported_report(
     cold = companions(trace)[1]
     side.cold.trace_path = None
     if cold is not None:
-        kept_cold = kept.with_name(kept.name.replace(".pt.trace.json.gz", ".cold.json.gz"))
+        kept_cold = _cold_beside(kept)
         _copy_gzipped(cold, kept_cold)
         side.cold.trace_path = str(kept_cold)
     save_sidecar(ProfileFinished(job_id=run_id, trace_path=str(kept), sidecar=side))
@@ -319,7 +335,7 @@ def _imported_report(
     return report
 
 
-READ_POLL_S = 0.25
+READ_POLL_S = 0.1
 BIG_TRACE_BYTES = 64 << 20  # a plain-JSON trace this big (gzip'd: an eighth) recycles the child
 
 

@@ -466,7 +466,7 @@ class ProgressReporter:
         self.title = title or f"Profiling {qualname}"
         self.token: str | None = None
 
-    async def begin(self, message: str = "starting the worker") -> None:
+    async def begin(self, message: str = "starting the worker", cancellable: bool = True) -> None:
         """Create the token and send `begin`; no-op for clients without progress."""
         if not self.ls.supports_progress():
             return
@@ -483,7 +483,7 @@ class ProgressReporter:
                 title=self.title,
                 message=message,
                 percentage=0,
-                cancellable=True,
+                cancellable=cancellable,
             ),
         )
 
@@ -662,20 +662,21 @@ async def import_trace(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     for file in (trace, sidecar):
         if file is not None and not file.is_file():
             raise JsonRpcInvalidParams(f"no such file: {file}")
-    reporter = ProgressReporter(ls, trace.name, title=f"Importing {trace.name}")
-    await reporter.begin("reading the trace")
-    size = fmt_bytes(trace.stat().st_size)
+    reporter = ProgressReporter(ls, qualname, title=f"Importing {trace.name}")
+    await reporter.begin("reading the trace", cancellable=False)
+    outcome = "failed"
     try:
+        size = fmt_bytes(trace.stat().st_size)
         record = await ls.service.import_trace(
             path, qualname, source, trace, sidecar, lambda share: reporter.read(share, size)
         )
+        outcome = "imported"
     except (TargetError, TraceError, SidecarError) as e:
-        reporter.end("failed")
         raise JsonRpcInvalidParams(f"cannot import {trace.name}: {e}") from None
     except JobFailed as e:
-        reporter.end("failed")
         raise JsonRpcInternalError(f"cannot import {trace.name}: {e.failure.message}") from None
-    reporter.end("imported")
+    finally:
+        reporter.end(outcome)
     ls.publish(path)
     ls.refresh_views()
     verdict = record.report.verdict

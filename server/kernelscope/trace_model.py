@@ -31,8 +31,6 @@ import msgspec
 
 from kernelscope.memory_budget import OutOfMemory, available_bytes, require, rss_bytes
 from kernelscope.trace_stream import (
-    CHUNK_BYTES,
-    SLACK,
     Chunk,
     EventPieces,
     NotStreamable,
@@ -219,7 +217,7 @@ class Op(msgspec.Struct, gc=False):
     ``index`` and ``parent`` are positions in ``Trace.ops``; ``parent`` is the innermost span
     on the same thread that contains this one (-1 at top level); ``Trace.children`` lists the
     children. ``self_dur`` is ``dur`` less the children's. ``correlation`` is set on
-    runtime/driver calls.
+    runtime/driver calls; their ``args`` are not kept (``{}``).
     """
 
     cat: str
@@ -319,7 +317,7 @@ class Trace(msgspec.Struct):
     gpu_events: list[GpuEvent]
     """Kernels, memcpys and memsets, sorted by ts."""
     gpu_annotations: list[Event]
-    """GPU-side spans of annotations, sorted by ts."""
+    """GPU-side spans of annotations, sorted by ts, without their args."""
     steps: list[Step]
     device_properties: list[dict[str, Any]]
     base_time_ns: int | None
@@ -407,10 +405,9 @@ _EVENT_DECODER = msgspec.json.Decoder(_AnyEvent)
 
 #: Peak memory of a load per byte of JSON (bench/trace_speed.py measures it), with a margin.
 MEMORY_PER_BYTE = 1.5
-#: The share of a file read before its memory is projected to the whole, and the bytes of
-#: read buffers (transient) left out of what the load has taken.
+#: The share of a file read before its memory's growth is first measured.
 _WATCH_AFTER = 0.05
-_BUFFERS = 4 * (CHUNK_BYTES + SLACK)
+_MAX_INFLATION = 1032
 
 
 def load_trace(path: str | Path, progress: Progress | None = None) -> Trace:
@@ -495,7 +492,9 @@ def _gzip_size(path: Path, size: int) -> int:
     with path.open("rb") as f:
         f.seek(max(size - 4, 0))
         trailer = f.read(4)
-    return max(int.from_bytes(trailer, "little"), size) if len(trailer) == 4 else size
+    stated = int.from_bytes(trailer, "little") if len(trailer) == 4 else 0
+    # deflate inflates 1032x at most: more is a truncated file's last bytes, not a size
+    return max(stated, size) if stated <= size * _MAX_INFLATION else size
 
 
 def _require_memory(need: int, size: int, gzipped: bool) -> None:
@@ -507,14 +506,14 @@ def _require_memory(need: int, size: int, gzipped: bool) -> None:
 
 
 class _MemoryWatch:
-    """Passes progress on, and refuses a trace as soon as the memory it has taken, scaled to
-    the whole file, would exceed what is left (a gzip's inflated size shows only as it
-    inflates)."""
+    """Passes progress on, and refuses a trace as soon as the memory it takes, growing as it
+    has between the first reading (after 5 % of the file) and now, would exceed what is left
+    by the end (a gzip's inflated size shows only as it inflates)."""
 
     def __init__(self, gzipped: bool, progress: Progress | None) -> None:
         self._gzipped = gzipped
         self._progress = progress
-        self._start = rss_bytes()
+        self._first: tuple[int, int] | None = None  # (bytes read, RSS) at the first reading
 
     def __call__(self, done: int, total: int) -> None:
         if self._progress is not None:
@@ -522,17 +521,22 @@ class _MemoryWatch:
         if done < total * _WATCH_AFTER or done >= total:  # early on the buffers would dominate
             return
         now = rss_bytes()
-        if now is None or self._start is None:
+        if now is None:
             return
-        used = max(now - self._start - _BUFFERS, 0)
-        more = int(used * (total - done) / done)
+        if self._first is None:
+            self._first = (done, now)
+            return
+        read0, rss0 = self._first
+        if done <= read0:
+            return
+        more = int((now - rss0) * (total - done) / (done - read0))
         room = available_bytes()
         if room is not None and more > room:
             kind = "gzip trace" if self._gzipped else "trace"
             raise TraceError(
-                f"this {fmt_bytes(total)} {kind} needs about {fmt_bytes(used + more)} of memory "
-                f"to analyze (measured over its first {done / total:.0%}) and only "
-                f"{fmt_bytes(room + used)} is available here; stopped before running out. "
+                f"this {fmt_bytes(total)} {kind} needs about {fmt_bytes(now + more)} of memory "
+                f"to analyze (as it grew over its first {done / total:.0%}) and only "
+                f"{fmt_bytes(now + room)} is available here; stopped before running out. "
                 "Analyze it on a machine with more memory, or record a shorter trace"
             )
 
@@ -624,6 +628,7 @@ class _Builder:
 
     def __init__(self) -> None:
         self.warnings: Counter[str] = Counter()
+        self._decoded = 0
         self._cpu_ops: list[Op] = []
         self._annotations: list[Op] = []
         self._launches: list[Op] = []
@@ -645,7 +650,10 @@ class _Builder:
                 self.warnings["ignored a malformed deviceProperties"] += 1
         base: int | None = None
         if "baseTimeNanoseconds" in top:
-            value = msgspec.json.decode(top["baseTimeNanoseconds"])
+            try:
+                value = msgspec.json.decode(top["baseTimeNanoseconds"])
+            except msgspec.MsgspecError:  # 1e999 and such
+                value = None
             base = value if isinstance(value, int) and not isinstance(value, bool) else None
         return self.finish(properties, base)
 
@@ -666,6 +674,7 @@ class _Builder:
 
     def add(self, events: list[_AnyEvent]) -> None:
         """Files one piece's events."""
+        self._decoded += len(events)
         buckets = _bucket_by_cat(cast("list[Event]", events))
         for cat, bucket in buckets.items():
             if cat in (PYTHON_FUNCTION, GPU_USER_ANNOTATION):
@@ -684,8 +693,7 @@ class _Builder:
 
     def finish(self, device_properties: list[dict[str, Any]], base_time_ns: int | None) -> Trace:
         """Nests the host spans, links the GPU work, and makes the Trace."""
-        if not (self._cpu_ops or self._annotations or self._launches or self._gpu
-                or self._frames or self._gpu_annotations):  # fmt: skip
+        if not self._decoded:
             raise TraceError("the trace has no readable events")
         cpu_ops, annotations, launches = self._cpu_ops, self._annotations, self._launches
         ops = cpu_ops + annotations + launches

@@ -86,7 +86,8 @@ def file_chunks(
     path: Path, progress: Progress | None = None, chunk_bytes: int = CHUNK_BYTES
 ) -> Iterator[Chunk]:
     """The file's bytes, inflated when it is gzip, in chunks of ``chunk_bytes``; ``progress``
-    is told after each chunk. Raises OSError, and EOFError or zlib.error for a bad gzip."""
+    is told after each chunk. Raises what reading raised: OSError, EOFError or zlib.error for
+    a bad gzip, MemoryError."""
     size = path.stat().st_size
     ahead: queue.Queue[tuple[Chunk, int] | BaseException | None] = queue.Queue(maxsize=1)
     stop = threading.Event()
@@ -101,7 +102,7 @@ def file_chunks(
                     if stop.is_set():
                         return
                     ahead.put((chunk, raw.tell()))
-        except (OSError, EOFError, zlib.error) as exc:
+        except BaseException as exc:  # the reader's end, whatever it is, reaches the consumer
             ahead.put(exc)
             return
         ahead.put(None)
@@ -145,6 +146,10 @@ def _gunzip(raw: io.BufferedReader, chunk_bytes: int) -> Iterator[Chunk]:
         while len(buffer) - SLACK < chunk_bytes:
             if not data:
                 data = raw.read(_GZIP_READ)
+                if not in_member:  # zeros may pad the end, across reads too
+                    data = data.lstrip(b"\0")
+                    if not data and raw.peek(1):
+                        continue
                 if not data:  # the end of the input: what the inflater still holds
                     buffer += inflate.flush()
                     in_member = in_member and not inflate.eof
