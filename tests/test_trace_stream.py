@@ -128,6 +128,7 @@ def test_progress_is_told_and_the_bar_drawn() -> None:
     bar.MIN_BYTES = 0
     load_trace(FIXTURE, bar)
     assert "reading trace.json.gz [" in screen.getvalue() and "%" in screen.getvalue()
+    assert screen.getvalue().endswith(" · analyzing")  # the last: the whole file read
     bar.clear()
     assert screen.getvalue().endswith("\r\x1b[2K")
 

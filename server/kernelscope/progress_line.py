@@ -65,7 +65,8 @@ class ProgressLine:
 
 class ReadingBar:
     """A bar for reading a big trace file, on a terminal only: ``reading f.json [#### ] 45%
-    0.9/2.0 GiB · 3.1 s``, at most ten times a second. A ``trace_stream.Progress``."""
+    0.9/2.0 GiB · 3.1 s``, at most ten times a second, then ``· analyzing`` once the file is
+    read. A ``trace_stream.Progress``."""
 
     WIDTH = 30
     #: Files smaller than this read too fast to need a bar.
@@ -81,7 +82,8 @@ class ReadingBar:
 
     def __call__(self, done: int, total: int) -> None:
         now = time.perf_counter()
-        if not self.tty or total < self.MIN_BYTES or now - self._shown_at < 0.1:
+        read = done >= total
+        if not self.tty or total < self.MIN_BYTES or (now - self._shown_at < 0.1 and not read):
             return
         self._shown_at = now
         share = min(done / total, 1.0) if total else 1.0
@@ -90,6 +92,7 @@ class ReadingBar:
         self.stream.write(
             f"\r\x1b[2K{self.label} [{bar}] {share:4.0%} "
             f"{fmt_bytes(done)}/{fmt_bytes(total)} · {now - self.t0:.1f} s"
+            + (" · analyzing" if read else "")
         )
         self.stream.flush()
         self._shown = True
