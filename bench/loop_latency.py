@@ -34,10 +34,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelscope.launcher import JobResult, Launcher
+from kernelscope.engine.launcher import Launcher
+from kernelscope.engine.runner import JobResult
+from kernelscope.engine.targets import Schedule, build_request, load_target
 from kernelscope.protocol import WorkerReady
-from kernelscope.report import report_for_job
-from kernelscope.targets import Schedule, build_request, load_target
+from kernelscope.report.build import report_for_job
 
 REPO = Path(__file__).resolve().parent.parent
 WORKLOAD = REPO / "bench" / "workloads" / "loop_model.py"

@@ -30,9 +30,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernelscope.launcher import JobResult, Launcher
-from kernelscope.remotes import Remote
-from kernelscope.targets import Schedule, build_request, load_target
+from kernelscope.engine.launcher import Launcher
+from kernelscope.engine.remotes import Remote
+from kernelscope.engine.runner import JobResult
+from kernelscope.engine.targets import Schedule, build_request, load_target
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "bench")]

@@ -7,7 +7,7 @@ flow, External id and Python id values (so links stay unique), into a temporary 
 
   (a) a bare decode: read the file (and inflate it) + ``msgspec.json.decode`` into a plain
       Struct of every event field kernelscope could use (``args`` as ``msgspec.Raw``);
-  (b) kernelscope's analysis of the file, ``kernelscope.diagnose.analyze_file(path)``;
+  (b) kernelscope's analysis of the file, ``kernelscope.analysis.diagnose.analyze_file(path)``;
   (c) HolisticTraceAnalysis's parser of one trace file (what ``TraceAnalysis`` runs per
       rank), when HTA is installed: in this process up to ``--hta-inline-mb``, above that
       once, in a child process capped at 80 % of the available memory;
@@ -195,13 +195,13 @@ def gzip_copy(path: Path) -> Path:
 
 
 def _load(path: Path) -> object:
-    from kernelscope.trace_model import load_trace
+    from kernelscope.analysis.trace_model import load_trace
 
     return load_trace(path)
 
 
 def _analyze(path: Path) -> object:
-    from kernelscope.diagnose import analyze_file
+    from kernelscope.analysis.diagnose import analyze_file
 
     return analyze_file(path)
 
@@ -235,7 +235,7 @@ def _columns(with_hta: bool = True) -> dict[str, tuple[str, Callable[[Path], obj
     columns: dict[str, tuple[str, Callable[[Path], object]]] = {
         "a": ("bare msgspec decode into a plain Struct (args: Raw), incl. file read", bare_decode),
         "a2": ("the same decode, Struct with gc=False (info)", bare_decode_no_gc),
-        "b": ("kernelscope.diagnose.analyze_file(path), incl. file read", _analyze),
+        "b": ("kernelscope.analysis.diagnose.analyze_file(path), incl. file read", _analyze),
         "b2": ("kernelscope trace_model.load_trace(path) (info: the trace model's share)", _load),
     }
     if with_hta:

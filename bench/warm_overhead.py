@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernelscope.launcher import Launcher
-from kernelscope.targets import Schedule, build_request, load_target
+from kernelscope.engine.launcher import Launcher
+from kernelscope.engine.targets import Schedule, build_request, load_target
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = f"{REPO}/fixtures/workloads/matmul_add.py::matmul_add"

@@ -14,9 +14,10 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from kernelscope.launcher import JobFailed, JobResult, Launcher
+from kernelscope.engine.launcher import Launcher
+from kernelscope.engine.runner import JobFailed, JobResult
+from kernelscope.engine.targets import Schedule, build_request, load_target
 from kernelscope.protocol import JobProgress, ProfileFailed
-from kernelscope.targets import Schedule, build_request, load_target
 
 from lsp_helpers import SERVER, capabilities, decode_code_actions_faithfully, make_project
 from remote.sshd import Sshd, missing, start_sshd

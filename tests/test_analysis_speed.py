@@ -11,10 +11,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from kernelscope.calls import find_calls
-from kernelscope.diagnose import Facts, Options, _facts, is_sync
-from kernelscope.finders import _python_frames, _user_frame
-from kernelscope.flops import (
+from kernelscope.analysis import facts
+from kernelscope.analysis.calls import find_calls
+from kernelscope.analysis.checks import _python_frames, _user_frame
+from kernelscope.analysis.facts import Facts, Options, is_sync
+from kernelscope.analysis.flops import (
     CONVOLUTIONS,
     FLOP_OPS,
     MATMULS,
@@ -25,8 +26,8 @@ from kernelscope.flops import (
     matmul_dtype,
     op_bytes,
 )
-from kernelscope.timeline import Timeline, _HostOps, build_timeline
-from kernelscope.trace_model import CPU_OP, Op, Trace, decode_trace, load_trace
+from kernelscope.analysis.timeline import Timeline, _HostOps, build_timeline
+from kernelscope.analysis.trace_model import CPU_OP, Op, Trace, decode_trace, load_trace
 
 from conftest import FIXTURES
 
@@ -94,7 +95,7 @@ def reference_own(trace: Trace, op: Op) -> bool:
 def facts_of(trace: Trace) -> Facts:
     calls = find_calls(trace)
     timeline = build_timeline(trace, 20.0, calls)
-    return _facts(trace, None, timeline, Options(), None, None, calls)
+    return facts.facts_of(trace, None, timeline, Options(), None, None, calls)
 
 
 # -- the fixtures -----------------------------------------------------------------------------

@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_trace_kinds import ANNOTATED, ROCM, TWO_STREAMS, doc, gpu, launch, op, span, step
 
-from kernelscope.diagnose import analyze
-from kernelscope.render_text import render_trace_analysis
-from kernelscope.report import analyze_trace
-from kernelscope.trace_model import TraceError, decode_trace
+from kernelscope.analysis.diagnose import analyze
+from kernelscope.analysis.trace_model import TraceError, decode_trace
+from kernelscope.render.text import render_trace_analysis
+from kernelscope.report.build import analyze_trace
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "fixtures" / "matmul_add_64" / "trace.json.gz"

@@ -9,9 +9,16 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from kernelscope.diagnose import Analysis, Options, analyze, first_kernel_delay, load_sidecar
-from kernelscope.peaks import Peaks, datasheet_peaks, load_calibrated, peaks_for, save_calibrated
-from kernelscope.trace_model import load_trace
+from kernelscope.analysis.diagnose import Analysis, analyze, load_sidecar
+from kernelscope.analysis.facts import Options, first_kernel_delay
+from kernelscope.analysis.peaks import (
+    Peaks,
+    datasheet_peaks,
+    load_calibrated,
+    peaks_for,
+    save_calibrated,
+)
+from kernelscope.analysis.trace_model import load_trace
 
 from conftest import FIXTURES
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.launcher import JobResult
-from kernelscope.trace_model import load_trace
+from kernelscope.analysis.trace_model import load_trace
+from kernelscope.engine.runner import JobResult
 
 from conftest import WORKLOADS, LauncherDriver, cuda_available, failed, ok
 

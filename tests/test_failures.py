@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.targets import TargetError, load_target
+from kernelscope.engine.targets import TargetError, load_target
 
 from conftest import WORKLOADS, LauncherDriver, failed, ok
 
@@ -104,7 +104,7 @@ def _cancel(driver: LauncherDriver, qualname: str) -> float:
     import asyncio
     import time
 
-    from kernelscope.targets import Schedule, build_request
+    from kernelscope.engine.targets import Schedule, build_request
 
     target = load_target(f"{FAIL}::{qualname}")
     request = build_request(target, driver.tmp / "traces", Schedule(0, 0, 1))

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kernelscope.flops import (
+from kernelscope.analysis.flops import (
     ATTENTION,
     CONVOLUTIONS,
     FLOP_OPS,
@@ -26,7 +26,7 @@ from kernelscope.flops import (
     op_bytes,
     op_flops,
 )
-from kernelscope.trace_model import Op, OpInputs, Trace, load_trace
+from kernelscope.analysis.trace_model import Op, OpInputs, Trace, load_trace
 
 from conftest import FIXTURES
 

@@ -9,10 +9,11 @@ from typing import Any
 import msgspec
 import pytest
 
-from kernelscope.ops import op_table
+from kernelscope.analysis.ops import op_table
+from kernelscope.analysis.trace_model import load_trace
 from kernelscope.protocol import Sidecar
-from kernelscope.report import Report, replay_report
-from kernelscope.trace_model import load_trace
+from kernelscope.report.build import replay_report
+from kernelscope.report.schema import Report
 
 from conftest import FIXTURES
 

@@ -127,7 +127,7 @@ def test_host_bound_timing_agrees_with_fresh_processes(driver: LauncherDriver) -
 
 
 def test_a_training_step_counts_its_backward(driver: LauncherDriver) -> None:
-    from kernelscope.report import report_for_job
+    from kernelscope.report.build import report_for_job
 
     spec = f"{REPO_ROOT}/fixtures/workloads/train_mlp.py::train_step"
     fresh = _fresh_us(spec)  # GPU-bound: back to back, one call per GPU time

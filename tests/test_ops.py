@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from kernelscope.ops import OpStat, op_table, step_window
-from kernelscope.trace_model import Trace, decode_trace, load_trace
+from kernelscope.analysis.ops import OpStat, op_table, step_window
+from kernelscope.analysis.trace_model import Trace, decode_trace, load_trace
 
 
 def span(cat: str, name: str, ts: float, dur: float, **args: Any) -> dict[str, Any]:

@@ -23,9 +23,10 @@ from pathlib import Path
 import pytest
 from test_remote import HELPERS, MODEL, Driver, failed, ok
 
-from kernelscope.launcher import Launcher
+from kernelscope.engine.launcher import Launcher
+from kernelscope.engine.ray_jobs import RayJobs
+from kernelscope.engine.remotes import Remote
 from kernelscope.protocol import ProfileFailed
-from kernelscope.remotes import Remote
 
 RAY = Path(sys.executable).with_name("ray")
 
@@ -116,10 +117,7 @@ def ray_remote(head: RayHead, **fields: str) -> Remote:
 
 
 def driver(head: RayHead, files: Path, schedule_timeout: float = 120.0, **fields: str) -> Driver:
-    launcher = Launcher(remote=ray_remote(head, **fields))
-    assert launcher.ray is not None
-    launcher.ray.schedule_timeout = schedule_timeout
-    return Driver(launcher, files)
+    return Driver(RayJobs(ray_remote(head, **fields), schedule_timeout=schedule_timeout), files)
 
 
 def test_a_cpu_job_on_ray_agrees_with_a_local_run(ray_head: RayHead, files: Path) -> None:
@@ -148,8 +146,8 @@ def test_cancel_stops_the_ray_job(ray_head: RayHead, files: Path) -> None:
     d = driver(ray_head, files)
     try:
         assert d.run_while("sleeps", lambda task: task.cancel()) is None
-        ray = d.launcher.ray
-        assert ray is not None and ray.last_submission is not None
+        ray = d.launcher
+        assert isinstance(ray, RayJobs) and ray.last_submission is not None
 
         async def final() -> str:
             for _ in range(100):
@@ -212,9 +210,9 @@ def test_ray_is_installed_where_required() -> None:
 
 def test_the_one_shot_bootstrap_prints_frames_without_ray(files: Path) -> None:
     """What a Ray job runs, run here directly: env in, KSFRAME lines out (no Ray needed)."""
+    from kernelscope.engine.ray_jobs import RAY_BOOTSTRAP, job_env, parse_frames
+    from kernelscope.engine.shipping import remote_request
     from kernelscope.protocol import JobProgress, ProfileFinished, WorkerReady
-    from kernelscope.ray_jobs import RAY_BOOTSTRAP, job_env, parse_frames
-    from kernelscope.shipping import remote_request
 
     d = Driver(Launcher(python=sys.executable), files)
     try:

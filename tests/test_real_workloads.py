@@ -11,10 +11,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from kernelscope.diagnose import Analysis, analyze
-from kernelscope.peaks import datasheet_peaks
+from kernelscope.analysis.diagnose import Analysis, analyze
+from kernelscope.analysis.peaks import datasheet_peaks
+from kernelscope.analysis.trace_model import load_trace
 from kernelscope.protocol import Sidecar
-from kernelscope.trace_model import load_trace
 
 from conftest import FIXTURES
 
@@ -29,7 +29,7 @@ def meta(name: str) -> dict[str, Any]:
 def run(name: str, raw: bool = False) -> Analysis:
     """The analysis of the fixture's kernelscope trace with its sidecar, or of its raw trace
     alone (datasheet peaks, so the numbers do not depend on this machine's cache)."""
-    from kernelscope.diagnose import Options
+    from kernelscope.analysis.facts import Options
 
     folder = FIXTURES / name
     options = Options(peaks=H200)

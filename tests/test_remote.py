@@ -24,11 +24,13 @@ from typing import Any
 import pytest
 from lsprotocol import types as lsp
 
-from kernelscope.launcher import JobFailed, JobResult, Launcher
+from kernelscope.engine.launcher import Launcher
+from kernelscope.engine.remotes import Remote
+from kernelscope.engine.runner import JobFailed, JobResult, JobRunner
+from kernelscope.engine.targets import Schedule, build_request, load_target
 from kernelscope.protocol import JobProgress, ProfileFailed
-from kernelscope.remotes import Remote
-from kernelscope.report import Report, report_for_job
-from kernelscope.targets import Schedule, build_request, load_target
+from kernelscope.report.build import report_for_job
+from kernelscope.report.schema import Report
 
 from conftest import NEEDS_GPU
 from lsp_helpers import FAST, open_doc, profile, start, stop
@@ -133,7 +135,7 @@ def ssh_remote(sshd: Sshd, name: str = "loop", **fields: Any) -> Remote:
 class Driver:
     """A launcher (remote or local) driven synchronously on a private event loop."""
 
-    def __init__(self, launcher: Launcher, proj: Path) -> None:
+    def __init__(self, launcher: JobRunner, proj: Path) -> None:
         self.loop = asyncio.new_event_loop()
         self.launcher = launcher
         self.proj = proj

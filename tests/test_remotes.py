@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.protocol import ColdCall, ProfileFinished, RunProfile, Sidecar, UnprofiledTiming
-from kernelscope.remotes import (
+from kernelscope.app.settings import parse_settings
+from kernelscope.engine.remotes import (
     SSH_BASE,
     Remote,
     RemoteError,
@@ -18,8 +18,8 @@ from kernelscope.remotes import (
     find_remote,
     parse_remote,
 )
-from kernelscope.settings import parse_settings
-from kernelscope.shipping import ShipError, import_closure, keep_traces, remote_request
+from kernelscope.engine.shipping import ShipError, import_closure, keep_traces, remote_request
+from kernelscope.protocol import ColdCall, ProfileFinished, RunProfile, Sidecar, UnprofiledTiming
 from kernelscope.worker import BOOTSTRAP
 
 WHERE = "[tool.kernelscope.remotes.gpu]"

@@ -11,19 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.launcher import Launcher, WorkerProcess
-from kernelscope.plot_png import IDEAL, KNEE, MEASURED, PNG_SIGNATURE, render_png, text_chart
+from kernelscope.analysis.scaling import ScalePoint, classify, points_from_times
+from kernelscope.app.scale import ScaleFailed, check_factors, run_scaling
+from kernelscope.cli.scale import add_scale_parser, run_scale
+from kernelscope.engine.launcher import Launcher, WorkerProcess
+from kernelscope.engine.targets import load_target
 from kernelscope.protocol import JobProgress
-from kernelscope.scale_command import add_scale_parser, run_scale
-from kernelscope.scaling import (
-    ScaleFailed,
-    ScalePoint,
-    check_factors,
-    classify,
-    points_from_times,
-    run_scaling,
-)
-from kernelscope.targets import load_target
+from kernelscope.render.plot import IDEAL, KNEE, MEASURED, PNG_SIGNATURE, render_png, text_chart
 
 from conftest import FIXTURES, WORKLOADS
 

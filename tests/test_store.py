@@ -8,9 +8,9 @@ from pathlib import Path
 
 import msgspec
 
-from kernelscope.diagnose import load_sidecar
-from kernelscope.report import replay_report
-from kernelscope.store import RunRecord, Store
+from kernelscope.analysis.diagnose import load_sidecar
+from kernelscope.app.store import RunRecord, Store
+from kernelscope.report.build import replay_report
 
 from conftest import FIXTURES
 

@@ -18,11 +18,13 @@ from typing import Any
 import msgspec
 import pytest
 
-from kernelscope.diagnose import Analysis, analyze, first_kernel_delay
+from kernelscope.analysis.diagnose import Analysis, analyze
+from kernelscope.analysis.facts import first_kernel_delay
+from kernelscope.analysis.timeline import build_timeline
+from kernelscope.analysis.trace_model import Trace, load_trace
 from kernelscope.findings import Finding
-from kernelscope.report import TraceAnalysis, analyze_trace
-from kernelscope.timeline import build_timeline
-from kernelscope.trace_model import Trace, load_trace
+from kernelscope.report.build import analyze_trace
+from kernelscope.report.schema import TraceAnalysis
 
 REPO = Path(__file__).resolve().parent.parent
 PID = TID = 100

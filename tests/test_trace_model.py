@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from kernelscope.trace_model import Op, Trace, TraceError, decode_trace, load_trace
+from kernelscope.analysis.trace_model import Op, Trace, TraceError, decode_trace, load_trace
 
 PID = 100
 TID = 100

@@ -20,10 +20,16 @@ from typing import Any
 import msgspec
 import pytest
 
-from kernelscope.memory_budget import available_bytes, rss_bytes
-from kernelscope.progress_line import ReadingBar
-from kernelscope.trace_model import TraceError, _Builder, _decode_whole, decode_trace, load_trace  # pyright: ignore[reportPrivateUsage]
-from kernelscope.trace_stream import Chunk, EventPieces, NotStreamable, file_chunks
+from kernelscope.analysis.memory_budget import available_bytes, rss_bytes
+from kernelscope.analysis.trace_model import (  # pyright: ignore[reportPrivateUsage]
+    TraceError,
+    _Builder,
+    _decode_whole,
+    decode_trace,
+    load_trace,
+)
+from kernelscope.analysis.trace_stream import Chunk, EventPieces, NotStreamable, file_chunks
+from kernelscope.cli.progress import ReadingBar
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "fixtures" / "syncs" / "trace.json.gz"
@@ -152,7 +158,7 @@ def test_a_trace_bigger_than_memory_is_refused_before_it_is_read(tmp_path: Path)
 _UNDER_LIMIT = """
 import resource, sys
 from pathlib import Path
-from kernelscope.trace_model import TraceError, load_trace
+from kernelscope.analysis.trace_model import TraceError, load_trace
 vm = next(int(l.split()[1]) * 1024 for l in Path("/proc/self/status").read_text().splitlines()
           if l.startswith("VmSize:"))
 limit = vm + (512 << 20)

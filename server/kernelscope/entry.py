@@ -12,10 +12,15 @@ import sys
 def main() -> int:
     """Run the server for `serve`, else the CLI."""
     if sys.argv[1:] == ["serve"]:
-        from kernelscope.server import main as serve
-
         serve()
         return 0
-    from kernelscope.cli import main as cli
+    from kernelscope.cli.main import main as cli
 
-    return cli()
+    return cli(serve=serve)
+
+
+def serve() -> None:
+    """The language server on stdio (pygls is imported only for it)."""
+    from kernelscope.lsp.main import main
+
+    main()

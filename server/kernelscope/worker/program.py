@@ -43,6 +43,15 @@ SHIP_KEEP = 16  # shipped project folders kept on this host, newest first
 MAX_RETURN_BYTES = 150 * 1024 * 1024  # gzip'd traces sent back in one frame
 # Generated code (Inductor's and Triton's caches) is never the user's, even under the project
 GENERATED_CODE = ("/torchinductor_", "/.triton/", "/triton/cache", "<eval_with_key>")
+# Twins of server-side names this program cannot import (tests/test_worker_twins.py):
+CALL_RANGE = "ks:call"  # kernelscope.analysis.calls.CALL_RANGE
+COLD_RANGE = "ks:cold"  # what kernelscope.analysis.checks looks up in the cold trace
+TIMING_WORKER_ENV = "KERNELSCOPE_TIMING_WORKER"  # kernelscope.engine.launcher
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")  # kernelscope.analysis.trace_model
+# Runtime calls the line pass counts as syncs: a name containing SYNC_CALL_KEY, or one of
+# SYNC_CALL_NAMES exactly (narrower than the server's is_sync, which also takes cudaMemcpy2D...)
+SYNC_CALL_KEY = "Synchronize"
+SYNC_CALL_NAMES = ("cudaMemcpy", "cuMemcpyDtoH_v2")
 
 
 class JobError(Exception):
@@ -564,6 +573,14 @@ class Job:
         be (up to 10 calls, stopping after the one that passes 50 ms): this worker may have
         just started."""
         _fn, call, device, sync = self.prepare()
+        self.warm_up(call, sync)
+        timing = self.unprofiled_timing(call, sync, device)
+        self.progress("done")
+        timing["process"] = "clean worker"
+        return {"type": "timing_finished", "job_id": self.id, "timing": timing}
+
+    def warm_up(self, call, sync):
+        """Call up to WARMUP_CALLS times, stopping after the call that passes WARMUP_S."""
         self.progress("cold")
         t0 = time.perf_counter()
         for _ in range(WARMUP_CALLS):
@@ -571,48 +588,74 @@ class Job:
             sync()
             if time.perf_counter() - t0 > WARMUP_S:
                 break
-        self.progress("timing")
-        timing = self.time_unprofiled(call, sync, device.type == "cuda", device)
-        self.progress("done")
-        timing["process"] = "clean worker"
-        return {"type": "timing_finished", "job_id": self.id, "timing": timing}
 
     def run(self):
-        torch = self.torch
-        from torch.profiler import ProfilerActivity, profile, record_function, schedule
-
-        req = self.req
+        """Profile the function, phase by phase, to a profile_finished result."""
         fn, call, device, sync = self.prepare()
-        cuda = device.type == "cuda"
-        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-        trace_dir = self.trace_dir
-        os.makedirs(trace_dir, exist_ok=True)
-        stem = "%s-%s" % (req["qualname"].replace(".", "_"), self.id)
+        activities = profiler_activities(device)
+        stem = self.trace_stem()
+        cold = self.cold_call(call, sync, activities, stem, device)
+        timing = self.unprofiled_timing(call, sync, device)
+        steps = self.schedule_steps()
+        trace_tmp, marks = self.warmed_schedule(call, sync, activities, stem, device, steps)
+        memory = self.peak_memory(device)
+        trace_path, wall_us = self.export_schedule(trace_tmp, marks, steps)
+        lines = self.line_pass(call, sync, activities, stem, steps, timing)
+        self.progress("done")
+        return self.finished(fn, device, steps, cold, timing, trace_path, wall_us, lines, memory)
 
-        # 1. cold call, under a light profiler so the trace shows entry -> first kernel
+    def trace_stem(self):
+        """Create the trace folder; return the stem of this job's trace file names."""
+        os.makedirs(self.trace_dir, exist_ok=True)
+        return "%s-%s" % (self.req["qualname"].replace(".", "_"), self.id)
+
+    def cold_call(self, call, sync, activities, stem, device):
+        """The first call under a light profiler, so its trace shows entry -> first kernel."""
+        from torch.profiler import profile, record_function
+
         self.progress("cold")
-        cold_tmp = os.path.join(trace_dir, stem + ".cold.json")
+        cold_tmp = os.path.join(self.trace_dir, stem + ".cold.json")
         compiled_before = compile_seconds()
         with profile(activities=activities) as cold_prof:
             t0 = time.perf_counter()
-            with record_function("ks:cold"):
+            with record_function(COLD_RANGE):
                 call()
             sync()
             first_call_us = (time.perf_counter() - t0) * 1e6
         compile_s = compile_seconds() - compiled_before
         cold_prof.export_chrome_trace(cold_tmp)
-        entry_to_kernel = first_kernel_after(load_json(cold_tmp), "ks:cold") if cuda else None
+        entry_to_kernel = (
+            first_kernel_after(load_json(cold_tmp), COLD_RANGE) if device.type == "cuda" else None
+        )
         cold_path = gzip_file(cold_tmp)
+        return {
+            "first_call_us": first_call_us,
+            "entry_to_first_kernel_us": entry_to_kernel,
+            "process_fresh": self.worker.jobs_run == 0,
+            "trace_path": cold_path,
+            "compile_us": compile_s * 1e6 if compile_s > 0 else None,
+        }
 
-        # 2. the same call without the profiler, before the schedule: a profiler session
-        # leaves host-bound code slower for a while (TEARDOWN_CUPTI=1 undoes most of it)
+    def unprofiled_timing(self, call, sync, device):
+        """The call timed without the profiler (before the schedule, which slows host code)."""
         self.progress("timing")
-        timing = self.time_unprofiled(call, sync, cuda, device)
+        return self.time_unprofiled(call, sync, device.type == "cuda", device)
 
-        # 3. warmed schedule
-        wait, warmup, active = int(req["wait"]), int(req["warmup"]), int(req["active"])
+    def schedule_steps(self):
+        """The requested (wait, warmup, active) steps of the warmed schedule."""
+        req = self.req
+        return int(req["wait"]), int(req["warmup"]), int(req["active"])
+
+    def warmed_schedule(self, call, sync, activities, stem, device, steps):
+        """Profile wait + warmup + active calls; return the trace file and the active window."""
+        from torch.profiler import profile, record_function, schedule
+
+        torch = self.torch
+        req = self.req
+        cuda = device.type == "cuda"
+        wait, warmup, active = steps
         total = wait + warmup + active
-        trace_tmp = os.path.join(trace_dir, stem + ".pt.trace.json")
+        trace_tmp = os.path.join(self.trace_dir, stem + ".pt.trace.json")
         marks = {}
         with profile(
             activities=activities,
@@ -636,7 +679,7 @@ class Job:
             for i in range(total):
                 stage = STAGES_PROFILED[0 if i < wait else 1 if i < wait + warmup else 2]
                 self.progress(stage, i + 1, total)
-                with record_function("ks:call"):
+                with record_function(CALL_RANGE):
                     call()
                 if i == wait + warmup - 1:
                     open_active_window()
@@ -644,25 +687,38 @@ class Job:
                     sync()  # the last steps' kernels must finish before the profiler collects
                     marks["active1"] = time.perf_counter()
                 prof.step()
-        memory = None
-        if cuda:
-            memory = {
-                "peak_allocated_bytes": int(torch.cuda.max_memory_allocated(device)),
-                "peak_reserved_bytes": int(torch.cuda.max_memory_reserved(device)),
-            }
+        return trace_tmp, marks
+
+    def peak_memory(self, device):
+        """The GPU memory peaks of the active steps (None on the CPU)."""
+        if device.type != "cuda":
+            return None
+        torch = self.torch
+        return {
+            "peak_allocated_bytes": int(torch.cuda.max_memory_allocated(device)),
+            "peak_reserved_bytes": int(torch.cuda.max_memory_reserved(device)),
+        }
+
+    def export_schedule(self, trace_tmp, marks, steps):
+        """Gzip the schedule's trace; return its path and the wall time per active step."""
         self.progress("export")
         trace_path = gzip_file(trace_tmp)
-        wall_us = (marks["active1"] - marks["active0"]) * 1e6 / max(active, 1)
+        active = steps[2]
+        return trace_path, (marks["active1"] - marks["active0"]) * 1e6 / max(active, 1)
 
-        # 4. line attribution, in a pass of its own so the timed steps stay clean
-        lines = []
-        if req.get("line_pass", True):
-            self.progress("lines")
-            lines = self.attribute_lines(
-                call, sync, activities, trace_dir, stem, line_pass_calls(active, timing)
-            )
+    def line_pass(self, call, sync, activities, stem, steps, timing):
+        """Per-line attribution in a pass of its own, so the timed steps stay clean."""
+        if not self.req.get("line_pass", True):
+            return []
+        self.progress("lines")
+        calls = line_pass_calls(steps[2], timing)
+        return self.attribute_lines(call, sync, activities, self.trace_dir, stem, calls)
 
-        self.progress("done")
+    def finished(self, fn, device, steps, cold, timing, trace_path, wall_us, lines, memory):
+        """The profile_finished message: the trace's path and the sidecar of what was measured."""
+        torch = self.torch
+        cuda = device.type == "cuda"
+        wait, warmup, active = steps
         props = device_properties(torch, device)
         return {
             "type": "profile_finished",
@@ -677,13 +733,7 @@ class Job:
                 "wait": wait,
                 "warmup": warmup,
                 "active": active,
-                "cold": {
-                    "first_call_us": first_call_us,
-                    "entry_to_first_kernel_us": entry_to_kernel,
-                    "process_fresh": self.worker.jobs_run == 0,
-                    "trace_path": cold_path,
-                    "compile_us": compile_s * 1e6 if compile_s > 0 else None,
-                },
+                "cold": cold,
                 "stages_s": self.stages,
                 "timing": timing,
                 "wall_us_per_step": wall_us,
@@ -694,7 +744,7 @@ class Job:
                 "python": platform.python_version(),
                 "hostname": socket.gethostname(),
                 "path": self.path,
-                "qualname": req["qualname"],
+                "qualname": self.req["qualname"],
             },
         }
 
@@ -820,6 +870,14 @@ class Job:
             return line_stats(load_json(tmp), keys, calls, cuda)
         finally:
             os.unlink(tmp)
+
+
+def profiler_activities(device):
+    """The profiler's activities for a job on `device`: the CPU, and CUDA on a GPU."""
+    from torch.profiler import ProfilerActivity
+
+    cuda = [ProfilerActivity.CUDA] if device.type == "cuda" else []
+    return [ProfilerActivity.CPU, *cuda]
 
 
 def compile_seconds():
@@ -1097,11 +1155,7 @@ def first_kernel_after(events, name):
     if not region:
         return None
     start = region[0]["ts"]
-    gpu = [
-        e["ts"]
-        for e in events
-        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e["ts"] >= start
-    ]
+    gpu = [e["ts"] for e in events if e.get("cat") in GPU_CATS and e["ts"] >= start]
     return (min(gpu) - start) if gpu else None
 
 
@@ -1138,7 +1192,7 @@ def line_stats(events, keys, calls, cuda):
     running on the traced thread at the time: ``loss.backward()`` gets the backward."""
     gpu_by_corr = {}
     for e in events:
-        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+        if e.get("cat") in GPU_CATS:
             corr = (e.get("args") or {}).get("correlation")
             if corr is not None:
                 gpu_by_corr[corr] = gpu_by_corr.get(corr, 0.0) + float(e.get("dur", 0.0))
@@ -1237,7 +1291,7 @@ def attribute_event(tally, top, e, gpu_by_corr, cuda):
             tally.syncs[idx] += 1  # on a GPU the runtime's synchronize calls count instead
         return
     top[3] += gpu_by_corr.get((e.get("args") or {}).get("correlation"), 0.0)
-    if "Synchronize" in name or name in ("cudaMemcpy", "cuMemcpyDtoH_v2"):
+    if SYNC_CALL_KEY in name or name in SYNC_CALL_NAMES:
         tally.syncs[idx] += 1
         tally.sync_wait[idx] += float(e.get("dur", 0.0))
 
@@ -1359,7 +1413,7 @@ class Worker:
                         "capability": "%d.%d" % (p.major, p.minor),
                     }
                 )
-        if not os.environ.get("KERNELSCOPE_TIMING_WORKER"):  # that one never profiles
+        if not os.environ.get(TIMING_WORKER_ENV):  # that one never profiles
             self._warm_profiler()
         self.settle()
         self.log("ready in %.2fs" % (time.perf_counter() - t0))

@@ -1,0 +1,255 @@
+"""Profile jobs for the server: one warm launcher per interpreter and per remote, coalescing,
+analysis off-loop.
+
+Two requests for the same function (on the same remote) share one job; jobs on one launcher
+queue (one device, one job). The trace is analyzed in a process of its own (analysis_pool.py),
+so the event loop keeps answering hovers and lenses meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelscope.app.analysis_pool import AnalysisFailed, AnalysisPool
+from kernelscope.app.profile import job_report, resolve_remote
+from kernelscope.app.settings import Settings
+from kernelscope.app.store import RunRecord, Store, now
+from kernelscope.app.traces import import_job
+from kernelscope.engine.dispatch import runner_for
+from kernelscope.engine.project import ProjectError, load_project
+from kernelscope.engine.remotes import Remote, RemoteError
+from kernelscope.engine.runner import JobFailed, JobResult, JobRunner
+from kernelscope.engine.targets import Schedule, Target, TargetError, build_request
+from kernelscope.protocol import JobProgress, ProfileFailed, ProfileFinished, WorkerReady
+from kernelscope.pyfunctions import find
+from kernelscope.report.files import companions
+from kernelscope.units import stages_line
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ProfileSpec:
+    """What to profile: the file (as the editor has it), the function, and how."""
+
+    path: Path
+    qualname: str
+    source: str
+    device: str
+    schedule: Schedule
+    timeout: float
+    python: str | None
+    batch_size: int | None = None
+    remote: str | None = None
+
+
+@dataclass
+class ProfileService:
+    """Runs profile jobs and keeps their results per project."""
+
+    analysis: AnalysisPool = field(default_factory=AnalysisPool)
+    launchers: dict[str, JobRunner] = field(default_factory=dict[str, JobRunner])
+    stores: dict[Path, Store] = field(default_factory=dict[Path, Store])
+    running: dict[tuple[str, str, str], asyncio.Task[RunRecord]] = field(
+        default_factory=dict[tuple[str, str, str], "asyncio.Task[RunRecord]"]
+    )
+    settings: Settings = field(default_factory=Settings)
+    _closing: set[asyncio.Task[None]] = field(default_factory=set[asyncio.Task[None]])
+
+    def launcher(self, python: str | None, remote: Remote | None = None) -> JobRunner:
+        """The warm runner for an interpreter, or for a remote (started on first use; a
+        remote whose definition changed gets a new one)."""
+        key = f"remote:{remote.name}" if remote else python or sys.executable
+        old = self.launchers.get(key)
+        if old is not None and old.remote != remote:
+            task = asyncio.ensure_future(old.close())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+            old = None
+        if old is None:
+            self.launchers[key] = runner_for(remote, None if remote else key)
+        runner = self.launchers[key]
+        if runner.warm:
+            runner.start()
+        return runner
+
+    def remote_names(self, path: Path) -> list[str]:
+        """Every remote defined for the project of `path` or in the settings."""
+        try:
+            remotes = load_project(path).remotes
+        except ProjectError:
+            remotes = {}
+        return sorted({*remotes, *self.settings.remotes})
+
+    def store_for(self, path: Path) -> Store:
+        """The store of the project that holds `path`."""
+        try:
+            root = load_project(path).root
+        except ProjectError:
+            root = path.parent
+        if root not in self.stores:
+            self.stores[root] = Store(
+                root, self.settings.keep_per_function, self.settings.max_trace_bytes
+            )
+        return self.stores[root]
+
+    def find_run(self, run_id: str) -> RunRecord | None:
+        """A run by id in any loaded project."""
+        for store in self.stores.values():
+            if (run := store.get(run_id)) is not None:
+                return run
+        return None
+
+    async def profile(
+        self, spec: ProfileSpec, on_progress: Callable[[JobProgress], None] | None = None
+    ) -> RunRecord:
+        """Profile (or join the running profile of) one function; raises JobFailed/TargetError."""
+        key = (str(spec.path), spec.qualname, spec.remote or "")
+        task = self.running.get(key)
+        if task is None or task.done():
+            task = asyncio.ensure_future(self._run(spec, on_progress))
+            self.running[key] = task
+            task.add_done_callback(lambda _: self._forget(key, task))
+        # Cancelling any caller cancels the shared job: the user asked to stop profiling it.
+        return await task
+
+    def _forget(self, key: tuple[str, str, str], task: asyncio.Task[RunRecord]) -> None:
+        if self.running.get(key) is task:
+            del self.running[key]
+
+    async def _run(
+        self, spec: ProfileSpec, on_progress: Callable[[JobProgress], None] | None
+    ) -> RunRecord:
+        fn = find(spec.source, spec.qualname)
+        if fn is None:
+            raise TargetError(f"{spec.path.name} has no function {spec.qualname!r}")
+        try:
+            project = load_project(spec.path)
+        except ProjectError as e:
+            raise TargetError(str(e)) from None
+        if self.settings.inputs:
+            project = type(project)(
+                project.root, {**project.inputs, **self.settings.inputs}, project.remotes
+            )
+        try:
+            remote = resolve_remote(spec.remote, project, self.settings.remotes)
+        except RemoteError as e:
+            raise TargetError(str(e)) from None
+        store = self.store_for(spec.path)
+        target = Target(spec.path, spec.qualname, project)
+        request = build_request(
+            target,
+            store.traces_dir,
+            spec.schedule,
+            device=spec.device,
+            source=spec.source,
+            batch_size=spec.batch_size,
+        )
+        launcher = self.launcher(spec.python, remote)
+        self.analysis.warm()  # starts meanwhile, if it is not running
+        result = await launcher.profile(request, on_progress, spec.timeout)
+        if on_progress:
+            on_progress(JobProgress(job_id=request.job_id, stage="analysis"))
+        record = await self._analyze(
+            analyze_job,
+            result.finished,
+            spec.path,
+            spec.qualname,
+            result.ready,
+            spec.remote,
+            fn.text_hash,
+            result.stages_s,
+        )
+        log.info("profiled %s: %s", spec.qualname, stages_line(record.report.stages_s))
+        store.add(record)
+        return record
+
+    async def _analyze(self, job: Callable[..., RunRecord], *args: object) -> RunRecord:
+        """Run an analysis job in the analysis process; its death is a job failure."""
+        big = any(isinstance(a, Path) and _size(a) > BIG_TRACE_BYTES for a in args) or any(
+            isinstance(a, ProfileFinished) and _size(Path(a.trace_path)) > BIG_TRACE_BYTES // 8
+            for a in args
+        )
+        try:
+            return await self.analysis.run(job, *args, recycle=big)
+        except AnalysisFailed as e:
+            raise JobFailed(ProfileFailed(job_id="", kind="analysis", message=str(e))) from None
+
+    async def import_trace(
+        self,
+        path: Path,
+        qualname: str,
+        source: str,
+        trace: Path,
+        sidecar: Path | None,
+        on_read: Callable[[float], None] | None = None,
+    ) -> RunRecord:
+        """A trace recorded elsewhere (another machine, a CI job, a fixture) as the function's
+        last run: copied into the project's store and analyzed off the event loop.
+        ``on_read`` is told the share of the file read, ten times a second."""
+        fn = find(source, qualname)
+        if fn is None:
+            raise TargetError(f"{path.name} has no function {qualname!r}")
+        store = self.store_for(path)
+        job = asyncio.ensure_future(
+            self._analyze(
+                import_job,
+                path,
+                qualname,
+                fn.def_line,
+                fn.text_hash,
+                trace,
+                sidecar or companions(trace)[0],
+                store.traces_dir,
+            )
+        )
+        try:
+            while on_read is not None and not job.done():
+                await asyncio.wait([job], timeout=READ_POLL_S)
+                if not job.done():
+                    on_read(self.analysis.read_share)
+            record = await job
+        except asyncio.CancelledError:
+            job.cancel()  # a queued analysis does not start; a running one ends on its own
+            raise
+        store.add(record)
+        return record
+
+    async def close(self) -> None:
+        """Stop every worker."""
+        for task in list(self.running.values()):
+            task.cancel()
+        await asyncio.gather(
+            *(lc.close() for lc in self.launchers.values()), return_exceptions=True
+        )
+        self.analysis.close()
+
+
+def analyze_job(
+    finished: ProfileFinished,
+    path: Path,
+    qualname: str,
+    ready: WorkerReady,
+    remote: str | None,
+    text_hash: str,
+    stages_s: dict[str, float] | None = None,
+) -> RunRecord:
+    """In the analysis process: read a finished job's traces and build its run record."""
+    report = job_report(JobResult(finished, ready, stages_s or {}), str(path), qualname, remote)
+    return RunRecord(finished.job_id, str(path), qualname, now(), text_hash, report)
+
+
+READ_POLL_S = 0.1
+BIG_TRACE_BYTES = 64 << 20  # a plain-JSON trace this big (gzip'd: an eighth) recycles the child
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size if path.is_file() else 0
+    except OSError:
+        return 0

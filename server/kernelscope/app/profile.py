@@ -1,0 +1,68 @@
+"""Profile one function: the steps the CLI and the editor's job service share (the remote
+resolved by name, the job run, its sidecar saved and its report built)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from kernelscope.engine.dispatch import runner_for
+from kernelscope.engine.project import Project
+from kernelscope.engine.remotes import Remote, find_remote
+from kernelscope.engine.runner import JobResult, ProgressCallback
+from kernelscope.protocol import ProfileFailed, RunProfile
+from kernelscope.pyfunctions import stub_for
+from kernelscope.report.build import report_for_job
+from kernelscope.report.files import save_sidecar
+from kernelscope.report.schema import Report
+
+
+def resolve_remote(
+    name: str | None,
+    project: Project,
+    settings: Mapping[str, Any] | None = None,
+    python: str | None = None,
+) -> Remote | None:
+    """The remote called `name`: the editor's settings first, then the project's
+    pyproject.toml (`python` overrides its interpreter). RemoteError when it is not there
+    or not valid."""
+    if name is None:
+        return None
+    pyproject = str(project.root / "pyproject.toml")
+    remote = find_remote(name, project.remotes, settings or {}, pyproject)
+    return dataclasses.replace(remote, python=python) if python else remote
+
+
+async def profile_once(
+    request: RunProfile,
+    python: str | None = None,
+    remote: Remote | None = None,
+    on_progress: ProgressCallback | None = None,
+    timeout: float = 120.0,
+) -> JobResult:
+    """One job on a worker of its own, closed after (the CLI's way; the editor keeps its
+    workers warm in jobs.ProfileService). Raises JobFailed."""
+    runner = runner_for(remote, python, respawn=False)
+    try:
+        return await runner.profile(request, on_progress, timeout)
+    finally:
+        await runner.close()
+
+
+def job_report(result: JobResult, path: str, qualname: str, remote: str | None = None) -> Report:
+    """Save the job's sidecar beside its trace and build its report (reads the traces;
+    raises TraceError)."""
+    save_sidecar(result.finished)
+    return report_for_job(
+        result.finished, path, qualname, result.ready, remote=remote, stages_s=result.stages_s
+    )
+
+
+def with_hint(failure: ProfileFailed, qualname: str) -> ProfileFailed:
+    """A missing-inputs failure with the provider stub to paste, when it has none."""
+    if failure.kind == "missing_inputs" and failure.path and not failure.hint:
+        return msgspec.structs.replace(failure, hint=stub_for(failure.path, qualname))
+    return failure

@@ -1,0 +1,217 @@
+"""Command line: ``kernelscope profile | analyze | calibrate | scale | serve``; each subcommand
+parses, calls its use case in ``kernelscope.app`` and prints the result."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from kernelscope import __version__
+from kernelscope.analysis.diagnose import SidecarError
+from kernelscope.analysis.peaks import datasheet_peaks, save_calibrated
+from kernelscope.analysis.trace_model import TraceError
+from kernelscope.app import calibrate
+from kernelscope.app.profile import job_report, profile_once, resolve_remote, with_hint
+from kernelscope.app.traces import analyze_path
+from kernelscope.cli.args import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    Parser,
+    count,
+    fail,
+    fail_usage,
+    positive_float,
+    print_json,
+)
+from kernelscope.cli.progress import ProgressLine, ReadingBar
+from kernelscope.cli.scale import add_scale_parser, run_scale
+from kernelscope.engine.project import ProjectError, load_project
+from kernelscope.engine.remotes import RemoteError
+from kernelscope.engine.runner import JobFailed
+from kernelscope.engine.targets import Schedule, TargetError, build_request, load_target
+from kernelscope.protocol import ProfileFailed, RunCalibration
+from kernelscope.render.text import render_failure, render_report, render_trace_analysis, table
+from kernelscope.report.schema import Report
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse tree for every subcommand."""
+    parser = Parser(prog="kernelscope", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"kernelscope {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    p = sub.add_parser("profile", help="profile one function in a warm worker")
+    p.add_argument("target", metavar="PATH::QUALNAME")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (default auto)")
+    p.add_argument("--wait", type=count, default=1)
+    p.add_argument("--warmup", type=count, default=3)
+    p.add_argument("--active", type=count, default=5)
+    p.add_argument("--batch-size", type=int, default=None, help="passed to the input provider")
+    p.add_argument("--timeout", type=positive_float, default=120.0, help="seconds (default 120)")
+    p.add_argument("--python", default=None, help="interpreter that runs the worker (has torch)")
+    p.add_argument("--remote", metavar="NAME", help="run on [tool.kernelscope.remotes.NAME]")
+    p.add_argument("--no-stack", action="store_true", help="record without Python stacks")
+    p.add_argument("--no-lines", action="store_true", help="skip the per-line attribution pass")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="also print how long each stage took"
+    )
+
+    sub.add_parser("serve", help="run the language server on stdio (for editors)")
+    add_scale_parser(sub)
+
+    c = sub.add_parser("calibrate", help="measure this GPU's matmul and copy ceilings")
+    c.add_argument("--device", default="cuda", help="cuda | cuda:N (default cuda)")
+    c.add_argument("--python", default=None, help="interpreter that runs the worker (has torch)")
+    c.add_argument("--remote", metavar="NAME", help="measure [tool.kernelscope.remotes.NAME]")
+    c.add_argument("--size", type=int, default=8192, help="matmul size n (default 8192)")
+    c.add_argument("--timeout", type=positive_float, default=300.0)
+    c.add_argument("--no-save", action="store_true", help="print only; keep the cache as it is")
+    c.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+    a = sub.add_parser("analyze", help="diagnose any torch.profiler trace (plain or gzip)")
+    a.add_argument("trace", metavar="TRACE")
+    a.add_argument(
+        "--sidecar", metavar="FILE", help="the worker's sidecar (default: found beside TRACE)"
+    )
+    a.add_argument("--trace-only", action="store_true", help="ignore any sidecar")
+    a.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, serve: Callable[[], None] | None = None) -> int:
+    """Entry point; returns the exit status. ``serve`` runs the language server (the
+    ``kernelscope`` command passes it: the CLI does not import the server)."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "profile":
+            return _profile(args)
+        if args.command == "calibrate":
+            return _calibrate(args)
+        if args.command == "scale":
+            return run_scale(args)
+        if args.command == "serve":
+            if serve is None:
+                return fail_usage("the language server starts as `kernelscope serve`", False)
+            serve()
+            return EXIT_OK
+        return _analyze(args)
+    except KeyboardInterrupt:
+        print("kernelscope: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _profile(args: argparse.Namespace) -> int:
+    try:
+        target = load_target(args.target)
+        request = build_request(
+            target,
+            target.project.root / ".kernelscope" / "traces",
+            Schedule(args.wait, args.warmup, args.active),
+            device=args.device,
+            batch_size=args.batch_size,
+            with_stack=not args.no_stack,
+            line_pass=not args.no_lines,
+        )
+        remote = resolve_remote(args.remote, target.project, python=args.python)
+    except (TargetError, RemoteError) as e:
+        return fail_usage(str(e), args.json)
+    progress = ProgressLine(sys.stderr, target.qualname)
+    progress.stage(f"worker start on {remote.name}" if remote else "worker start")
+    try:
+        result = asyncio.run(
+            profile_once(request, args.python, remote, progress.on_progress, args.timeout)
+        )
+    except JobFailed as e:
+        progress.clear()
+        return _fail_job(e.failure, args.target, args.json)
+    finally:
+        progress.clear()
+    try:
+        report = job_report(result, str(target.path), target.qualname, args.remote)
+    except TraceError as e:
+        return fail("bad_trace", f"cannot read the trace: {e}", args.json)
+    if args.json:
+        print_json(report)
+    else:
+        print(render_report(report, stages=args.verbose))
+    return EXIT_OK
+
+
+def _fail_job(failure: ProfileFailed, target: str, as_json: bool) -> int:
+    failure = with_hint(failure, target.rpartition("::")[2])
+    if as_json:
+        print_json({"error": failure})
+    print(render_failure(failure, target), file=sys.stderr)
+    return EXIT_FAILED
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    request = RunCalibration(job_id=uuid.uuid4().hex[:12], device=args.device, size=args.size)
+    try:
+        project = load_project(Path.cwd() / "pyproject.toml")
+        remote = resolve_remote(args.remote, project, python=args.python)
+    except (ProjectError, RemoteError) as e:
+        return fail_usage(str(e), args.json)
+    print("kernelscope: measuring matmul and copy ceilings…", file=sys.stderr)
+    try:
+        measured = asyncio.run(calibrate.measure(request, args.python, remote, args.timeout))
+    except JobFailed as e:
+        return _fail_job(e.failure, "calibrate", args.json)
+    peaks = calibrate.peaks_of(measured)
+    saved = None if args.no_save else save_calibrated(peaks)
+    if args.json:
+        print_json({"measured": measured, "peaks": peaks, "saved": str(saved) if saved else None})
+        return EXIT_OK
+    sheet = datasheet_peaks(measured.device_name, measured.total_memory)
+    print(f"kernelscope calibrate · {measured.device_name}")
+    rows = [
+        ("bf16 matmul", peaks.bf16_tflops, sheet.bf16_tflops if sheet else None, "TFLOP/s"),
+        ("fp16 matmul", peaks.fp16_tflops, sheet.fp16_tflops if sheet else None, "TFLOP/s"),
+        ("tf32 matmul", peaks.tf32_tflops, sheet.tf32_tflops if sheet else None, "TFLOP/s"),
+        ("fp32 matmul", peaks.fp32_tflops, sheet.fp32_tflops if sheet else None, "TFLOP/s"),
+        ("copy", peaks.hbm_gbps, sheet.hbm_gbps if sheet else None, "GB/s"),
+    ]
+    print(
+        "\n".join(
+            table(
+                ["ceiling", "measured", "datasheet", "share", "unit"],
+                [
+                    [n, f"{m:.0f}", f"{d:.0f}" if d else "-", f"{m / d:.0%}" if d else "-", u]
+                    for n, m, d, u in rows
+                ],
+                align="lrrrl",
+            )
+        )
+    )
+    print(f"method: {measured.method}")
+    print(f"saved to {saved}" if saved else "not saved (--no-save)")
+    return EXIT_OK
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    path = Path(args.trace)
+    if not path.is_file():
+        return fail_usage(f"no such file: {path}", args.json)
+    bar = ReadingBar(sys.stderr, f"reading {path.name}")
+    sidecar = Path(args.sidecar) if args.sidecar else None
+    try:
+        out = analyze_path(path, sidecar, args.trace_only, bar)
+    except (TraceError, SidecarError) as e:
+        bar.clear()
+        return fail("bad_trace", f"{path}: {e}", args.json)
+    bar.clear()
+    if args.json:
+        print_json(out)
+    else:
+        print(render_report(out) if isinstance(out, Report) else render_trace_analysis(out))
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,597 @@
+"""Starts workers and runs jobs on them: one warm worker, one job at a time.
+
+A worker is ``<prefix argv> <python> -u -c <bootstrap>`` with its source streamed on stdin;
+local runs have an empty prefix, remote ones ssh's or a command's (see remotes.py). The
+launcher replaces crashed, timed-out and cancelled workers and turns every failure into a
+``JobFailed`` naming the cause (and the remote, for a remote worker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import os
+import re
+import signal
+import sys
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from kernelscope import protocol
+from kernelscope.engine.remotes import Remote, explain_exit
+from kernelscope.engine.runner import JobFailed, JobResult, ProgressCallback
+from kernelscope.engine.shipping import ShipError, keep_traces, remote_request
+from kernelscope.protocol import (
+    FRAME_HEADER,
+    MAX_FRAME_BYTES,
+    CalibrationFinished,
+    JobOutcome,
+    JobProgress,
+    ProfileFailed,
+    ProfileFinished,
+    RunCalibration,
+    RunProfile,
+    RunTiming,
+    TimingFinished,
+    WorkerReady,
+    failure,
+)
+from kernelscope.worker import BOOTSTRAP, bootstrap_payload
+
+log = logging.getLogger(__name__)
+
+_FAULT_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
+_FAULT_KIND = re.compile(r"^Fatal Python error: (?P<what>.+)$")
+# Failures of the worker rather than of the user's code: a remote's name goes in front.
+_WORKER_KINDS = frozenset(
+    {"crash", "timeout", "worker_start", "no_torch", "no_cuda", "bad_device", "internal"}
+)
+#: Set in the environment of the worker that only times calls: it never starts the profiler.
+TIMING_WORKER_ENV = "KERNELSCOPE_TIMING_WORKER"
+#: A call whose host takes this share of its unprofiled time or more is timed again in the
+#: clean worker: a profiling session leaves host-bound code 1.3-2.1x slower in its process
+#: (H200, torch 2.11), GPU-bound code unchanged.
+CLEAN_TIMING_BELOW = 0.8
+
+
+class WorkerState(enum.Enum):
+    """Where a worker process is in its life; logged on every change."""
+
+    STARTING = "starting"
+    READY = "ready"
+    BUSY = "busy"
+    DEAD = "dead"
+
+
+@dataclass
+class _Pending:
+    job_id: str
+    on_progress: ProgressCallback | None
+    future: asyncio.Future[JobOutcome | ProfileFailed] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+
+class WorkerProcess:
+    """One worker subprocess and the tasks that read its stdout frames and stderr lines."""
+
+    def __init__(
+        self, argv: Sequence[str], env: dict[str, str] | None = None, remote: Remote | None = None
+    ) -> None:
+        self.argv = list(argv)
+        self.env = env
+        self.remote = remote
+        self.bytes_sent = 0
+        self.bytes_received = 0
+        self.state = WorkerState.STARTING
+        self.ready: WorkerReady | None = None
+        self.stderr_tail: deque[str] = deque(maxlen=400)
+        self._proc: asyncio.subprocess.Process | None = None
+        self._ready_future: asyncio.Future[WorkerReady | ProfileFailed] | None = None
+        self._pending: _Pending | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._exit_failure: ProfileFailed | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The local process id (of ssh, for a remote worker)."""
+        return self._proc.pid if self._proc else None
+
+    def _set_state(self, state: WorkerState) -> None:
+        if state is not self.state:
+            log.info("worker %s: %s -> %s", self.pid, self.state.value, state.value)
+            self.state = state
+
+    def _mark_idle(self) -> None:
+        if self.state is WorkerState.BUSY:
+            self._set_state(WorkerState.READY)
+
+    async def start(self, timeout: float) -> WorkerReady:
+        """Spawn, stream the program, and wait for its WorkerReady frame."""
+        loop = asyncio.get_running_loop()
+        self._ready_future = loop.create_future()
+        env = dict(os.environ if self.env is None else self.env)
+        env.setdefault("KINETO_LOG_LEVEL", "99")
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as e:
+            self._set_state(WorkerState.DEAD)
+            raise JobFailed(
+                failure("worker_start", f"cannot start {self.argv[0]}: {e.strerror or e}")
+            ) from None
+        assert self._proc.stdin is not None
+        self._tasks = [
+            asyncio.create_task(self._read_frames()),
+            asyncio.create_task(self._read_stderr()),
+        ]
+        try:
+            payload = bootstrap_payload()
+            self.bytes_sent += len(payload)
+            self._proc.stdin.write(payload)
+            await self._proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        try:
+            first = await asyncio.wait_for(asyncio.shield(self._ready_future), timeout)
+        except TimeoutError:
+            await self.kill()
+            raise JobFailed(
+                failure("worker_start", f"the worker did not start within {timeout:.0f} s")
+            ) from None
+        if isinstance(first, ProfileFailed):
+            await self.kill()
+            raise JobFailed(first)
+        self.ready = first
+        self._set_state(WorkerState.READY)
+        return first
+
+    async def _read_frames(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        stdout = self._proc.stdout
+        try:
+            while True:
+                header = await stdout.readexactly(FRAME_HEADER.size)
+                (size,) = FRAME_HEADER.unpack(header)
+                if size > MAX_FRAME_BYTES:
+                    log.error("worker %s sent a %d-byte frame; stopping it", self.pid, size)
+                    break
+                body = await stdout.readexactly(size)
+                self.bytes_received += FRAME_HEADER.size + size
+                self._dispatch(protocol.decode_from_worker(body))
+        except asyncio.IncompleteReadError:
+            pass
+        except msgspec.ValidationError as e:
+            log.error("worker %s sent a bad frame: %s", self.pid, e)
+        except asyncio.CancelledError:
+            return
+        await self._on_exit()
+
+    def _dispatch(self, msg: protocol.FromWorker) -> None:
+        pending = self._pending
+        if isinstance(msg, WorkerReady):
+            if self._ready_future and not self._ready_future.done():
+                self._ready_future.set_result(msg)
+        elif isinstance(msg, JobProgress):
+            if pending and pending.job_id == msg.job_id and pending.on_progress:
+                pending.on_progress(msg)
+        elif isinstance(msg, ProfileFailed) and not msg.job_id:
+            if self._ready_future and not self._ready_future.done():
+                self._ready_future.set_result(msg)  # failed before ready: no torch, say
+        elif pending and pending.job_id == msg.job_id and not pending.future.done():
+            if isinstance(msg, ProfileFailed) and msg.kind == "exit":
+                self._exit_failure = msg  # the process is about to end by os._exit
+            pending.future.set_result(msg)
+
+    async def _read_stderr(self) -> None:
+        assert self._proc is not None and self._proc.stderr is not None
+        with contextlib.suppress(asyncio.CancelledError):
+            async for raw in self._proc.stderr:
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                self.stderr_tail.append(line)
+                log.debug("worker %s: %s", self.pid, line)
+
+    async def _on_exit(self) -> None:
+        self._set_state(WorkerState.DEAD)
+        code = await self._proc.wait() if self._proc else None
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._tasks[1]), 1.0)
+        crashed = self._crash_failure(code)
+        if self._ready_future and not self._ready_future.done():
+            self._ready_future.set_result(crashed)
+        pending = self._pending
+        if pending and not pending.future.done():
+            pending.future.set_result(crashed)
+
+    def _crash_failure(self, code: int | None) -> ProfileFailed:
+        """Explain an unexpected exit from ssh's stderr, the exit status and faulthandler's dump."""
+        if self.remote is not None:
+            explained = explain_exit(
+                self.remote, code, list(self.stderr_tail), self.ready is not None
+            )
+            if explained is not None:
+                tail = [ln for ln in self.stderr_tail if ln.strip()][-8:]
+                return failure(explained[0], explained[1], traceback=tail)
+        what, path, line = _parse_fault(list(self.stderr_tail))
+        if code is not None and code < 0:
+            try:
+                signame = signal.Signals(-code).name
+            except ValueError:
+                signame = f"signal {-code}"
+            cause = what or signame
+            message = f"the worker crashed ({cause}); it was replaced"
+        elif what:  # through ssh the exit status is 255, but faulthandler said what happened
+            message = f"the worker crashed ({what}); it was replaced"
+        else:
+            message = f"the worker exited with status {code}; it was replaced"
+        tail = [ln for ln in self.stderr_tail if ln.strip()][-8:]
+        return failure("crash", message, path=path, line=line, traceback=tail)
+
+    async def run(
+        self,
+        request: RunProfile | RunTiming | RunCalibration,
+        on_progress: ProgressCallback | None,
+        timeout: float,
+        local_signals: bool,
+    ) -> JobOutcome:
+        """Send one job and wait for its result; raise JobFailed on any failure."""
+        if self.state is not WorkerState.READY or self._proc is None or self._proc.stdin is None:
+            raise JobFailed(failure("crash", "the worker is not running"))
+        pending = _Pending(request.job_id, on_progress)
+        self._pending = pending
+        self._set_state(WorkerState.BUSY)
+        try:
+            frame = protocol.encode_frame(request)
+            self.bytes_sent += len(frame)
+            self._proc.stdin.write(frame)
+            await self._proc.stdin.drain()
+            result = await asyncio.wait_for(asyncio.shield(pending.future), timeout)
+        except TimeoutError:
+            where = await self._where_stuck(local_signals)
+            await self.kill()
+            raise JobFailed(
+                failure(
+                    "timeout",
+                    f"timed out after {timeout:g} s; the worker was replaced",
+                    path=where[0],
+                    line=where[1],
+                )
+            ) from None
+        except asyncio.CancelledError:
+            await self._cancel(request.job_id, pending)
+            raise
+        except (BrokenPipeError, ConnectionResetError):
+            result = await pending.future
+        finally:
+            self._pending = None
+        self._mark_idle()
+        if isinstance(result, ProfileFailed):
+            if self._exit_failure is not None:
+                await self.kill()
+            raise JobFailed(result)
+        return result
+
+    async def _where_stuck(self, local_signals: bool) -> tuple[str | None, int | None]:
+        """Ask faulthandler (SIGUSR1) where the main thread is, before killing it."""
+        if not local_signals or self._proc is None or not hasattr(signal, "SIGUSR1"):
+            return None, None
+        before = len(self.stderr_tail)
+        with contextlib.suppress(ProcessLookupError):
+            self._proc.send_signal(signal.SIGUSR1)
+            await asyncio.sleep(0.3)
+        _, path, line = _parse_fault(list(self.stderr_tail)[before:])
+        return path, line
+
+    async def _cancel(self, job_id: str, pending: _Pending) -> None:
+        """Cancel frame first; kill if the worker does not stop within a second."""
+        if self._proc is not None and self._proc.stdin is not None:
+            with contextlib.suppress(Exception):
+                self._proc.stdin.write(protocol.encode_frame(protocol.Cancel(job_id=job_id)))
+                await self._proc.stdin.drain()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(pending.future), 1.0)
+                self._mark_idle()
+                return
+        await self.kill()
+
+    async def kill(self) -> None:
+        """End the process and its reader tasks."""
+        self._set_state(WorkerState.DEAD)
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def shutdown(self) -> None:
+        """Ask the worker to exit; kill it if it lingers."""
+        if (
+            self._proc is not None
+            and self._proc.stdin is not None
+            and self.state is WorkerState.READY
+        ):
+            with contextlib.suppress(Exception):
+                self._proc.stdin.write(protocol.encode_frame(protocol.Shutdown()))
+                await self._proc.stdin.drain()
+                await asyncio.wait_for(self._proc.wait(), 2.0)
+        await self.kill()
+
+
+#: When a job's call is timed again in the worker that never profiles: "auto" for host-bound
+#: GPU calls (``host_bound``), "always" (tests use it on CPU), "never".
+CleanTiming = Literal["auto", "always", "never"]
+
+
+class Launcher:
+    """Runs jobs on one persistent worker, replacing it when it dies; one job at a time.
+
+    With a `remote`, the worker runs there: the project's files are shipped with each job
+    (or found in the remote's workdir) and the traces come back into the request's
+    trace_dir."""
+
+    def __init__(
+        self,
+        python: str | None = None,
+        prefix: Sequence[str] = (),
+        env: dict[str, str] | None = None,
+        start_timeout: float = 90.0,
+        respawn: bool = True,
+        remote: Remote | None = None,
+        clean_timing: CleanTiming = "auto",
+    ) -> None:
+        self.remote = remote
+        self.clean_timing: CleanTiming = "never" if remote is not None or prefix else clean_timing
+        self._timer: WorkerProcess | None = None  # the worker that never profiles
+        self.python = remote.python if remote else python or sys.executable
+        self.prefix = list(prefix)
+        self.env = env
+        self.start_timeout = start_timeout
+        self.respawn = respawn
+        self._worker: WorkerProcess | None = None
+        self._starting: asyncio.Task[WorkerReady] | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def argv(self) -> list[str]:
+        """The command line that starts a worker (RemoteError for a remote that cannot)."""
+        if self.remote is not None:
+            return self.remote.worker_argv(BOOTSTRAP)
+        return [*self.prefix, self.python, "-u", "-c", BOOTSTRAP]
+
+    @property
+    def worker(self) -> WorkerProcess | None:
+        """The current worker, if any."""
+        return self._worker
+
+    def start(self) -> asyncio.Task[WorkerReady]:
+        """Start a worker in the background (idempotent); await the task for WorkerReady."""
+        if self._starting is None or (
+            self._starting.done()
+            and (self._worker is None or self._worker.state is WorkerState.DEAD)
+        ):
+            self._worker = WorkerProcess(self.argv, self.env, self.remote)
+            self._starting = asyncio.create_task(self._worker.start(self.start_timeout))
+            self._starting.add_done_callback(_seen)  # a failed background start is not an error
+        return self._starting
+
+    async def profile(
+        self,
+        request: RunProfile,
+        on_progress: ProgressCallback | None = None,
+        timeout: float = 120.0,
+    ) -> JobResult:
+        """Run one job; JobFailed says why it produced no profile."""
+        stages: dict[str, float] = {}
+        if self.remote is not None:
+            request = await self._remote_request(request)
+        finished, ready = await self._run(request, on_progress, timeout, stages)
+        assert isinstance(finished, ProfileFinished)
+        again = self.clean_timing == "always" or (
+            self.clean_timing == "auto" and host_bound(finished)
+        )
+        if again:
+            t = time.perf_counter()
+            finished = await self._time_cleanly(request, finished, on_progress, timeout)
+            stages["clean timing"] = time.perf_counter() - t
+        if request.return_traces:
+            t = time.perf_counter()
+            try:
+                finished = await asyncio.to_thread(keep_traces, finished, Path(request.trace_dir))
+            except (ShipError, OSError) as e:
+                raise JobFailed(failure("internal", f"cannot keep the traces: {e}")) from None
+            stages["transfer"] = time.perf_counter() - t
+        return JobResult(finished, ready, stages)
+
+    async def _time_cleanly(
+        self,
+        request: RunProfile,
+        finished: ProfileFinished,
+        on_progress: ProgressCallback | None,
+        timeout: float,
+    ) -> ProfileFinished:
+        """Time the call again in the worker that never profiles; on any failure keep the
+        profiling worker's timing (and log why)."""
+        job = msgspec.convert(
+            msgspec.structs.asdict(request) | {"job_id": request.job_id + "-t"}, RunTiming
+        )
+
+        def progress(msg: JobProgress) -> None:
+            if on_progress is not None and msg.stage == "timing":
+                on_progress(msgspec.structs.replace(msg, stage="clean_timing"))
+
+        async with self._lock:
+            try:
+                if self._timer is None or self._timer.state is WorkerState.DEAD:
+                    env = dict(os.environ if self.env is None else self.env)
+                    env[TIMING_WORKER_ENV] = "1"
+                    self._timer = WorkerProcess(self.argv, env)
+                    await self._timer.start(self.start_timeout)
+                outcome = await self._timer.run(job, progress, timeout, True)
+            except JobFailed as e:
+                log.warning("clean timing failed, keeping the profiling worker's: %s", e)
+                return finished
+        assert isinstance(outcome, TimingFinished)
+        timing = outcome.timing
+        timing.profiling_worker_us_per_call = finished.sidecar.timing.us_per_call
+        finished.sidecar.timing = timing
+        return finished
+
+    async def _remote_request(self, request: RunProfile) -> RunProfile:
+        """Ship the project's files (or name the workdir) and ask for the traces back."""
+        assert self.remote is not None
+        try:
+            return await asyncio.to_thread(remote_request, request, self.remote)
+        except ShipError as e:
+            raise JobFailed(failure(e.kind, f"{self.remote.label}: {e}")) from None
+
+    async def calibrate(
+        self, request: RunCalibration, timeout: float = 300.0
+    ) -> tuple[CalibrationFinished, WorkerReady]:
+        """Measure the GPU's ceilings on the worker; JobFailed says why not."""
+        measured, ready = await self._run(request, None, timeout)
+        assert isinstance(measured, CalibrationFinished)
+        return measured, ready
+
+    async def _run(
+        self,
+        request: RunProfile | RunCalibration,
+        on_progress: ProgressCallback | None,
+        timeout: float,
+        stages: dict[str, float] | None = None,
+    ) -> tuple[JobOutcome, WorkerReady]:
+        async with self._lock:
+            t = time.perf_counter()
+            try:
+                ready = await self.start()
+            except JobFailed as e:
+                raise self._named(e, request) from None
+            waited = time.perf_counter() - t
+            if stages is not None and waited > 0.001:  # a worker started (or finished) for it
+                stages["worker start"] = waited
+            worker = self._worker
+            assert worker is not None
+            local = self.remote is None and not self.prefix
+            try:
+                outcome = await worker.run(request, on_progress, timeout, local)
+            except JobFailed as e:
+                if worker.state is WorkerState.DEAD and self.respawn:
+                    self.start()
+                raise self._named(e, request) from None
+            return outcome, ready
+
+    def _named(self, error: JobFailed, request: RunProfile | RunCalibration) -> JobFailed:
+        """A remote worker's failure with the remote's name, and crash paths made local."""
+        remote, failed = self.remote, error.failure
+        if remote is None:
+            return error
+        if failed.kind in _WORKER_KINDS and not failed.message.startswith("remote "):
+            failed = msgspec.structs.replace(failed, message=f"{remote.label}: {failed.message}")
+        if failed.kind == "crash" and failed.path and isinstance(request, RunProfile):
+            failed = msgspec.structs.replace(
+                failed, path=local_path(failed.path, Path(request.project_root))
+            )
+        return JobFailed(failed)
+
+    @property
+    def warm(self) -> bool:
+        """A launcher keeps its worker up between jobs."""
+        return True
+
+    async def restart(self) -> None:
+        """Replace the worker now (after a settings change, say)."""
+        if not self.warm:
+            return
+        async with self._lock:
+            if self._worker is not None:
+                await self._worker.kill()
+            if self._timer is not None:
+                await self._timer.kill()
+                self._timer = None
+            self._starting = None
+            self.start()
+
+    async def close(self) -> None:
+        """Shut the worker down."""
+        if self._starting is not None and not self._starting.done():
+            self._starting.cancel()
+            with contextlib.suppress(BaseException):
+                await self._starting
+        if self._worker is not None:
+            await self._worker.shutdown()
+        if self._timer is not None:
+            await self._timer.shutdown()
+
+
+def host_bound(finished: ProfileFinished) -> bool:
+    """Whether a GPU call waits on its host: timed with CUDA events back to back, the host
+    took at least ``CLEAN_TIMING_BELOW`` of each call's time to enqueue it (a GPU-bound call
+    is enqueued faster than the GPU runs it). A CPU call is not timed again: without CUPTI
+    the profiler leaves no slowdown behind (docs/h200-run/loop_latency_*.txt: the profiling
+    and the clean worker's CPU timings agree within their noise)."""
+    side = finished.sidecar
+    if side.device_type != "cuda":
+        return False
+    t = side.timing
+    host = t.host_us_per_call or 0.0
+    return t.us_per_call > 0 and host >= CLEAN_TIMING_BELOW * t.us_per_call
+
+
+def _seen(task: asyncio.Task[WorkerReady]) -> None:
+    """Mark a start's failure as retrieved: the next job awaits a new start and reports it."""
+    if not task.cancelled():
+        task.exception()
+
+
+def local_path(remote_path: str, root: Path) -> str:
+    """A path on a remote host as the user's local file: the longest tail of it that names a
+    file under `root` (faulthandler's dumps carry the remote's paths)."""
+    parts = Path(remote_path).parts
+    for i in range(1, len(parts)):
+        candidate = root.joinpath(*parts[i:])
+        if candidate.is_file():
+            return str(candidate)
+    return remote_path
+
+
+def _parse_fault(lines: list[str]) -> tuple[str | None, str | None, int | None]:
+    """faulthandler's cause and innermost frame (first listed: most recent call first)."""
+    what: str | None = None
+    path: str | None = None
+    line: int | None = None
+    for text in lines:
+        kind = _FAULT_KIND.match(text)
+        if kind:
+            what = kind.group("what")
+        frame = _FAULT_FRAME.match(text)
+        if frame and path is None and _is_user_path(frame.group("path")):
+            path, line = frame.group("path"), int(frame.group("line"))
+    return what, path, line
+
+
+def _is_user_path(path: str) -> bool:
+    return not (
+        "kernelscope_worker" in path
+        or "site-packages" in path
+        or "/lib/python" in path
+        or path.startswith("<")
+    )

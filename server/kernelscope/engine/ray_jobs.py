@@ -1,0 +1,353 @@
+"""Jobs on a Ray cluster through the Ray Jobs REST API (``kind = "ray"``), standard library only.
+
+Each job is one Ray job whose entrypoint runs the same worker program as every other kind,
+one-shot: the bootstrap takes the program and the request from environment variables
+(zlib + base64, split in chunks), feeds the request to the worker's protocol fd, and prints
+every frame the worker sends as a ``KSFRAME <base64>`` line on stdout. The server submits with
+``POST /api/jobs/`` (``Authorization: Bearer`` the token from ``token_file``), polls the job's
+status and logs, decodes the frames, and stops the job on cancel, timeout, or when it cannot be
+scheduled. Not Ray Client: no Ray or torch import here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import shlex
+import time
+import urllib.error
+import urllib.request
+import uuid
+import zlib
+from pathlib import Path
+from typing import Any, cast
+
+import msgspec
+
+from kernelscope import protocol
+from kernelscope.engine.remotes import Remote
+from kernelscope.engine.runner import JobFailed, JobResult, ProgressCallback
+from kernelscope.engine.shipping import ShipError, keep_traces, remote_request
+from kernelscope.protocol import (
+    CalibrationFinished,
+    JobOutcome,
+    JobProgress,
+    ProfileFailed,
+    ProfileFinished,
+    RunCalibration,
+    RunProfile,
+    WorkerReady,
+    failure,
+)
+from kernelscope.worker import worker_source
+
+FRAME_PREFIX = "KSFRAME "
+CHUNK = 96 * 1024  # one environment string stays under Linux's 128 KiB MAX_ARG_STRLEN
+MAX_ENV_BYTES = 1536 * 1024  # all chunks together, under the usual 2 MiB for argv + environ
+_DONE = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
+
+# One-shot: program and request from the environment, frames out as text lines on stdout.
+RAY_BOOTSTRAP = r"""
+import os,sys,base64,zlib,json,threading
+def _ks_env(p):
+    n=int(os.environ[p+'_N'])
+    return zlib.decompress(base64.b64decode(''.join(os.environ['%s_%d'%(p,i)] for i in range(n))))
+_ks_src=_ks_env('KS_SRC'); _ks_req=_ks_env('KS_REQ')
+_ks_exit=os._exit
+_ks_out=os.dup(1)
+_ks_r,_ks_w=os.pipe(); _ks_ir,_ks_iw=os.pipe()
+os.dup2(_ks_w,1); os.close(_ks_w); os.dup2(_ks_ir,0); os.close(_ks_ir)
+def _ks_feed():
+    for b in (_ks_req,b'{"type":"shutdown"}'):
+        d=memoryview(len(b).to_bytes(4,'big')+b)
+        while d: d=d[os.write(_ks_iw,d):]
+_ks_done=threading.Event()
+def _ks_pump():
+    f=os.fdopen(_ks_r,'rb'); o=os.fdopen(_ks_out,'wb')
+    while True:
+        h=f.read(4)
+        if len(h)<4: break
+        b=f.read(int.from_bytes(h,'big'))
+        o.write(b'KSFRAME '+base64.b64encode(b)+b'\n'); o.flush()
+        m=json.loads(b)
+        if m.get('type') in ('profile_finished','calibration_finished','profile_failed'):
+            _ks_done.set()
+    _ks_done.set()
+threading.Thread(target=_ks_feed,daemon=True).start()
+threading.Thread(target=_ks_pump,daemon=True).start()
+_ks_code=0
+try:
+    exec(compile(_ks_src,'kernelscope_worker.py','exec'),{'__name__':'kernelscope_worker'})
+except SystemExit as e:
+    _ks_code=e.code if isinstance(e.code,int) else 1
+_ks_done.wait(30)
+sys.stderr.flush()
+_ks_exit(_ks_code)
+"""
+
+
+class RayError(Exception):
+    """An HTTP exchange with the Ray dashboard failed; `kind` names the cause."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def _packed(prefix: str, data: bytes) -> dict[str, str]:
+    text = base64.b64encode(zlib.compress(data, 6)).decode()
+    chunks = [text[i : i + CHUNK] for i in range(0, len(text), CHUNK)] or [""]
+    env = {f"{prefix}_{i}": c for i, c in enumerate(chunks)}
+    env[f"{prefix}_N"] = str(len(chunks))
+    return env
+
+
+def job_env(request: RunProfile | RunCalibration, extra: dict[str, str]) -> dict[str, str]:
+    """The job's environment: the remote's env, the program and the request (packed)."""
+    req = msgspec.json.encode(request)
+    env = {**extra, "KINETO_LOG_LEVEL": "99", "PYTHONUNBUFFERED": "1"}
+    env |= _packed("KS_SRC", worker_source()) | _packed("KS_REQ", req)
+    return env
+
+
+def parse_frames(logs: str) -> list[protocol.FromWorker]:
+    """The worker's frames among a job's log lines."""
+    frames: list[protocol.FromWorker] = []
+    for line in logs.splitlines():
+        if line.startswith(FRAME_PREFIX):
+            body = base64.b64decode(line[len(FRAME_PREFIX) :].strip())
+            frames.append(protocol.decode_from_worker(body))
+    return frames
+
+
+class RayJobs:
+    """Runs each job as one Ray job on the remote's cluster (a JobRunner; nothing stays warm)."""
+
+    warm = False
+
+    def __init__(
+        self, remote: Remote, schedule_timeout: float = 120.0, poll_interval: float = 0.25
+    ) -> None:
+        assert remote.kind == "ray" and remote.address
+        self.remote = remote
+        self.address = remote.address.rstrip("/")
+        self.schedule_timeout = schedule_timeout
+        self.poll_interval = poll_interval
+        self.last_submission: str | None = None
+
+    # --- HTTP -------------------------------------------------------------------------------
+
+    def _token(self) -> str | None:
+        if not self.remote.token_file:
+            return None
+        path = Path(self.remote.token_file).expanduser()
+        try:
+            return path.read_text(encoding="utf-8").strip()
+        except OSError as e:
+            raise RayError(
+                "remote_auth", f"{self.remote.label}: cannot read token_file {path}: {e.strerror}"
+            ) from None
+
+    def _http(self, method: str, path: str, body: object | None = None) -> Any:
+        headers = {"Content-Type": "application/json"}
+        if (token := self._token()) is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.address + path, data, headers, method=method)
+        label = self.remote.label
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return json.loads(cast(bytes, resp.read()) or b"null")
+        except urllib.error.HTTPError as e:
+            text = e.read().decode("utf-8", "replace").strip()[:500]
+            if e.code in (401, 403):
+                how = (
+                    f"check token_file ({self.remote.token_file})"
+                    if self.remote.token_file
+                    else "the cluster wants a token: set token_file in the remote's definition"
+                )
+                raise RayError(
+                    "remote_auth",
+                    f"{label}: the Ray dashboard refused the token (HTTP {e.code}); {how}",
+                ) from None
+            raise RayError(
+                "remote_http", f"{label}: {method} {path} answered HTTP {e.code}: {text}"
+            ) from None
+        except (urllib.error.URLError, OSError) as e:
+            why = getattr(e, "reason", e)
+            raise RayError(
+                "remote_unreachable", f"{label}: cannot reach the Ray dashboard ({why})"
+            ) from None
+
+    async def _call(self, method: str, path: str, body: object | None = None) -> Any:
+        return await asyncio.to_thread(self._http, method, path, body)
+
+    async def stop(self, submission_id: str) -> None:
+        """Ask Ray to stop the job (best effort)."""
+        with contextlib.suppress(RayError):
+            await self._call("POST", f"/api/jobs/{submission_id}/stop")
+
+    async def status(self, submission_id: str) -> str:
+        """The job's status as Ray names it (PENDING, RUNNING, STOPPED, ...)."""
+        info = await self._call("GET", f"/api/jobs/{submission_id}")
+        return str(cast(dict[str, Any], info).get("status", ""))
+
+    # --- jobs -------------------------------------------------------------------------------
+
+    async def profile(
+        self,
+        request: RunProfile,
+        on_progress: ProgressCallback | None = None,
+        timeout: float = 120.0,
+    ) -> JobResult:
+        """Run one profile job there; JobFailed says why it produced no profile."""
+        try:
+            request = await asyncio.to_thread(remote_request, request, self.remote)
+        except ShipError as e:
+            raise JobFailed(failure(e.kind, f"{self.remote.label}: {e}")) from None
+        finished, ready = await self.run(request, on_progress, timeout)
+        assert isinstance(finished, ProfileFinished)
+        try:
+            finished = await asyncio.to_thread(keep_traces, finished, Path(request.trace_dir))
+        except (ShipError, OSError) as e:
+            raise JobFailed(failure("internal", f"cannot keep the traces: {e}")) from None
+        return JobResult(finished, ready)
+
+    async def calibrate(
+        self, request: RunCalibration, timeout: float = 300.0
+    ) -> tuple[CalibrationFinished, WorkerReady]:
+        """Measure the GPU's ceilings there."""
+        measured, ready = await self.run(request, None, timeout)
+        assert isinstance(measured, CalibrationFinished)
+        return measured, ready
+
+    async def run(
+        self,
+        request: RunProfile | RunCalibration,
+        on_progress: ProgressCallback | None,
+        timeout: float,
+    ) -> tuple[JobOutcome, WorkerReady]:
+        """Submit, wait, read the frames; stop the job on cancel and timeout."""
+
+        env = {**self.remote.env, **job_env(request, {})}
+        size = sum(len(k) + len(v) + 2 for k, v in env.items())
+        label = self.remote.label
+        if size > MAX_ENV_BYTES:
+            raise JobFailed(
+                failure(
+                    "project_too_large",
+                    f"{label}: the job's files are {size / 2**20:.1f} MB packed, over the "
+                    f"{MAX_ENV_BYTES / 2**20:.1f} MB a Ray job's environment carries here; set "
+                    "workdir in the remote's definition to a copy of the project there",
+                )
+            )
+        gpus = 0 if request.device == "cpu" else 1
+        submission_id = f"kernelscope-{request.job_id}-{uuid.uuid4().hex[:6]}"
+        body = {
+            "submission_id": submission_id,
+            "entrypoint": f"{shlex.quote(self.remote.python)} -u -c {shlex.quote(RAY_BOOTSTRAP)}",
+            "entrypoint_num_gpus": gpus,
+            "runtime_env": {"env_vars": env},
+            "metadata": {"kernelscope_job": request.job_id, "kernelscope_remote": self.remote.name},
+        }
+        deadline = time.monotonic() + min(self.schedule_timeout, 30.0)
+        while True:
+            try:
+                await self._call("POST", "/api/jobs/", body)
+                break
+            except RayError as e:
+                # A head that just started answers 500 "No available agent ... try again later".
+                if "try again" in str(e) and time.monotonic() < deadline:
+                    await asyncio.sleep(0.5)
+                    continue
+                raise JobFailed(failure(e.kind, str(e))) from None
+        self.last_submission = submission_id
+        try:
+            return await self._follow(submission_id, request, on_progress, timeout, gpus)
+        except RayError as e:
+            await self.stop(submission_id)
+            kind = "remote_lost" if e.kind == "remote_unreachable" else e.kind
+            message = str(e) if kind != "remote_lost" else f"{e}; the job was {submission_id}"
+            raise JobFailed(failure(kind, message)) from None
+        except BaseException:
+            await asyncio.shield(self.stop(submission_id))
+            raise
+
+    async def _follow(
+        self,
+        sid: str,
+        request: RunProfile | RunCalibration,
+        on_progress: ProgressCallback | None,
+        timeout: float,
+        gpus: int,
+    ) -> tuple[JobOutcome, WorkerReady]:
+
+        label = self.remote.label
+        submitted = time.monotonic()
+        started: float | None = None
+        seen = 0
+        ready: WorkerReady | None = None
+        outcome: JobOutcome | ProfileFailed | None = None
+        while True:
+            status = await self.status(sid)
+            now = time.monotonic()
+            if status == "PENDING":
+                waited = now - submitted
+                if waited > min(self.schedule_timeout, timeout):
+                    await self.stop(sid)
+                    need = "1 GPU" if gpus else "a CPU slot"
+                    raise JobFailed(
+                        failure(
+                            "remote_unschedulable",
+                            f"{label}: Ray could not schedule the job within {waited:.0f} s "
+                            f"(it asked for {need}; is a node with a free GPU in the cluster?); "
+                            f"job {sid} was stopped",
+                        )
+                    )
+            else:
+                started = started or now
+                logs = await self._call("GET", f"/api/jobs/{sid}/logs")
+                text = str(cast(dict[str, Any], logs or {}).get("logs", ""))
+                frames = parse_frames(text)
+                for msg in frames[seen:]:
+                    if isinstance(msg, WorkerReady):
+                        ready = msg
+                    elif isinstance(msg, JobProgress):
+                        if on_progress is not None:
+                            on_progress(msg)
+                    else:
+                        outcome = msg
+                seen = len(frames)
+                if outcome is not None or status in _DONE:
+                    break
+                if now - started > timeout:
+                    await self.stop(sid)
+                    raise JobFailed(
+                        failure(
+                            "timeout",
+                            f"{label}: timed out after {timeout:g} s; job {sid} was stopped",
+                        )
+                    )
+            await asyncio.sleep(self.poll_interval)
+        if isinstance(outcome, ProfileFailed):
+            raise JobFailed(outcome)
+        if outcome is None or ready is None:
+            tail = [ln for ln in text.splitlines() if not ln.startswith(FRAME_PREFIX)][-8:]
+            info = cast(dict[str, Any], await self._call("GET", f"/api/jobs/{sid}") or {})
+            why = info.get("message") or status
+            raise JobFailed(
+                failure(
+                    "crash",
+                    f"{label}: job {sid} ended {status} without a result ({why})",
+                    traceback=tail,
+                )
+            )
+        return outcome, ready
+
+    def start(self) -> None:
+        """Nothing stays warm on Ray: each job is its own Ray job."""
+
+    async def close(self) -> None:
+        """Nothing to shut down."""

@@ -1,0 +1,263 @@
+"""The workspace/executeCommand commands: profile, open the trace in Perfetto, import a
+trace, the last report."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
+
+from kernelscope.app import perfetto
+from kernelscope.engine.targets import Schedule, TargetError
+from kernelscope.lsp.progress import ProgressReporter, cancel_if
+from kernelscope.lsp.server import (
+    IMPORT_TRACE,
+    LAST_REPORT,
+    OPEN_TRACE,
+    PROFILE,
+    KernelscopeServer,
+    uri_to_path,
+)
+from kernelscope.pyfunctions import find, function_at
+from kernelscope.units import fmt_bytes
+
+if TYPE_CHECKING:
+    from kernelscope.app.store import RunRecord
+
+
+async def profile(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
+    """Profile (uri, qualname[, options]): progress while it runs, then diagnostics and views.
+    options.remote names a remote to run on."""
+    uri, qualname, options = _profile_args(args)
+    path, source = ls.source_of(uri)
+    fn = find(source, qualname)
+    if fn is None:
+        raise JsonRpcInvalidParams(f"{path.name} has no function {qualname!r}")
+    s = ls.settings
+    try:
+        schedule = Schedule(
+            int(options.get("wait", s.wait)),
+            int(options.get("warmup", s.warmup)),
+            int(options.get("active", s.active)),
+        )
+        schedule.check()
+    except (TypeError, ValueError, TargetError) as e:
+        raise JsonRpcInvalidParams(f"bad schedule in options: {e}") from None
+    remote = options.get("remote")
+    if remote is not None and not isinstance(remote, str):
+        raise JsonRpcInvalidParams(f"options.remote must be a remote's name, got {remote!r}")
+    from kernelscope.app.jobs import ProfileSpec
+    from kernelscope.engine.runner import JobFailed
+
+    spec = ProfileSpec(
+        path=path,
+        qualname=qualname,
+        source=source,
+        device=str(options.get("device", s.device)),
+        schedule=schedule,
+        timeout=float(options.get("timeout", s.timeout)),
+        python=s.worker_python,
+        remote=remote,
+    )
+    request_future = _request_future(ls)
+    reporter = ProgressReporter(ls, f"{qualname} on {remote}" if remote else qualname)
+    await reporter.begin()
+    task = asyncio.ensure_future(ls.service.profile(spec, reporter.on_progress))
+    reporter.link(task)
+    if request_future is not None:
+        request_future.add_done_callback(lambda f: cancel_if(f, task))  # pyright: ignore[reportUnknownLambdaType]
+    key = (str(path), qualname)
+    try:
+        record = await task
+    except asyncio.CancelledError:
+        reporter.end("cancelled")
+        return {"ok": False, "cancelled": True}
+    except JobFailed as e:
+        ls.failures[key] = (e.failure, fn.text_hash)
+        ls.publish(path)
+        reporter.end(f"failed: {e.failure.message}")
+        ls.window_show_message(
+            lsp.ShowMessageParams(
+                lsp.MessageType.Error, f"kernelscope: {qualname}: {e.failure.message}"
+            )
+        )
+        return {
+            "ok": False,
+            "error": {
+                "kind": e.failure.kind,
+                "message": e.failure.message,
+                "path": e.failure.path,
+                "line": e.failure.line,
+            },
+        }
+    except TargetError as e:
+        reporter.end(f"failed: {e}")
+        raise JsonRpcInvalidParams(str(e)) from None
+    ls.failures.pop(key, None)
+    ls.publish(path)
+    for other in {Path(r.path) for r in record.report.lines} - {path}:
+        ls.publish(other)
+    ls.refresh_views()
+    verdict = record.report.verdict
+    reporter.end(verdict.summary if verdict else "done")
+    return {
+        "ok": True,
+        "run_id": record.run_id,
+        "bound": verdict.bound if verdict else None,
+        "summary": verdict.summary if verdict else "",
+        "trace": record.report.trace.path,
+    }
+
+
+def _profile_args(args: tuple[Any, ...]) -> tuple[str, str, dict[str, Any]]:
+    if len(args) < 2 or len(args) > 3:
+        raise JsonRpcInvalidParams(
+            f"{PROFILE} takes (uri, qualname[, options]), got {len(args)} argument(s)"
+        )
+    uri, qualname = args[0], args[1]
+    options: object = args[2] if len(args) == 3 else {}
+    uri_to_path(uri)
+    if not isinstance(qualname, str) or not all(p.isidentifier() for p in qualname.split(".")):
+        raise JsonRpcInvalidParams(f"qualname must be like fn or Class.method, got {qualname!r}")
+    if not isinstance(options, dict):
+        raise JsonRpcInvalidParams(f"options must be an object, got {type(options).__name__}")
+    return uri, qualname, dict(options)  # pyright: ignore[reportUnknownArgumentType]
+
+
+def _request_future(ls: KernelscopeServer) -> Any:
+    """The future pygls cancels on $/cancelRequest for this executeCommand (it does not cancel
+    the command's own coroutine, which runs under another id)."""
+    msg_id = ls.protocol.msg_id
+    futures: dict[Any, Any] = getattr(ls.protocol, "_request_futures", {})
+    return futures.get(msg_id) if msg_id is not None else None
+
+
+async def open_trace(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
+    """Serve a run's trace once on 127.0.0.1:9001 and ask the client to open Perfetto on it."""
+    record = _record_from_args(ls, args)
+    trace = Path(record.report.trace.path)
+    if not trace.is_file():
+        raise JsonRpcInvalidParams(f"the trace of run {record.run_id} is gone: {trace}")
+    if ls.trace_server is not None:
+        await ls.trace_server.close()
+    try:
+        ls.trace_server = await perfetto.serve_once(trace)
+    except perfetto.PortInUse as e:
+        ls.window_show_message(
+            lsp.ShowMessageParams(
+                lsp.MessageType.Warning,
+                f"kernelscope: cannot serve the trace ({e}). Open https://ui.perfetto.dev and load "
+                f"{trace}",
+            )
+        )
+        return {"ok": False, "url": None, "path": str(trace)}
+    url = ls.trace_server.url
+    shown = False
+    if ls.supports_show_document():
+        with contextlib.suppress(Exception):
+            result = await ls.window_show_document_async(
+                lsp.ShowDocumentParams(uri=url, external=True)
+            )
+            shown = bool(result and result.success)
+    if not shown:
+        ls.window_show_message(
+            lsp.ShowMessageParams(lsp.MessageType.Info, f"kernelscope: open {url} (trace: {trace})")
+        )
+    return {"ok": True, "url": url, "path": str(trace), "shown": shown}
+
+
+async def import_trace(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
+    """(uri, qualname, trace_path[, sidecar_path]): show a trace recorded elsewhere (another
+    machine, CI, a fixture) as the function's last run; its sidecar is found beside it."""
+    if len(args) not in (3, 4) or not all(isinstance(a, str) for a in args):
+        raise JsonRpcInvalidParams(
+            f"{IMPORT_TRACE} takes (uri, qualname, trace_path[, sidecar_path]) as strings"
+        )
+    from kernelscope.analysis.diagnose import SidecarError
+    from kernelscope.analysis.trace_model import TraceError
+    from kernelscope.engine.runner import JobFailed
+
+    uri, qualname, trace = args[0], args[1], Path(args[2])
+    sidecar = Path(args[3]) if len(args) == 4 else None
+    path, source = ls.source_of(uri)
+    for file in (trace, sidecar):
+        if file is not None and not file.is_file():
+            raise JsonRpcInvalidParams(f"no such file: {file}")
+    reporter = ProgressReporter(ls, qualname, title=f"Importing {trace.name}")
+    await reporter.begin("reading the trace", cancellable=False)
+    outcome = "failed"
+    try:
+        size = fmt_bytes(trace.stat().st_size)
+        record = await ls.service.import_trace(
+            path, qualname, source, trace, sidecar, lambda share: reporter.read(share, size)
+        )
+        outcome = "imported"
+    except (TargetError, TraceError, SidecarError) as e:
+        raise JsonRpcInvalidParams(f"cannot import {trace.name}: {e}") from None
+    except JobFailed as e:
+        raise JsonRpcInternalError(f"cannot import {trace.name}: {e.failure.message}") from None
+    finally:
+        reporter.end(outcome)
+    ls.publish(path)
+    ls.refresh_views()
+    verdict = record.report.verdict
+    return {
+        "ok": True,
+        "run_id": record.run_id,
+        "bound": verdict.bound if verdict else None,
+        "summary": verdict.summary if verdict else "",
+    }
+
+
+def last_report(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
+    """The last run's report as text and JSON: (run_id) or (uri[, qualname])."""
+    from kernelscope.render.text import render_report
+
+    record = _record_from_args(ls, args)
+    return {
+        "run_id": record.run_id,
+        "text": render_report(record.report),
+        "report": msgspec.to_builtins(record.report),
+    }
+
+
+def _record_from_args(ls: KernelscopeServer, args: tuple[Any, ...]) -> RunRecord:
+    """A run from (run_id), (uri, qualname) or (uri): the last of the function, else the file."""
+    if not args:
+        raise JsonRpcInvalidParams("expected a run id, or a document URI [and qualname]")
+    first = args[0]
+    if isinstance(first, str) and not first.startswith("file:"):
+        record = ls.service.find_run(first)
+        if record is None:
+            raise JsonRpcInvalidParams(f"no run {first!r} (runs are kept under .kernelscope/)")
+        return record
+    path = uri_to_path(first)
+    store = ls.service.store_for(path)
+    if len(args) > 1 and isinstance(args[1], str):
+        record = store.latest(str(path), args[1])
+    elif len(args) > 1 and isinstance(args[1], dict):  # a position: the function at the cursor
+        pos: dict[str, Any] = args[1]  # pyright: ignore[reportUnknownVariableType]
+        _, source = ls.source_of(first)
+        fn = function_at(source, int(pos.get("line", 0)) + 1)
+        record = store.latest(str(path), fn.qualname) if fn else None
+    else:
+        record = None
+    if record is None:
+        runs = store.latest_in_file(str(path))
+        record = max(runs, key=lambda r: r.created) if runs else None
+    if record is None:
+        raise JsonRpcInvalidParams(f"no profile of {path.name} yet: run Profile first")
+    return record
+
+
+def register(server: KernelscopeServer) -> None:
+    """Register this module's handlers on `server`."""
+    server.command(PROFILE)(profile)
+    server.command(OPEN_TRACE)(open_trace)
+    server.command(IMPORT_TRACE)(import_trace)
+    server.command(LAST_REPORT)(last_report)

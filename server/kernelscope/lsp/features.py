@@ -1,0 +1,193 @@
+"""What the editor asks about a document: code actions, hover, code lenses, inlay hints."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams
+
+from kernelscope.lsp import views as editor_views
+from kernelscope.lsp.server import (
+    MISSING_INPUTS,
+    OPEN_TRACE,
+    PROFILE,
+    KernelscopeServer,
+    uri_to_path,
+)
+from kernelscope.pyfunctions import FunctionDef, find, function_at, functions, provider_stub
+
+if TYPE_CHECKING:
+    from kernelscope.app.store import RunRecord
+
+
+def code_actions(
+    ls: KernelscopeServer, params: lsp.CodeActionParams
+) -> list[lsp.CodeAction] | None:
+    """ "Profile `fn`" (and "Profile `fn` on NAME" per remote) inside any function;
+    "Create `fn_inputs()`" on missing inputs."""
+    uri = params.text_document.uri
+    try:
+        _, source = ls.source_of(uri)
+        path = uri_to_path(uri)
+    except JsonRpcInvalidParams:
+        return None
+    fn = function_at(source, params.range.start.line + 1)
+    actions: list[lsp.CodeAction] = []
+    only = params.context.only
+    if fn is not None:
+        targets: list[tuple[str, list[Any]]] = [(f"Profile `{fn.qualname}`", [uri, fn.qualname])]
+        targets += [
+            (f"Profile `{fn.qualname}` on {name}", [uri, fn.qualname, {"remote": name}])
+            for name in ls.service.remote_names(path)
+        ]
+        for kind in (lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.Source):
+            if only and not any(kind.value.startswith(_kind_value(o)) for o in only):
+                continue
+            actions += [
+                lsp.CodeAction(
+                    title, kind=kind, command=lsp.Command(title, PROFILE, arguments=arguments)
+                )
+                for title, arguments in targets
+            ]
+    for diag in params.context.diagnostics:
+        data: object = diag.data
+        if diag.code == MISSING_INPUTS and isinstance(data, dict):
+            target = find(source, str(cast(dict[str, object], data).get("qualname")))
+            if target is not None:
+                actions.append(_create_inputs_action(uri, source, target, diag))
+    return actions or None
+
+
+def _kind_value(kind: object) -> str:
+    """A code action kind as its wire string ("source"), whether it arrived as str or enum."""
+    return str(kind.value) if isinstance(kind, lsp.CodeActionKind) else str(kind)
+
+
+def _create_inputs_action(
+    uri: str, source: str, fn: FunctionDef, diag: lsp.Diagnostic
+) -> lsp.CodeAction:
+    """Insert a provider stub after the function (after its class, for a method)."""
+    lines = source.splitlines()
+    end = _class_end(source, fn) if fn.is_method else fn.end_line
+    stub = provider_stub(fn)
+    if end < len(lines) or source.endswith("\n"):
+        at = lsp.Position(end, 0)
+    else:  # the function ends the file, with no final newline
+        at = lsp.Position(end - 1, len(lines[-1]))
+        stub = "\n" + stub
+    edits = [lsp.TextEdit(lsp.Range(at, at), stub)]
+    if "torch." in stub and not re.search(r"^\s*(import torch|from torch)", source, re.M):
+        top = lsp.Position(0, 0)
+        edits.insert(0, lsp.TextEdit(lsp.Range(top, top), "import torch\n"))
+    name = fn.qualname.replace(".", "_") + "_inputs"
+    return lsp.CodeAction(
+        f"Create `{name}()`",
+        kind=lsp.CodeActionKind.QuickFix,
+        diagnostics=[diag],
+        edit=lsp.WorkspaceEdit(changes={uri: edits}),
+        is_preferred=True,
+    )
+
+
+def _class_end(source: str, fn: FunctionDef) -> int:
+    """The last line of the top-level class that holds method `fn`."""
+    owner = fn.qualname.split(".")[0]
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return fn.end_line
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == owner:
+            return node.end_lineno or fn.end_line
+    return fn.end_line
+
+
+def _fresh_record(ls: KernelscopeServer, path: Path, fn: FunctionDef) -> RunRecord | None:
+    record = ls.service.store_for(path).latest(str(path), fn.qualname)
+    return record if record is not None and record.text_hash == fn.text_hash else None
+
+
+def hover(ls: KernelscopeServer, params: lsp.HoverParams) -> lsp.Hover | None:
+    """The last run of the function under the cursor, on its def line or attributed lines."""
+    try:
+        path = uri_to_path(params.text_document.uri)
+        _, source = ls.source_of(params.text_document.uri)
+    except JsonRpcInvalidParams:
+        return None
+    line = params.position.line + 1
+    fn = function_at(source, line)
+    if fn is None:
+        return None
+    record = _fresh_record(ls, path, fn)
+    if record is None:
+        return None
+    attributed = any(r.line == line and r.path == str(path) for r in record.report.lines)
+    if line != fn.def_line and not attributed:
+        return None
+    return lsp.Hover(
+        contents=lsp.MarkupContent(
+            lsp.MarkupKind.Markdown, editor_views.hover_markdown(record, line)
+        )
+    )
+
+
+def code_lens(ls: KernelscopeServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens] | None:
+    """ "▶ Profile" on every def; the last run's headline beside it."""
+    try:
+        path = uri_to_path(params.text_document.uri)
+        _, source = ls.source_of(params.text_document.uri)
+    except JsonRpcInvalidParams:
+        return None
+    uri = params.text_document.uri
+    store = ls.service.store_for(path)
+    lenses: list[lsp.CodeLens] = []
+    for fn in functions(source):
+        at = lsp.Range(lsp.Position(fn.def_line - 1, 0), lsp.Position(fn.def_line - 1, 0))
+        lenses.append(
+            lsp.CodeLens(at, lsp.Command("▶ Profile", PROFILE, arguments=[uri, fn.qualname]))
+        )
+        record = store.latest(str(path), fn.qualname)
+        if record is None:
+            continue
+        title = editor_views.lens_title(record)
+        if record.text_hash != fn.text_hash:
+            title = f"{title} (stale: edited since)"
+        lenses.append(lsp.CodeLens(at, lsp.Command(title, OPEN_TRACE, arguments=[record.run_id])))
+    return lenses
+
+
+def inlay_hint(ls: KernelscopeServer, params: lsp.InlayHintParams) -> list[lsp.InlayHint] | None:
+    """Each attributed line's share of the function's CUDA and CPU time, at its end."""
+    try:
+        path = uri_to_path(params.text_document.uri)
+        _, source = ls.source_of(params.text_document.uri)
+    except JsonRpcInvalidParams:
+        return None
+    lines = source.splitlines()
+    hints: list[lsp.InlayHint] = []
+    first, last = params.range.start.line + 1, params.range.end.line + 1
+    for fn in functions(source):
+        if fn.end_line < first or fn.def_line > last:
+            continue
+        record = _fresh_record(ls, path, fn)
+        if record is not None:
+            hints += editor_views.inlay_hints(record, fn, str(path), lines)
+    return hints
+
+
+def register(server: KernelscopeServer) -> None:
+    """Register this module's handlers on `server`."""
+    server.feature(
+        lsp.TEXT_DOCUMENT_CODE_ACTION,
+        lsp.CodeActionOptions(
+            code_action_kinds=[lsp.CodeActionKind.Source, lsp.CodeActionKind.QuickFix],
+            resolve_provider=False,
+        ),
+    )(code_actions)
+    server.feature(lsp.TEXT_DOCUMENT_HOVER)(hover)
+    server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)(code_lens)
+    server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)(inlay_hint)

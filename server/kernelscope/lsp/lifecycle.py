@@ -1,0 +1,81 @@
+"""Start, settings, shutdown, and open or changed documents (their diagnostics republished)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import cast
+
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams
+
+from kernelscope.app.settings import parse_settings
+from kernelscope.lsp.server import KernelscopeServer, uri_to_path
+
+log = logging.getLogger(__name__)
+
+
+async def initialized(ls: KernelscopeServer, params: lsp.InitializedParams) -> None:
+    """Read the settings, then warm a worker so the first profile is fast."""
+    del params
+    await load_settings(ls)
+    ls.service.launcher(ls.settings.worker_python)
+
+
+async def did_change_configuration(
+    ls: KernelscopeServer, params: lsp.DidChangeConfigurationParams
+) -> None:
+    """Settings changed: re-read them (pushed settings are used when the client cannot pull)."""
+    raw: object = params.settings
+    pushed = cast(dict[str, object], raw).get("kernelscope") if isinstance(raw, dict) else None
+    await load_settings(ls, pushed)
+
+
+async def load_settings(ls: KernelscopeServer, pushed: object = None) -> None:
+    """Pull the `kernelscope` section (or take the pushed one); bad values fall back."""
+    raw: object = pushed
+    if raw is None and ls.supports_configuration():
+        try:
+            result = await ls.workspace_configuration_async(
+                lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section="kernelscope")])
+            )
+            raw = result[0] if result else None
+        except Exception as e:  # the client failed the request: keep the defaults
+            log.warning("workspace/configuration failed: %s", e)
+    settings, problems = parse_settings(raw)
+    ls.settings = settings
+    ls.service.settings = settings
+    for problem in problems:
+        ls.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Warning, problem))
+
+
+async def shutdown(ls: KernelscopeServer, params: None) -> None:
+    """Stop workers and the trace server."""
+    del params
+    if ls.trace_server is not None:
+        await ls.trace_server.close()
+    await ls.service.close()
+
+
+def did_open(ls: KernelscopeServer, params: lsp.DidOpenTextDocumentParams) -> None:
+    """Show the last runs of the file's functions (they survive restarts)."""
+    _republish(ls, params.text_document.uri)
+
+
+def did_change(ls: KernelscopeServer, params: lsp.DidChangeTextDocumentParams) -> None:
+    """Drop the diagnostics of functions whose text changed since their run."""
+    _republish(ls, params.text_document.uri)
+
+
+def _republish(ls: KernelscopeServer, uri: str) -> None:
+    with contextlib.suppress(JsonRpcInvalidParams):
+        ls.publish(uri_to_path(uri))
+
+
+def register(server: KernelscopeServer) -> None:
+    """Register this module's handlers on `server`."""
+    server.feature(lsp.INITIALIZED)(initialized)
+    server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
+    server.feature(lsp.SHUTDOWN)(shutdown)
+    server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)(did_open)
+    server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)(did_change)

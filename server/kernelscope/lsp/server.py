@@ -1,0 +1,167 @@
+"""The language server's state: settings, the job service (loaded after `initialize`),
+failures to show, the Perfetto one-shot; what the client can do; a file's diagnostics."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+
+from kernelscope import __version__
+from kernelscope.app import perfetto
+from kernelscope.app.settings import Settings
+from kernelscope.lsp import views as editor_views
+from kernelscope.protocol import ProfileFailed
+from kernelscope.pyfunctions import FunctionDef, functions
+
+if TYPE_CHECKING:
+    from kernelscope.app.jobs import ProfileService
+    from kernelscope.app.store import RunRecord
+
+
+log = logging.getLogger(__name__)
+
+
+PROFILE = "kernelscope.profile"
+
+
+OPEN_TRACE = "kernelscope.openTrace"
+
+
+LAST_REPORT = "kernelscope.lastReport"
+
+
+IMPORT_TRACE = "kernelscope.importTrace"
+
+
+MISSING_INPUTS = "KS001"
+
+
+JOB_FAILED = "KS002"
+
+
+class KernelscopeServer(LanguageServer):
+    """The server and its state: settings, jobs, failures to show, the Perfetto one-shot."""
+
+    def __init__(self) -> None:
+        super().__init__("kernelscope", __version__)  # pyright: ignore[reportUnknownMemberType]
+        self.settings = Settings()
+        self._service: ProfileService | None = None
+        self.failures: dict[tuple[str, str], tuple[ProfileFailed, str]] = {}
+        self.trace_server: perfetto.OneShot | None = None
+
+    @property
+    def service(self) -> ProfileService:
+        """Jobs, launchers and stores; imported on first use, after `initialize` was answered
+        (the analysis modules are not needed to start, and start-up time counts)."""
+        if self._service is None:
+            from kernelscope.app.jobs import ProfileService
+
+            self._service = ProfileService()
+        return self._service
+
+    # client capabilities --------------------------------------------------------------
+    def _caps(self) -> lsp.ClientCapabilities:
+        return self.client_capabilities
+
+    def supports_progress(self) -> bool:
+        """window.workDoneProgress."""
+        window = self._caps().window
+        return bool(window and window.work_done_progress)
+
+    def supports_show_document(self) -> bool:
+        """window.showDocument.support."""
+        window = self._caps().window
+        return bool(window and window.show_document and window.show_document.support)
+
+    def supports_configuration(self) -> bool:
+        """workspace.configuration."""
+        ws = self._caps().workspace
+        return bool(ws and ws.configuration)
+
+    def refresh_views(self) -> None:
+        """Ask the client to re-request lenses and inlay hints, where it can."""
+        ws = self._caps().workspace
+        if ws and ws.code_lens and ws.code_lens.refresh_support:
+            self.workspace_code_lens_refresh(None)
+        if ws and ws.inlay_hint and ws.inlay_hint.refresh_support:
+            self.workspace_inlay_hint_refresh(None)
+
+    # documents ----------------------------------------------------------------------------
+    def source_of(self, uri: str) -> tuple[Path, str]:
+        """The file's path and text as the editor has it (else as on disk)."""
+        path = uri_to_path(uri)
+        doc = self.workspace.text_documents.get(uri)
+        if doc is not None:
+            return path, doc.source
+        try:
+            return path, path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise JsonRpcInvalidParams(f"cannot read {path}: {e}") from None
+
+    def publish(self, path: Path) -> None:
+        """(Re)publish every kernelscope diagnostic of one file."""
+        uri = path.as_uri()
+        try:
+            _, source = self.source_of(uri)
+        except JsonRpcInvalidParams:
+            return
+        lines = source.splitlines()
+        current = {f.qualname: f for f in functions(source)}
+        diags: list[lsp.Diagnostic] = []
+        store = self.service.store_for(path)
+        options = editor_views.ViewOptions(top_lines=self.settings.top_lines)
+        for record in _records_touching(store.runs(), str(path)):
+            fn = current.get(record.qualname) if record.path == str(path) else None
+            if record.path == str(path) and (fn is None or fn.text_hash != record.text_hash):
+                continue  # the function changed since the run: its numbers are stale
+            diags += editor_views.run_diagnostics(record, str(path), lines, options)
+        for (fpath, qualname), (failure, text_hash) in self.failures.items():
+            fn = current.get(qualname)
+            if fpath == str(path) and fn is not None and fn.text_hash == text_hash:
+                diags.append(failure_diagnostic(failure, fn, lines))
+        self.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diags)
+        )
+
+
+def uri_to_path(uri: object) -> Path:
+    """A file: URI of a Python file as a path; JsonRpcInvalidParams otherwise."""
+    if not isinstance(uri, str) or not uri.startswith("file:"):
+        raise JsonRpcInvalidParams(f"expected a file: URI, got {uri!r}")
+    path = Path(unquote(urlparse(uri).path))
+    if path.suffix not in (".py", ".pyi"):
+        raise JsonRpcInvalidParams(f"{path.name} is not a Python file")
+    return path
+
+
+def _records_touching(runs: list[RunRecord], path: str) -> list[RunRecord]:
+    """The newest run of each function whose report mentions `path`."""
+    newest: dict[tuple[str, str], RunRecord] = {}
+    for r in runs:
+        if r.path == path or any(x.path == path for x in r.report.lines):
+            newest[(r.path, r.qualname)] = r
+    return list(newest.values())
+
+
+def failure_diagnostic(failure: ProfileFailed, fn: FunctionDef, lines: list[str]) -> lsp.Diagnostic:
+    """A failed job at the user's line (the def line when the failure names none)."""
+    line = failure.line if failure.line and fn.contains(failure.line) else fn.def_line
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    code = MISSING_INPUTS if failure.kind == "missing_inputs" else JOB_FAILED
+    return lsp.Diagnostic(
+        range=lsp.Range(
+            lsp.Position(line - 1, len(text) - len(text.lstrip())),
+            lsp.Position(line - 1, len(text)),
+        ),
+        message=f"profile failed: {failure.message}",
+        severity=lsp.DiagnosticSeverity.Error,
+        code=code,
+        source=editor_views.SOURCE,
+        data={"qualname": fn.qualname, "kind": failure.kind},
+    )

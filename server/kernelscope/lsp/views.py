@@ -1,0 +1,240 @@
+"""A run's report and findings as the editor shows them: diagnostics, hover, lenses, hints.
+
+Pure functions from a RunRecord (and the current source) to lsprotocol types; no I/O.
+Lines are 1-based in reports and 0-based in LSP.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import urllib.parse
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lsprotocol import types as lsp
+
+from kernelscope.findings import Finding, Severity
+from kernelscope.pyfunctions import FunctionDef
+from kernelscope.units import fmt_us
+
+if TYPE_CHECKING:  # only attributes are read: the analysis modules load after `initialize`
+    from kernelscope.app.store import RunRecord
+    from kernelscope.report.schema import LineRow, Report
+
+SOURCE = "kernelscope"
+_SEVERITY = {
+    Severity.ERROR: lsp.DiagnosticSeverity.Error,
+    Severity.WARNING: lsp.DiagnosticSeverity.Warning,
+    Severity.INFO: lsp.DiagnosticSeverity.Information,
+    Severity.HINT: lsp.DiagnosticSeverity.Hint,
+}
+
+
+@dataclass(frozen=True)
+class ViewOptions:
+    """How much to show."""
+
+    top_lines: int = 5
+
+
+def _line_range(line: int, text: str = "") -> lsp.Range:
+    """The whole of 1-based `line`, from its first non-blank character."""
+    start = len(text) - len(text.lstrip()) if text else 0
+    return lsp.Range(lsp.Position(line - 1, start), lsp.Position(line - 1, max(len(text), start)))
+
+
+def _text(lines: list[str], line: int) -> str:
+    return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def finding_diagnostic(f: Finding, lines: list[str], fallback_line: int) -> lsp.Diagnostic:
+    """One finding as a diagnostic on its line (the def line when it has none)."""
+    line = f.line or fallback_line
+    message = f.message
+    if f.try_:
+        message += "\nTry: " + "; ".join(f.try_)
+    severity = _SEVERITY[f.severity]
+    if f.code in ("KS103", "KS104"):
+        severity = lsp.DiagnosticSeverity.Information
+    return lsp.Diagnostic(
+        range=_line_range(line, _text(lines, line)),
+        message=message,
+        severity=severity,
+        code=f.code,
+        code_description=lsp.CodeDescription(href=f.docs),
+        source=SOURCE,
+    )
+
+
+def run_diagnostics(
+    record: RunRecord, path: str, lines: list[str], options: ViewOptions
+) -> list[lsp.Diagnostic]:
+    """Diagnostics of one run that belong to the file at `path`."""
+    report = record.report
+    def_line = report.function.line
+    out: list[lsp.Diagnostic] = []
+    own_file = path == report.function.path
+    if own_file:
+        out.append(
+            lsp.Diagnostic(
+                range=_line_range(def_line, _text(lines, def_line)),
+                message=function_summary(report),
+                severity=lsp.DiagnosticSeverity.Information,
+                code="KS100",
+                source=SOURCE,
+            )
+        )
+    for f in report.findings:
+        if (f.path or report.function.path) == path and (own_file or f.path):
+            out.append(finding_diagnostic(f, lines, def_line))
+    for row in costliest(report, path, options.top_lines):
+        out.append(
+            lsp.Diagnostic(
+                range=_line_range(row.line, _text(lines, row.line)),
+                message=line_summary(report, row),
+                severity=lsp.DiagnosticSeverity.Information,
+                code="KS110",
+                source=SOURCE,
+            )
+        )
+    return out
+
+
+def costliest(report: Report, path: str, top: int) -> list[LineRow]:
+    """The top lines of a file by CUDA time (CPU time on CPU runs)."""
+    cuda = report.device.type == "cuda"
+    rows = [r for r in report.lines if r.path == path]
+    rows.sort(key=lambda r: r.cuda_us if cuda else r.self_cpu_us, reverse=True)
+    return rows[:top]
+
+
+def function_summary(report: Report) -> str:
+    """The def line's one-line summary of the whole function."""
+    t = report.timing
+    cuda = f"{fmt_us(t.cuda_us_per_step)} CUDA · " if report.device.type == "cuda" else ""
+    return (
+        f"{report.function.qualname}: {cuda}{fmt_us(t.cpu_us_per_step)} CPU per step "
+        f"(profiled); {fmt_us(t.unprofiled_us_per_call)} per call unprofiled on "
+        f"{report.device.name}"
+    )
+
+
+def line_summary(report: Report, row: LineRow) -> str:
+    """One attributed line: its CUDA and self/total CPU time per call."""
+    cuda = f"{fmt_us(row.cuda_us)} CUDA · " if report.device.type == "cuda" else ""
+    ops = f" — {', '.join(row.top_ops)}" if row.top_ops else ""
+    return (
+        f"{cuda}{fmt_us(row.self_cpu_us)} CPU self, {fmt_us(row.cpu_total_us)} total per call{ops}"
+    )
+
+
+def lens_title(record: RunRecord) -> str:
+    """After a run: `1.45 ms CUDA/step · compute-bound · 94 % of peak`."""
+    r = record.report
+    v = r.verdict
+    if r.device.type == "cuda":
+        head = f"{fmt_us(r.timing.cuda_us_per_step)} CUDA/step"
+    else:
+        head = f"{fmt_us(r.timing.unprofiled_us_per_call)}/call"
+    parts = [head]
+    if v is not None:
+        parts.append(f"{v.bound}-bound")
+        if v.bound == "compute" and v.achieved_tflops and v.peak_tflops:
+            parts.append(f"{v.achieved_tflops / v.peak_tflops:.0%} of peak")
+        elif v.bound == "memory" and v.achieved_gbps and v.peak_gbps:
+            parts.append(f"{v.achieved_gbps / v.peak_gbps:.0%} of bandwidth")
+        elif v.bound == "overhead" and v.gpu_busy_fraction is not None:
+            busy = v.gpu_busy_fraction_unprofiled or v.gpu_busy_fraction
+            parts.append(f"GPU busy {busy:.0%}")
+    return " · ".join(parts)
+
+
+def inlay_hints(
+    record: RunRecord, fn: FunctionDef, path: str, lines: list[str]
+) -> list[lsp.InlayHint]:
+    """At the end of each attributed line of `fn`: its share of CUDA and CPU time."""
+    report = record.report
+    rows = [r for r in report.lines if r.path == path and fn.contains(r.line)]
+    cuda_total = sum(r.cuda_us for r in report.lines) or 0.0
+    cpu_total = sum(r.self_cpu_us for r in report.lines) or 0.0
+    hints: list[lsp.InlayHint] = []
+    for row in rows:
+        parts: list[str] = []
+        if cuda_total > 0:
+            parts.append(f"{row.cuda_us / cuda_total:.0%} CUDA")
+        if cpu_total > 0:
+            parts.append(f"{row.self_cpu_us / cpu_total:.0%} CPU")
+        if not parts:
+            continue
+        text = _text(lines, row.line)
+        hints.append(
+            lsp.InlayHint(
+                position=lsp.Position(row.line - 1, len(text)),
+                label="  " + " · ".join(parts),
+                kind=lsp.InlayHintKind.Type,
+                padding_left=True,
+                tooltip=line_summary(report, row),
+            )
+        )
+    return hints
+
+
+def command_link(command: str, *args: str) -> str:
+    """A markdown link target that runs an editor command."""
+    return f"command:{command}?{urllib.parse.quote(json.dumps(list(args)))}"
+
+
+def hover_markdown(record: RunRecord, line: int | None = None) -> str:
+    """The last run: times, verdict, top ops, dead window, device, when, a Perfetto link."""
+    r = record.report
+    t, d = r.timing, r.dead_window
+    cuda = r.device.type == "cuda"
+    out = [f"**kernelscope · {r.function.qualname}** — last run {_when(record.created)}", ""]
+    row = next(
+        (x for x in r.lines if line is not None and x.line == line and x.path == record.path), None
+    )
+    if row is not None and line != r.function.line:
+        out += [f"**line {line}:** {line_summary(r, row)}", ""]
+    out.append(
+        (f"**{fmt_us(t.cuda_us_per_step)} CUDA** · " if cuda else "")
+        + f"{fmt_us(t.cpu_us_per_step)} CPU per step (profiled) · "
+        f"{fmt_us(t.unprofiled_us_per_call)} per call unprofiled"
+    )
+    if r.verdict:
+        out += ["", f"**Verdict:** {r.verdict.summary}"]
+    if r.ops:
+        out += [
+            "",
+            "| op | calls | self CPU | CPU total | self CUDA | CUDA total |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for o in r.ops[:5]:
+            out.append(
+                f"| `{o.name}` | {o.calls} | {fmt_us(o.self_cpu_us)} | {fmt_us(o.cpu_total_us)} "
+                f"| {fmt_us(o.self_cuda_us) if cuda else '-'} "
+                f"| {fmt_us(o.cuda_total_us) if cuda else '-'} |"
+            )
+        out.append(f"\n(totals over {r.steps.active} active steps)")
+    cold = f"cold call {fmt_us(d.first_call_us)}"
+    if d.entry_to_first_kernel_us is not None:
+        cold += f", entry → first kernel {fmt_us(d.entry_to_first_kernel_us)}"
+    out += ["", cold]
+    where = f"{r.device.type}" + (f":{r.device.index}" if r.device.index is not None else "")
+    remote = f" via {r.runner.remote}" if r.runner.remote else ""
+    out += [f"{where} ({r.device.name}) on {r.runner.host}{remote} · torch {r.runner.torch}"]
+    out += ["", f"[Open trace in Perfetto]({command_link('kernelscope.openTrace', record.run_id)})"]
+    return "\n".join(out)
+
+
+def _when(created: str) -> str:
+    try:
+        then = datetime.datetime.fromisoformat(created)
+    except ValueError:
+        return created
+    seconds = (datetime.datetime.now(datetime.UTC) - then).total_seconds()
+    if seconds < 90:
+        return "just now"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min ago"
+    return then.strftime("%Y-%m-%d %H:%M UTC")

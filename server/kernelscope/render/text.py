@@ -1,0 +1,265 @@
+"""Plain-text rendering of reports and failures for the terminal."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from kernelscope.analysis.roofline import OpRoof
+from kernelscope.findings import BOUND_CODES, Finding
+from kernelscope.protocol import ProfileFailed
+from kernelscope.report.schema import OpRow, Report, Timing, TraceAnalysis
+from kernelscope.units import fmt_us, stages_line
+
+DASH = "-"
+__all__ = [
+    "fmt_us",
+    "render_failure",
+    "render_report",
+    "render_trace_analysis",
+    "shorten",
+    "table",
+]
+MARKS = {"error": "✖", "warning": "▲", "info": "●", "hint": "·"}
+
+
+def shorten(path: str, base: str | None = None) -> str:
+    """A path relative to `base` (the cwd by default) when that is shorter."""
+    try:
+        rel = os.path.relpath(path, base or os.getcwd())
+    except ValueError:
+        return path
+    return rel if len(rel) < len(path) else path
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "") -> list[str]:
+    """Columns padded to width; `align` has one letter a column, l or r (default: l then r)."""
+    align = align or "l" + "r" * (len(headers) - 1)
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        out = [
+            c.ljust(w) if a == "l" else c.rjust(w)
+            for c, w, a in zip(cells, widths, align, strict=True)
+        ]
+        return "  " + "  ".join(out).rstrip()
+
+    return [line(headers), *(line(r) for r in rows)]
+
+
+def render_report(
+    report: Report, max_ops: int = 15, max_lines: int = 10, stages: bool = False
+) -> str:
+    """The human report: device, per-step times, cold call, ops, lines, trace path; with
+    ``stages``, how long each stage of the job took."""
+    f, t, d = report.function, report.timing, report.dead_window
+    cuda = report.device.type == "cuda"
+    out = [
+        f"kernelscope · {f.qualname}  ({shorten(f.path)}:{f.line})",
+        f"device    {report.device.type}"
+        + (f":{report.device.index}" if report.device.index is not None else "")
+        + f" ({report.device.name}) · host {report.runner.host}"
+        + (f" via {report.runner.remote}" if report.runner.remote else "")
+        + f" · python {report.runner.python} · torch {report.runner.torch}"
+        + (f" · CUDA {report.runner.cuda}" if report.runner.cuda else ""),
+        f"schedule  wait {report.steps.wait} · warmup {report.steps.warmup}"
+        f" · active {report.steps.active}",
+        "",
+        f"per step    CPU {fmt_us(t.cpu_us_per_step)}"
+        f" · CUDA {fmt_us(t.cuda_us_per_step) if cuda else DASH}"
+        f" · wall {fmt_us(t.wall_us_per_step)}  (profiled)",
+        f"unprofiled  {fmt_us(t.unprofiled_us_per_call)} per call (median of {t.unprofiled_reps}"
+        + _spread(t)
+        + f", {t.unprofiled_method.replace('_', ' ')}"
+        + (
+            f", in a worker that never profiled; {fmt_us(t.profiling_worker_us_per_call)} in "
+            "the profiling one"
+            if t.unprofiled_process == "clean worker" and t.profiling_worker_us_per_call
+            else ""
+        )
+        + ")"
+        + _inflation(report),
+        f"cold call   {fmt_us(d.first_call_us)}"
+        + (f" · entry → first kernel {fmt_us(d.entry_to_first_kernel_us)}" if cuda else "")
+        + (f" · compiling {fmt_us(d.compile_us)}" if d.compile_us else "")
+        + (" · fresh worker" if d.process_fresh else " · warm worker")
+        + (f" · CUDA context {fmt_us(d.cuda_init_us)} at worker start" if d.cuda_init_us else ""),
+    ]
+    if t.gpu is not None:
+        g = t.gpu
+        out.append(
+            f"gpu (NVML) SM {g.sm_clock_mhz:.0f}/{g.sm_clock_max_mhz:.0f} MHz · memory "
+            f"{g.mem_clock_mhz:.0f}/{g.mem_clock_max_mhz:.0f} MHz · {g.power_w:.0f} W · "
+            f"utilization {g.utilization_pct:.0f} % (NVML's own average, over a period that "
+            "can be longer than the timing)"
+        )
+    if report.memory:
+        out.append(
+            f"memory      peak {report.memory.peak_allocated_bytes / 2**20:.1f} MiB allocated"
+        )
+    out += _verdict(report.verdict.summary if report.verdict else None, report.findings)
+    out += _roofline(report.roofline)
+    steps = report.steps.active
+    out += ["", f"ops (totals over {steps} active step{'s' if steps != 1 else ''})"]
+    out += _ops_table(report.ops, cuda, max_ops)
+    if report.lines:
+        out += ["", "costliest lines (per call, from a traced pass)"]
+        out += table(
+            ["line", "self CPU", "CPU total", "CUDA", "code"],
+            [
+                [
+                    f"{shorten(r.path)}:{r.line}",
+                    fmt_us(r.self_cpu_us),
+                    fmt_us(r.cpu_total_us),
+                    fmt_us(r.cuda_us) if cuda else DASH,
+                    r.code[:60],
+                ]
+                for r in report.lines[:max_lines]
+            ],
+            align="lrrrl",
+        )
+    if report.output.strip():
+        tail = report.output.rstrip("\n").splitlines()[-10:]
+        more = " (truncated)" if report.output_truncated else ""
+        out += [
+            "",
+            f"output of the function (last {len(tail)} lines{more})",
+            *("  " + ln for ln in tail),
+        ]
+    out += ["", f"trace       {shorten(report.trace.path)}"]
+    if stages and report.stages_s:
+        out.append(f"stages      {stages_line(report.stages_s)}")
+    return "\n".join(out)
+
+
+def _verdict(summary: str | None, findings: list[Finding]) -> list[str]:
+    """The verdict with what to try, then the other findings."""
+    out: list[str] = []
+    if summary:
+        out += ["", f"verdict     {summary}"]
+        bound = next((f for f in findings if f.code in BOUND_CODES), None)
+        out += [f"      try: {t}" for t in (bound.try_ if bound else [])]
+    rest = [f for f in findings if f.code not in BOUND_CODES]
+    if not rest:
+        return out
+    out += ["", "findings"]
+    tried: set[str] = set()
+    for f in rest:
+        where = f" {shorten(f.path)}:{f.line}" if f.path and f.line else ""
+        out.append(f"  {MARKS.get(f.severity, '-')} {f.code}{where}  {f.message}")
+        if f.code not in tried:  # what to try, once per code
+            out += [f"      try: {t}" for t in f.try_]
+            tried.add(f.code)
+    return out
+
+
+def _ops_table(ops: list[OpRow], cuda: bool, limit: int) -> list[str]:
+    return table(
+        ["name", "calls", "self CPU", "CPU total", "self CUDA", "CUDA total"],
+        [
+            [
+                o.name[:48],
+                str(o.calls),
+                fmt_us(o.self_cpu_us),
+                fmt_us(o.cpu_total_us),
+                fmt_us(o.self_cuda_us) if cuda else DASH,
+                fmt_us(o.cuda_total_us) if cuda else DASH,
+            ]
+            for o in ops[:limit]
+        ],
+    )
+
+
+def render_trace_analysis(result: TraceAnalysis, max_ops: int = 15) -> str:
+    """`analyze` of a bare trace: device, verdict, dead window, findings, ops."""
+    v = result.verdict
+    cuda = v.bound != "host"
+    out = [
+        f"kernelscope · {shorten(result.trace.path)}  ({result.steps} call"
+        f"{'s' if result.steps != 1 else ''} found by {result.calls_found_by or 'steps'}"
+        + (f", {result.device}" if result.device else "")
+        + ")",
+        "",
+        "entry → first kernel "
+        + fmt_us(result.dead_window.get("entry_to_first_kernel_us"))
+        + " (from the start of the first region)",
+    ]
+    out += _verdict(v.summary, result.findings)
+    out += _roofline(result.roofline)
+    out += ["", f"ops (totals over {result.steps} steps)", *_ops_table(result.ops, cuda, max_ops)]
+    if result.warnings:
+        out += ["", "warnings", *("  " + w for w in result.warnings)]
+    return "\n".join(out)
+
+
+def _roofline(rows: Sequence[OpRoof], limit: int = 8) -> list[str]:
+    """The costliest ops against their own roofs."""
+    if not rows:
+        return []
+    body = [
+        [
+            r.name[:40],
+            f"{r.share:.0%}",
+            fmt_us(r.gpu_us_per_step),
+            f"{r.achieved_tflops:.0f}" if r.achieved_tflops is not None else DASH,
+            f"{r.achieved_gbps:.0f}" if r.achieved_gbps is not None else DASH,
+            r.bound,
+            f"{r.efficiency:.0%} of {r.roof}" if r.efficiency is not None else DASH,
+            r.shapes[:40],
+        ]
+        for r in rows[:limit]
+    ]
+    return [
+        "",
+        "roofline (per step; each op against its own roof)",
+        *table(
+            ["op", "GPU", "time", "TFLOP/s", "GB/s", "bound", "achieved", "shapes"],
+            body,
+            align="lrrrrlll",
+        ),
+    ]
+
+
+def _spread(t: Timing) -> str:
+    if t.unprofiled_p10_us is None or t.unprofiled_p90_us is None:
+        return ""
+    return f", p10–p90 {fmt_us(t.unprofiled_p10_us)}–{fmt_us(t.unprofiled_p90_us)}"
+
+
+def _inflation(report: Report) -> str:
+    t = report.timing
+    if report.device.type == "cuda" or t.unprofiled_us_per_call <= 0:
+        return ""
+    extra = t.cpu_us_per_step / t.unprofiled_us_per_call - 1
+    return f"; the profiler adds {extra:+.0%} CPU time" if abs(extra) >= 0.05 else ""
+
+
+def render_failure(failure: ProfileFailed, target: str) -> str:
+    """A short error naming the cause and the user's file and line, and nothing of ours."""
+    out = [f"kernelscope: {target}: {failure.message}"]
+    if failure.path:
+        where = shorten(failure.path) + (f":{failure.line}" if failure.line else "")
+        code = _source_line(failure.path, failure.line)
+        out.append(f"  --> {where}" + (f"\n   | {code}" if code else ""))
+    if failure.hint:
+        out.append(
+            "  hint:\n" + "\n".join("    " + ln for ln in failure.hint.rstrip().splitlines())
+        )
+    if failure.output.strip():
+        tail = failure.output.rstrip("\n").splitlines()[-8:]
+        out.append("  output of the function (last lines):")
+        out += ["    " + ln[:200] for ln in tail]
+    return "\n".join(out)
+
+
+def _source_line(path: str, line: int | None) -> str:
+    if not line:
+        return ""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for number, text in enumerate(f, 1):
+                if number == line:
+                    return text.rstrip()
+    except OSError:
+        return ""
+    return ""

@@ -1,0 +1,142 @@
+"""The report's schema: one Struct with everything the CLI prints and the editor shows, and
+the smaller one `analyze` prints for a trace with no sidecar."""
+
+from __future__ import annotations
+
+import msgspec
+
+from kernelscope import __version__
+from kernelscope.analysis.ops import OpStat
+from kernelscope.analysis.roofline import OpRoof
+from kernelscope.analysis.verdict import Verdict
+from kernelscope.findings import Finding
+from kernelscope.protocol import GpuSample, LineStat
+
+
+class FunctionRef(msgspec.Struct):
+    """The profiled function."""
+
+    path: str
+    qualname: str
+    line: int
+
+
+class DeviceRef(msgspec.Struct):
+    """Where it ran."""
+
+    type: str
+    name: str
+    index: int | None = None
+
+
+class Runner(msgspec.Struct):
+    """The worker that ran it."""
+
+    remote: str | None
+    host: str
+    python: str
+    torch: str | None
+    cuda: str | None = None
+    executable: str = ""
+
+
+class Steps(msgspec.Struct):
+    """The profiler schedule."""
+
+    wait: int
+    warmup: int
+    active: int
+
+
+class Timing(msgspec.Struct):
+    """Per-step and per-call times; the unprofiled figure is the honest one for small ops."""
+
+    cpu_us_per_step: float
+    cuda_us_per_step: float
+    wall_us_per_step: float
+    unprofiled_us_per_call: float
+    unprofiled_method: str
+    unprofiled_reps: int
+    host_us_per_call: float | None = None
+    unprofiled_p10_us: float | None = None
+    unprofiled_p90_us: float | None = None
+    gpu: GpuSample | None = None
+    """NVML's readings over the unprofiled timing (clocks, power, utilization)."""
+    unprofiled_process: str = "profiling worker"
+    """Where the unprofiled timing ran: a ``clean worker`` never ran the profiler."""
+    profiling_worker_us_per_call: float | None = None
+
+
+class DeadWindow(msgspec.Struct):
+    """The cold first call, kept out of the warmed numbers."""
+
+    first_call_us: float
+    entry_to_first_kernel_us: float | None
+    process_fresh: bool = False
+    cuda_init_us: float | None = None
+    compile_us: float | None = None
+    """torch.compile's compile time inside the first call."""
+
+
+OpRow = OpStat  # one op over the active steps (totals, like key_averages)
+
+
+class LineRow(LineStat):
+    """One source line's cost per call, with the line's text."""
+
+    code: str = ""
+
+
+class TraceRef(msgspec.Struct):
+    """Where the traces are."""
+
+    path: str
+    cold_path: str | None = None
+
+
+class Memory(msgspec.Struct):
+    """Device memory peaks over the active steps."""
+
+    peak_allocated_bytes: int
+    peak_reserved_bytes: int
+
+
+class Report(msgspec.Struct):
+    """A finished profile, as `--json` prints it."""
+
+    function: FunctionRef
+    device: DeviceRef
+    runner: Runner
+    steps: Steps
+    timing: Timing
+    dead_window: DeadWindow
+    ops: list[OpRow]
+    lines: list[LineRow]
+    trace: TraceRef
+    memory: Memory | None = None
+    verdict: Verdict | None = None
+    findings: list[Finding] = []
+    warnings: list[str] = []
+    output: str = ""
+    output_truncated: bool = False
+    created: str = ""
+    kernelscope: str = __version__
+    roofline: list[OpRoof] = []
+    stages_s: dict[str, float] = {}
+
+
+class TraceAnalysis(msgspec.Struct):
+    """`analyze` of a trace with no sidecar: what the trace alone supports."""
+
+    trace: TraceRef
+    steps: int
+    device: str | None
+    verdict: Verdict
+    findings: list[Finding]
+    dead_window: dict[str, float | None]
+    ops: list[OpRow]
+    warnings: list[str] = []
+    kernelscope: str = __version__
+    roofline: list[OpRoof] = []
+    calls_found_by: str = ""
+    """How the calls were found: ks:call, profiler steps, annotations, or the whole trace."""
