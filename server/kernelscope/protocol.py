@@ -61,6 +61,20 @@ class RunTiming(RunProfile, tag="run_timing"):
     """Only the unprofiled timing of the same call, for a worker that never profiles."""
 
 
+class RunTry(RunProfile, tag="run_try"):
+    """Time the function and variants of it on the same inputs, in turns, unprofiled."""
+
+    variants: list[str] = []
+    """compile, graphs, tf32, bf16, channels_last, batch2 (VARIANTS)."""
+    budget_s: float = 2.0
+    """Seconds of timed calls, all candidates together (at least `rounds` rounds)."""
+    rounds: int = 7
+
+
+#: The experiments a RunTry can run, in the order they are offered.
+VARIANTS = ("compile", "graphs", "tf32", "bf16", "channels_last", "batch2")
+
+
 class RunCalibration(Message, tag="run_calibration"):
     """Measure the device's matmul and copy ceilings."""
 
@@ -109,12 +123,13 @@ class WorkerReady(Message, tag="worker_ready"):
 
 
 #: Each JobProgress stage as the CLI and the editor name it, in the order a job runs them:
-#: the worker sends the first nine, the launcher ``clean_timing``, the job service ``analysis``.
+#: the worker sends the first ten, the launcher ``clean_timing``, the job service ``analysis``.
 STAGE_LABELS = {
     "import": "importing",
     "inputs": "building inputs",
     "cold": "cold call",
     "timing": "unprofiled timing",
+    "variants": "building the variants",
     "wait": "wait",
     "warmup": "warmup",
     "active": "active",
@@ -258,6 +273,42 @@ class TimingFinished(Message, tag="timing_finished"):
     output: str = ""
 
 
+class VariantOutcome(msgspec.Struct):
+    """One variant of a RunTry: its time per call in each round, what it cost once, and how
+    its results compare with the function's."""
+
+    name: str
+    status: str
+    """ok | failed | skipped."""
+    why: str = ""
+    path: str | None = None
+    line: int | None = None
+    rounds_us: list[float] = []
+    items: int = 1
+    """Items per call relative to the baseline (batch2: 2)."""
+    one_time_s: float | None = None
+    one_time_what: str = ""
+    """compile | first call."""
+    results: str = ""
+    """equal | changed | not compared: why."""
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    tolerance: str = ""
+    why_changed: str = ""
+
+
+class TryFinished(Message, tag="try_finished"):
+    """The rounds of a RunTry: the function's own and each variant's."""
+
+    job_id: str
+    device_type: str
+    device_name: str
+    method: str
+    baseline_rounds_us: list[float]
+    variants: list[VariantOutcome]
+    output: str = ""
+
+
 class CalibrationFinished(Message, tag="calibration_finished"):
     """Measured ceilings of one GPU: TFLOP/s per matmul dtype, copy GB/s."""
 
@@ -272,7 +323,7 @@ class CalibrationFinished(Message, tag="calibration_finished"):
     method: str = ""
 
 
-ToWorker = RunProfile | RunTiming | RunCalibration | Cancel | Shutdown
+ToWorker = RunProfile | RunTiming | RunTry | RunCalibration | Cancel | Shutdown
 FromWorker = (
     WorkerReady
     | JobProgress
@@ -280,8 +331,9 @@ FromWorker = (
     | ProfileFailed
     | CalibrationFinished
     | TimingFinished
+    | TryFinished
 )
-JobOutcome = ProfileFinished | CalibrationFinished | TimingFinished
+JobOutcome = ProfileFinished | CalibrationFinished | TimingFinished | TryFinished
 
 
 def failure(kind: str, message: str, **fields: object) -> ProfileFailed:

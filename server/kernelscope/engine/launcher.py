@@ -28,7 +28,7 @@ import msgspec
 from kernelscope import protocol
 from kernelscope.engine.remotes import Remote, explain_exit
 from kernelscope.engine.runner import JobFailed, JobResult, ProgressCallback
-from kernelscope.engine.shipping import ShipError, keep_traces, remote_request
+from kernelscope.engine.shipping import R, ShipError, keep_traces, remote_request
 from kernelscope.protocol import (
     FRAME_HEADER,
     MAX_FRAME_BYTES,
@@ -40,7 +40,9 @@ from kernelscope.protocol import (
     RunCalibration,
     RunProfile,
     RunTiming,
+    RunTry,
     TimingFinished,
+    TryFinished,
     WorkerReady,
     failure,
 )
@@ -244,7 +246,7 @@ class WorkerProcess:
 
     async def run(
         self,
-        request: RunProfile | RunTiming | RunCalibration,
+        request: RunProfile | RunTiming | RunTry | RunCalibration,
         on_progress: ProgressCallback | None,
         timeout: float,
         local_signals: bool,
@@ -456,7 +458,20 @@ class Launcher:
         finished.sidecar.timing = timing
         return finished
 
-    async def _remote_request(self, request: RunProfile) -> RunProfile:
+    async def try_variants(
+        self,
+        request: RunTry,
+        on_progress: ProgressCallback | None = None,
+        timeout: float = 300.0,
+    ) -> tuple[TryFinished, WorkerReady]:
+        """Time the function and its variants in turns, unprofiled; JobFailed says why not."""
+        if self.remote is not None:
+            request = await self._remote_request(request)
+        outcome, ready = await self._run(request, on_progress, timeout)
+        assert isinstance(outcome, TryFinished)
+        return outcome, ready
+
+    async def _remote_request(self, request: R) -> R:
         """Ship the project's files (or name the workdir) and ask for the traces back."""
         assert self.remote is not None
         try:
@@ -474,7 +489,7 @@ class Launcher:
 
     async def _run(
         self,
-        request: RunProfile | RunCalibration,
+        request: RunProfile | RunTry | RunCalibration,
         on_progress: ProgressCallback | None,
         timeout: float,
         stages: dict[str, float] | None = None,

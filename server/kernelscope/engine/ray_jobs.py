@@ -38,6 +38,8 @@ from kernelscope.protocol import (
     ProfileFinished,
     RunCalibration,
     RunProfile,
+    RunTry,
+    TryFinished,
     WorkerReady,
     failure,
 )
@@ -215,6 +217,21 @@ class RayJobs:
             raise JobFailed(failure("internal", f"cannot keep the traces: {e}")) from None
         return JobResult(finished, ready)
 
+    async def try_variants(
+        self,
+        request: RunTry,
+        on_progress: ProgressCallback | None = None,
+        timeout: float = 300.0,
+    ) -> tuple[TryFinished, WorkerReady]:
+        """Time the function and its variants there, in turns."""
+        try:
+            request = await asyncio.to_thread(remote_request, request, self.remote)
+        except ShipError as e:
+            raise JobFailed(failure(e.kind, f"{self.remote.label}: {e}")) from None
+        outcome, ready = await self.run(request, on_progress, timeout)
+        assert isinstance(outcome, TryFinished)
+        return outcome, ready
+
     async def calibrate(
         self, request: RunCalibration, timeout: float = 300.0
     ) -> tuple[CalibrationFinished, WorkerReady]:
@@ -225,7 +242,7 @@ class RayJobs:
 
     async def run(
         self,
-        request: RunProfile | RunCalibration,
+        request: RunProfile | RunTry | RunCalibration,
         on_progress: ProgressCallback | None,
         timeout: float,
     ) -> tuple[JobOutcome, WorkerReady]:
@@ -278,7 +295,7 @@ class RayJobs:
     async def _follow(
         self,
         sid: str,
-        request: RunProfile | RunCalibration,
+        request: RunProfile | RunTry | RunCalibration,
         on_progress: ProgressCallback | None,
         timeout: float,
         gpus: int,

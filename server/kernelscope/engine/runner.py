@@ -14,6 +14,8 @@ from kernelscope.protocol import (
     ProfileFinished,
     RunCalibration,
     RunProfile,
+    RunTry,
+    TryFinished,
     WorkerReady,
 )
 
@@ -71,6 +73,15 @@ class JobRunner(Protocol):
         self, request: RunCalibration, timeout: float = 300.0
     ) -> tuple[CalibrationFinished, WorkerReady]:
         """Measure the device's ceilings; JobFailed says why not."""
+        ...
+
+    async def try_variants(
+        self,
+        request: RunTry,
+        on_progress: ProgressCallback | None = None,
+        timeout: float = 300.0,
+    ) -> tuple[TryFinished, WorkerReady]:
+        """Time the function and variants of it in turns; JobFailed says why not."""
         ...
 
     async def close(self) -> None:

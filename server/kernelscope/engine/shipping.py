@@ -12,6 +12,7 @@ import ast
 import subprocess
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 
@@ -30,7 +31,10 @@ class ShipError(Exception):
         self.kind = kind
 
 
-def remote_request(request: RunProfile, remote: Remote) -> RunProfile:
+R = TypeVar("R", bound=RunProfile)
+
+
+def remote_request(request: R, remote: Remote) -> R:
     """The request as a remote worker needs it: files shipped (or the workdir named), and
     the traces asked back."""
     if remote.workdir:

@@ -21,6 +21,7 @@ PERCENT = {
     "inputs": 10,
     "cold": 15,
     "timing": 20,
+    "variants": 20,
     "wait": 25,
     "warmup": 35,
     "active": 50,

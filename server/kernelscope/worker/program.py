@@ -588,6 +588,221 @@ class Job:
             if time.perf_counter() - t0 > WARMUP_S:
                 break
 
+    def run_try(self):
+        """Time the function and variants of it (torch.compile, CUDA Graphs, TF32, ...) on the
+        same inputs, in turns, unprofiled; compare each variant's results with the function's."""
+        torch = self.torch
+        self.progress("import")
+        module = self.load_module()
+        fn, owner = self.resolve(module)
+        device = self.select_device()
+        cuda = device.type == "cuda"
+        sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
+        self.progress("inputs")
+        args, kwargs = self.find_inputs(module, fn, owner, device)
+        base = self._guarded(fn, args, kwargs)
+        self.progress("cold")
+        self.warm_up(base, sync)
+        reference = detach_outputs(torch, base())
+        sync()
+        again = detach_outputs(torch, base())
+        sync()
+        steady = compare_outputs(torch, reference, again)["equal"]
+        candidates = [("baseline", base, 1)]
+        variants = []
+        names = list(self.req.get("variants") or [])
+        for i, name in enumerate(names):
+            self.progress("variants", i + 1, len(names))
+            built = self.build_variant(name, module, fn, owner, args, kwargs, device, sync)
+            if "call" not in built:
+                variants.append(built)
+                continue
+            entry = built.pop("call"), built.pop("items")
+            if built.get("outputs") is not None and built.pop("comparable", True):
+                if steady:
+                    built.update(compare_outputs(torch, reference, built.pop("outputs")))
+                else:
+                    built.pop("outputs")
+                    built["results"] = (
+                        "not compared: the function's results change from call to call"
+                    )
+            else:
+                built.pop("outputs", None)
+                built.setdefault("results", "not compared: other inputs")
+            candidates.append((name, entry[0], entry[1]))
+            variants.append(built)
+        self.progress("timing")
+        rounds = self.timed_rounds(candidates, sync, cuda, device)
+        by_name = {v["name"]: v for v in variants}
+        for name, _call, items in candidates[1:]:
+            v = by_name[name]
+            v["rounds_us"] = rounds[name]
+            v["items"] = items
+            recompiles = dynamo_frames() - v.pop("frames_after_build", dynamo_frames())
+            if recompiles > 0 and name in ("compile", "graphs"):
+                v["status"] = "failed"
+                v["why"] = (
+                    "recompiled %d times while it was timed: it would recompile on every call"
+                    % recompiles
+                )
+        self.progress("done")
+        return {
+            "type": "try_finished",
+            "job_id": self.id,
+            "device_type": device.type,
+            "device_name": torch.cuda.get_device_name(device)
+            if cuda
+            else platform.processor() or "cpu",
+            "method": "cuda_events" if cuda else "perf_counter",
+            "baseline_rounds_us": rounds["baseline"],
+            "variants": variants,
+        }
+
+    def build_variant(self, name, module, fn, owner, args, kwargs, device, sync):
+        """One variant, built and called once (its one-time cost), or why it cannot run."""
+        torch = self.torch
+        cuda = device.type == "cuda"
+        out = {"name": name, "status": "ok", "why": ""}
+        if name in ("graphs", "tf32") and not cuda:
+            out.update(
+                status="skipped", why="needs a CUDA device (this job runs on %s)" % device.type
+            )
+            return out
+        items = 1
+        comparable = True
+        try:
+            if name == "compile":
+                compiled = torch.compile(fn)
+                call = self._guarded(compiled, args, kwargs)
+            elif name == "graphs":
+                compiled = torch.compile(fn, mode="reduce-overhead")
+                call = self._guarded(compiled, args, kwargs)
+            elif name == "tf32":
+                if torch.backends.cuda.matmul.allow_tf32:
+                    out.update(status="skipped", why="TF32 matmuls are already on")
+                    return out
+                call = self._with_tf32(self._guarded(fn, args, kwargs))
+            elif name == "bf16":
+                inner = self._guarded(fn, args, kwargs)
+
+                def call():
+                    with torch.autocast(device.type, dtype=torch.bfloat16):
+                        return inner()
+            elif name == "channels_last":
+                cl_args, cl_kwargs, changed = channels_last(torch, args, kwargs)
+                if not changed:
+                    out.update(status="skipped", why="no 4-d tensor or module among the inputs")
+                    return out
+                call = self._guarded(fn, cl_args, cl_kwargs)
+            elif name == "batch2":
+                base = int(self.req.get("batch_size") or 1)
+                if self._provider(module) is None:
+                    out.update(status="skipped", why="no input provider to pass batch_size to")
+                    return out
+                self.req["batch_size"] = base * 2
+                try:
+                    b_args, b_kwargs = self.find_inputs(module, fn, owner, device)
+                finally:
+                    self.req["batch_size"] = base
+                call = self._guarded(fn, b_args, b_kwargs)
+                items, comparable = 2, False
+            else:
+                out.update(status="failed", why="unknown variant %r" % name)
+                return out
+            compiled_before = compile_seconds()
+            t0 = time.perf_counter()
+            first = call()
+            sync()
+            one_time = time.perf_counter() - t0
+            for _ in range(2):  # graphs record on the first calls after compiling
+                call()
+            sync()
+            outputs = detach_outputs(torch, call())
+            sync()
+        except Cancelled:
+            raise
+        except JobError as e:
+            out.update(status="failed", why=e.message, path=e.path, line=e.line)
+            return out
+        except Exception as e:  # a variant that breaks is reported; the others still run
+            err = self.user_error("variant", e)
+            out.update(status="failed", why=err.message, path=err.path, line=err.line)
+            return out
+        del first
+        compile_s = compile_seconds() - compiled_before
+        out.update(
+            call=call,
+            items=items,
+            outputs=outputs,
+            comparable=comparable,
+            one_time_s=compile_s if compile_s > 0 else one_time,
+            one_time_what="compile" if compile_s > 0 else "first call",
+            frames_after_build=dynamo_frames(),
+        )
+        return out
+
+    def _with_tf32(self, inner):
+        torch = self.torch
+
+        def call():
+            matmul, cudnn = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+            try:
+                return inner()
+            finally:
+                torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = (
+                    matmul,
+                    cudnn,
+                )
+
+        return call
+
+    def timed_rounds(self, candidates, sync, cuda, device):
+        """Each candidate's time per call in rounds, in turns (A B C, then C B A, ...), so
+        drift (clocks, caches, other jobs) falls on all of them alike: {name: [us, ...]}."""
+        torch = self.torch
+        budget = float(self.req.get("budget_s") or TRY_BUDGET_S)
+        min_rounds = int(self.req.get("rounds") or TRY_MIN_ROUNDS)
+        probe = {}
+        for name, call, _ in candidates:
+            sync()
+            t = time.perf_counter()
+            call()
+            sync()
+            probe[name] = max((time.perf_counter() - t) * 1e6, 1.0)
+        per_round = sum(probe.values())
+        calls = {n: int(max(1, min(50, TRY_BLOCK_US / probe[n]))) for n in probe}
+        rounds = int(
+            max(
+                min_rounds,
+                min(TRY_MAX_ROUNDS, budget * 1e6 / max(per_round * max(calls.values()), 1.0)),
+            )
+        )
+        out = {name: [] for name, _, _ in candidates}
+        for r in range(rounds):
+            order = candidates if r % 2 == 0 else candidates[::-1]
+            for name, call, _ in order:
+                n = calls[name]
+                sync()
+                if cuda:
+                    start, end = (
+                        torch.cuda.Event(enable_timing=True),
+                        torch.cuda.Event(enable_timing=True),
+                    )
+                    start.record()
+                    for _ in range(n):
+                        call()
+                    end.record()
+                    end.synchronize()
+                    out[name].append(start.elapsed_time(end) * 1e3 / n)
+                else:
+                    t = time.perf_counter()
+                    for _ in range(n):
+                        call()
+                    out[name].append((time.perf_counter() - t) * 1e6 / n)
+            self.progress("timing", r + 1, rounds)
+        return out
+
     def run(self):
         """Profile the function, phase by phase, to a profile_finished result."""
         fn, call, device, sync = self.prepare()
@@ -877,6 +1092,127 @@ def profiler_activities(device):
 
     cuda = [ProfilerActivity.CUDA] if device.type == "cuda" else []
     return [ProfilerActivity.CPU, *cuda]
+
+
+# --- experiments (RunTry) ----------------------------------------------------------------
+
+TRY_BUDGET_S = 2.0  # of timed calls, all candidates together
+TRY_MIN_ROUNDS = 7
+TRY_MAX_ROUNDS = 40
+TRY_BLOCK_US = 5000.0  # each timed block: this long, in up to 50 calls
+#: Tolerances by the reference's dtype (rtol, atol): torch.testing's defaults for half types,
+#: looser than its 1.3e-6 for float32 because a fused or reordered reduction (torch.compile)
+#: legitimately differs there in the last digits.
+TOLERANCES = {
+    "torch.float64": (1e-7, 1e-7),
+    "torch.float32": (1e-4, 1e-5),
+    "torch.float16": (1e-3, 1e-5),
+    "torch.bfloat16": (1.6e-2, 1e-5),
+}
+
+
+def detach_outputs(torch, value):
+    """The tensors in a result (nested tuples, lists, dicts, dataclass-like objects), detached
+    copies in call order, so later calls cannot change them."""
+    found = []
+
+    def walk(v, depth=0):
+        if depth > 6:
+            return
+        if isinstance(v, torch.Tensor):
+            found.append(v.detach().clone())
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x, depth + 1)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x, depth + 1)
+        elif hasattr(v, "__dict__") and not isinstance(v, type) and not callable(v):
+            for x in vars(v).values():
+                walk(x, depth + 1)
+
+    walk(value)
+    return found
+
+
+def compare_outputs(torch, reference, outputs):
+    """Whether `outputs` equal `reference` within the tolerances of each tensor's dtype, and
+    the largest absolute and relative errors."""
+    if len(reference) != len(outputs):
+        return {
+            "results": "changed",
+            "equal": False,
+            "why_changed": "%d tensors, not %d" % (len(outputs), len(reference)),
+        }
+    max_abs = max_rel = 0.0
+    equal = True
+    tolerance = ""
+    for ref, out in zip(reference, outputs):
+        if ref.shape != out.shape:
+            return {
+                "results": "changed",
+                "equal": False,
+                "why_changed": "shape %s, not %s" % (tuple(out.shape), tuple(ref.shape)),
+            }
+        if not (ref.is_floating_point() or ref.is_complex()):
+            same = bool(torch.equal(ref.to(out.device), out.to(ref.dtype)))
+            equal = equal and same
+            continue
+        rtol, atol = TOLERANCES.get(str(ref.dtype), (1e-4, 1e-5))
+        tolerance = tolerance or "rtol %g, atol %g (%s)" % (
+            rtol,
+            atol,
+            str(ref.dtype).replace("torch.", ""),
+        )
+        r = ref.float()
+        o = out.to(ref.device).float()
+        diff = (o - r).abs()
+        if diff.numel():
+            max_abs = max(max_abs, float(diff.max()))
+            max_rel = max(max_rel, float((diff / r.abs().clamp_min(atol)).max()))
+            equal = equal and bool(torch.allclose(o, r, rtol=rtol, atol=atol, equal_nan=True))
+    return {
+        "results": "equal" if equal else "changed",
+        "equal": equal,
+        "max_abs_err": max_abs,
+        "max_rel_err": max_rel,
+        "tolerance": tolerance,
+    }
+
+
+def channels_last(torch, args, kwargs):
+    """Copies of the inputs with 4-d tensors and modules in channels_last (the originals
+    untouched, so the baseline keeps its layout); whether anything changed."""
+    import copy
+
+    changed = [False]
+
+    def conv(v):
+        if isinstance(v, torch.Tensor) and v.dim() == 4:
+            changed[0] = True
+            return v.contiguous(memory_format=torch.channels_last)
+        if isinstance(v, torch.nn.Module):
+            changed[0] = True
+            return copy.deepcopy(v).to(memory_format=torch.channels_last)
+        if isinstance(v, (list, tuple)):
+            return type(v)(conv(x) for x in v)
+        if isinstance(v, dict):
+            return {k: conv(x) for k, x in v.items()}
+        return v
+
+    new_args = [conv(a) for a in args]
+    new_kwargs = {k: conv(v) for k, v in kwargs.items()}
+    return new_args, new_kwargs, changed[0]
+
+
+def dynamo_frames():
+    """Frames torch.compile has compiled in this process so far (0 before dynamo loads)."""
+    utils = sys.modules.get("torch._dynamo.utils")
+    counters = getattr(utils, "counters", None)
+    try:
+        return int(counters["stats"]["unique_graphs"]) if counters else 0
+    except (KeyError, TypeError, ValueError):  # a torch without the counter: no detection
+        return 0
 
 
 def compile_seconds():
@@ -1450,7 +1786,7 @@ class Worker:
             kind = msg.get("type")
             if kind == "shutdown":
                 return
-            if kind in ("run_profile", "run_timing"):
+            if kind in ("run_profile", "run_timing", "run_try"):
                 self.run_job(msg)
             elif kind == "run_calibration":
                 self.run_calibration(msg)
@@ -1492,7 +1828,12 @@ class Worker:
                 with contextlib.suppress(OSError):
                     saved_cwd = os.getcwd()
                 os.chdir(job.root)
-            result = job.run_timing() if req["type"] == "run_timing" else job.run()
+            if req["type"] == "run_timing":
+                result = job.run_timing()
+            elif req["type"] == "run_try":
+                result = job.run_try()
+            else:
+                result = job.run()
         except JobError as e:
             result = {
                 "type": "profile_failed",
