@@ -8,8 +8,42 @@ from pathlib import Path
 import msgspec
 
 DOCS_PAGE = Path(__file__).with_name("findings.md")  # docs/findings.md links here
+
+
+class Code(StrEnum):
+    """Every code kernelscope shows; findings.md has a section for each (a test checks)."""
+
+    MISSING_INPUTS = "KS001"
+    JOB_FAILED = "KS002"
+    FUNCTION_TIMES = "KS100"
+    OVERHEAD_BOUND = "KS101"
+    MEMORY_BOUND = "KS102"
+    COMPUTE_BOUND = "KS103"
+    HOST_ONLY = "KS104"
+    TRANSFER_BOUND = "KS105"
+    MIXED = "KS106"
+    COSTLY_LINE = "KS110"
+    COLD_START = "KS201"
+    SYNC = "KS301"
+    IDLE_GAPS = "KS401"
+    LAUNCH_QUEUE = "KS402"
+    ELEMENTWISE_CHAIN = "KS501"
+    PROFILER_DISTORTION = "KS601"
+    UNSTEADY_TIMING = "KS603"
+    LOW_CLOCKS = "KS604"
+    BELOW_ROOF = "KS701"
+    GRAPH_REPLAY = "KS702"
+
+
 #: The verdict's codes: overhead, memory, compute, host, transfer, mixed.
-BOUND_CODES = ("KS101", "KS102", "KS103", "KS104", "KS105", "KS106")
+BOUND_CODES = (
+    Code.OVERHEAD_BOUND,
+    Code.MEMORY_BOUND,
+    Code.COMPUTE_BOUND,
+    Code.HOST_ONLY,
+    Code.TRANSFER_BOUND,
+    Code.MIXED,
+)
 
 
 class Severity(StrEnum):

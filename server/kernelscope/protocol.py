@@ -22,6 +22,11 @@ class Message(msgspec.Struct, tag_field="type", forbid_unknown_fields=False):
 # --- server -> worker: imperative requests ---------------------------------------------
 
 
+#: torch.profiler's schedule(wait, warmup, active) when none is given: one step skipped,
+#: three warm, five recorded.
+DEFAULT_WAIT, DEFAULT_WARMUP, DEFAULT_ACTIVE = 1, 3, 5
+
+
 class RunProfile(Message, tag="run_profile"):
     """Profile one function: cold call, warmed schedule, unprofiled timing, line pass."""
 
@@ -33,9 +38,9 @@ class RunProfile(Message, tag="run_profile"):
     trace_dir: str
     source: str | None = None
     device: str = "auto"
-    wait: int = 1
-    warmup: int = 3
-    active: int = 5
+    wait: int = DEFAULT_WAIT
+    warmup: int = DEFAULT_WARMUP
+    active: int = DEFAULT_ACTIVE
     timing_reps: int = 0
     line_pass: bool = True
     with_stack: bool = True
@@ -103,8 +108,25 @@ class WorkerReady(Message, tag="worker_ready"):
     platform: str = ""
 
 
+#: Each JobProgress stage as the CLI and the editor name it, in the order a job runs them:
+#: the worker sends the first nine, the launcher ``clean_timing``, the job service ``analysis``.
+STAGE_LABELS = {
+    "import": "importing",
+    "inputs": "building inputs",
+    "cold": "cold call",
+    "timing": "unprofiled timing",
+    "wait": "wait",
+    "warmup": "warmup",
+    "active": "active",
+    "export": "exporting the trace",
+    "lines": "line attribution",
+    "clean_timing": "timing in a worker that never profiled",
+    "analysis": "analysis",
+}
+
+
 class JobProgress(Message, tag="job_progress"):
-    """A stage of a job: import, inputs, cold, wait, warmup, active, export, timing, lines."""
+    """A stage of a job (a key of STAGE_LABELS), with its step count where it has one."""
 
     job_id: str
     stage: str

@@ -21,6 +21,7 @@ import msgspec
 from kernelscope.analysis.trace_model import STEP_PREFIX, USER_ANNOTATION, GpuEvent, Op, Trace
 
 CALL_RANGE = "ks:call"  # the worker's record_function around each call of the function
+COLD_RANGE = "ks:cold"  # and around the cold first call, in its own trace
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,13 @@ from typing import Any, cast
 
 import msgspec
 
-from kernelscope.analysis.calls import forward_op
+from kernelscope.analysis.calls import COLD_RANGE, forward_op
 from kernelscope.analysis.facts import Check, Facts, Options
 from kernelscope.analysis.flops import MATMULS
 from kernelscope.analysis.roofline import OpRoof
 from kernelscope.analysis.trace_model import Op, Trace
 from kernelscope.analysis.verdict import BUSY_OVERHEAD
-from kernelscope.findings import Finding, Severity
+from kernelscope.findings import Code, Finding, Severity
 from kernelscope.units import fmt_bytes
 from kernelscope.units import fmt_us as fmt
 
@@ -109,13 +109,13 @@ def find_bound(facts: Facts, options: Options) -> Iterable[Finding]:
         ]
         if _has_syncs(facts):
             tries.append("remove the host-device syncs below (KS301): each one drains the queue")
-        yield Finding("KS101", Severity.WARNING, v.summary, path, line, tries, evidence)
+        yield Finding(Code.OVERHEAD_BOUND, Severity.WARNING, v.summary, path, line, tries, evidence)
     elif v.bound == "memory":
         tries = [
             "fuse elementwise chains with torch.compile (see KS501)",
             "move fewer bytes: bf16/fp16 activations halve the traffic",
         ]
-        yield Finding("KS102", Severity.WARNING, v.summary, path, line, tries, evidence)
+        yield Finding(Code.MEMORY_BOUND, Severity.WARNING, v.summary, path, line, tries, evidence)
     elif v.bound == "compute":
         tries: list[str] = []
         if facts.matmul_gpu_us.get("float", 0) > 0.2 * sum(facts.matmul_gpu_us.values()):
@@ -130,7 +130,7 @@ def find_bound(facts: Facts, options: Options) -> Iterable[Finding]:
                 "near the device's peak: only less work (smaller or sparser models, "
                 "lower precision such as FP8) or more devices go faster"
             )
-        yield Finding("KS103", Severity.INFO, v.summary, path, line, tries, evidence)
+        yield Finding(Code.COMPUTE_BOUND, Severity.INFO, v.summary, path, line, tries, evidence)
     elif v.bound == "transfer":
         tries = [
             "copy with non_blocking=True and overlap the copy with compute (a side stream)",
@@ -143,15 +143,15 @@ def find_bound(facts: Facts, options: Options) -> Iterable[Finding]:
                 "pageable copies stage through a bounce buffer at a fraction of the link's "
                 "speed",
             )
-        yield Finding("KS105", Severity.WARNING, v.summary, path, line, tries, evidence)
+        yield Finding(Code.TRANSFER_BOUND, Severity.WARNING, v.summary, path, line, tries, evidence)
     elif v.bound == "mixed":
         tries = [
             "no single fix: work on the top contributors named above (see the roofline and KS701)",
             "torch.compile fuses the memory-bound elementwise and normalization ops",
         ]
-        yield Finding("KS106", Severity.INFO, v.summary, path, line, tries, evidence)
+        yield Finding(Code.MIXED, Severity.INFO, v.summary, path, line, tries, evidence)
     else:
-        yield Finding("KS104", Severity.INFO, v.summary, path, line, evidence=evidence)
+        yield Finding(Code.HOST_ONLY, Severity.INFO, v.summary, path, line, evidence=evidence)
 
 
 def _unfused_attention(facts: Facts) -> bool:
@@ -177,7 +177,7 @@ def find_dead_window(facts: Facts, options: Options) -> Iterable[Finding]:
         else ""
     )
     yield Finding(
-        "KS201",
+        Code.COLD_START,
         Severity.HINT,
         f"cold start: {fmt(dead)} from entry to the first kernel ({fresh}; the whole first call "
         f"took {fmt(side.cold.first_call_us)}{compiled}){made_of}. Kept out of the warmed "
@@ -197,7 +197,7 @@ def find_dead_window(facts: Facts, options: Options) -> Iterable[Finding]:
 
 def _dead_window_parts(cold: Trace, dead: float) -> list[str]:
     """The ops and runtime calls that held the host before the first kernel."""
-    entry = next((a for a in cold.user_annotations if a.name == "ks:cold"), None)
+    entry = next((a for a in cold.user_annotations if a.name == COLD_RANGE), None)
     if entry is None:
         return []
     end = entry.ts + dead
@@ -240,7 +240,7 @@ def find_sync_points(facts: Facts, options: Options) -> Iterable[Finding]:
             what = ", ".join(s.top_ops[:2]) or "a synchronize or copy call"
             wait = f", the CPU waiting {fmt(s.sync_wait_us)} per call" if cuda else ""
             yield Finding(
-                "KS301",
+                Code.SYNC,
                 Severity.WARNING if cuda else Severity.INFO,
                 f"host-device sync: {s.syncs} per call ({what}){wait}"
                 + ("" if cuda else " (on a GPU this line would wait for the device)"),
@@ -273,7 +273,7 @@ def _trace_syncs(facts: Facts, options: Options) -> Iterable[Finding]:
         names = ", ".join(sorted({o.name for o in ops}))
         wait = sum(o.dur for o in ops) / steps
         yield Finding(
-            "KS301",
+            Code.SYNC,
             Severity.WARNING,
             f"host-device sync: {len(ops) / steps:g} per step ({names}), the CPU waiting "
             f"{fmt(wait)} per step",
@@ -369,7 +369,7 @@ def find_idle_gaps(facts: Facts, options: Options) -> Iterable[Finding]:
     meanwhile = Counter(name for g in longest for name in g.cpu_ops)
     ops = ", ".join(name for name, _ in meanwhile.most_common(3)) or "no recorded ops"
     yield Finding(
-        "KS401",
+        Code.IDLE_GAPS,
         Severity.INFO,
         f"GPU idle {fmt(idle / tl.steps)} per step in {len(tl.gap_starts) / tl.steps:.3g} gaps "
         f"of ≥ {fmt(options.min_gap_us)} (longest {fmt(longest[0].dur)}); meanwhile the host ran "
@@ -395,7 +395,7 @@ def find_launch_queue(facts: Facts, options: Options) -> Iterable[Finding]:
     busy = v.gpu_busy_fraction_unprofiled or v.gpu_busy_fraction or 0.0
     if q > max(1000.0, 3 * v.mean_kernel_us):
         yield Finding(
-            "KS402",
+            Code.LAUNCH_QUEUE,
             Severity.INFO,
             f"launch queue {fmt(q)} deep (median launch → start): the CPU runs ahead and the "
             "GPU is saturated; host overhead is hidden",
@@ -405,7 +405,7 @@ def find_launch_queue(facts: Facts, options: Options) -> Iterable[Finding]:
         )
     elif q < 50.0 and busy < BUSY_OVERHEAD:
         yield Finding(
-            "KS402",
+            Code.LAUNCH_QUEUE,
             Severity.WARNING,
             f"no launch queue (kernels start {fmt(q)} after launch) and the GPU idles "
             f"{1 - busy:.0%} of the call: it is starved by the host",
@@ -445,7 +445,7 @@ def find_fusion_chains(facts: Facts, options: Options) -> Iterable[Finding]:
     line_list = ", ".join(str(line) for _, line in lines[:6])
     severity = Severity.WARNING if facts.verdict.bound == "memory" else Severity.INFO
     yield Finding(
-        "KS501",
+        Code.ELEMENTWISE_CHAIN,
         severity,
         f"{sum(len(c) for c in chains) / steps:g} elementwise kernels per step in chains "
         f"({', '.join(f'{n} ×{c // steps}' for n, c in names.most_common(4))})"
@@ -483,7 +483,7 @@ def find_profiler_distortion(facts: Facts, options: Options) -> Iterable[Finding
     if ratio < 1.3:
         return
     yield Finding(
-        "KS601",
+        Code.PROFILER_DISTORTION,
         Severity.INFO,
         f"the profiler inflates host time {ratio:.1f}×: {fmt(facts.cpu_us_per_step)} per call "
         f"profiled vs {fmt(host)} unprofiled; small ops' CPU times here overstate their cost",
@@ -522,7 +522,7 @@ def find_slow_ops(facts: Facts, options: Options) -> Iterable[Finding]:
         )
         path, line = _row_line(facts, r)
         yield Finding(
-            "KS701",
+            Code.BELOW_ROOF,
             Severity.WARNING,
             f"{r.name} ({r.shapes}) takes {r.share:.0%} of GPU time at {rate} = "
             f"{r.efficiency:.0%} of its roof ({r.roof}): {'; '.join(causes)}",
@@ -667,7 +667,7 @@ def find_graph_replays(facts: Facts, options: Options) -> Iterable[Finding]:
         )
         path, line = _row_line(facts, r)
         yield Finding(
-            "KS702",
+            Code.GRAPH_REPLAY,
             Severity.INFO,
             f"CUDA-graph replay: {r.kernels_per_step / max(r.calls_per_step, 1):g} kernels per "
             f"replay, {fmt(r.gpu_us_per_step)} of GPU work per step from "
@@ -706,7 +706,7 @@ def find_unsteady_timing(facts: Facts, options: Options) -> Iterable[Finding]:
     if spread <= UNSTEADY:
         return
     yield Finding(
-        "KS603",
+        Code.UNSTEADY_TIMING,
         Severity.INFO,
         f"the unprofiled timing is unsteady: p10–p90 {fmt(t.p10_us)}–{fmt(t.p90_us)} around a "
         f"median of {fmt(t.us_per_call)} over {t.reps} calls ({spread:.0%} wide); differences "
@@ -745,7 +745,7 @@ def find_throttled_clocks(facts: Facts, options: Options) -> Iterable[Finding]:
         return
     why = f" ({', '.join(reasons)})" if reasons else " (clocks still ramping, or limited)"
     yield Finding(
-        "KS604",
+        Code.LOW_CLOCKS,
         Severity.WARNING,
         f"the GPU ran at {g.sm_clock_mhz:.0f} of its {g.sm_clock_max_mhz:.0f} MHz over the "
         f"timing{why}, {g.power_w:.0f} W, utilization {g.utilization_pct:.0f} %: the numbers "

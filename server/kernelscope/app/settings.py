@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from kernelscope.engine.remotes import RemoteError, parse_remote
+from kernelscope.protocol import DEFAULT_ACTIVE, DEFAULT_WAIT, DEFAULT_WARMUP
 
 Check = Callable[[Any], bool]
 
@@ -20,9 +21,9 @@ class Settings:
 
     worker_python: str | None = None
     device: str = "auto"
-    wait: int = 1
-    warmup: int = 3
-    active: int = 5
+    wait: int = DEFAULT_WAIT
+    warmup: int = DEFAULT_WARMUP
+    active: int = DEFAULT_ACTIVE
     timeout: float = 120.0
     top_lines: int = 5
     inputs: dict[str, str] = field(default_factory=dict[str, str])
@@ -55,20 +56,7 @@ def parse_settings(raw: object) -> tuple[Settings, list[str]]:
         return convert(value) if convert else value
 
     updates: dict[str, Any] = {}
-    rules: tuple[tuple[str, str, Check, Callable[[Any], Any] | None], ...] = (
-        ("worker_python", "worker.python", _text, str.strip),
-        ("device", "device", _device, None),
-        ("wait", "schedule.wait", _count(0), int),
-        ("warmup", "schedule.warmup", _count(0), int),
-        ("active", "schedule.active", _count(1), int),
-        ("timeout", "timeout", _positive, float),
-        ("top_lines", "diagnostics.topLines", _count(0), int),
-        ("inputs", "inputs", _str_map, None),
-        ("remotes", "remotes", _table, None),
-        ("keep_per_function", "traces.keepPerFunction", _count(1), int),
-        ("max_trace_bytes", "traces.maxBytes", _count(1 << 20), int),
-    )
-    for name, path, check, convert in rules:
+    for name, path, check, convert in RULES:
         value = pick(path, check, convert)
         if value is not None:
             updates[name] = value
@@ -122,3 +110,20 @@ def _str_map(v: object) -> bool:
     return isinstance(v, dict) and all(
         isinstance(k, str) and isinstance(x, str) for k, x in cast(dict[Any, Any], v).items()
     )
+
+
+#: Each Settings field, the key under `kernelscope` it is read from, its check and conversion
+#: (the VS Code extension declares the same keys with the same defaults; a test checks).
+RULES: tuple[tuple[str, str, Check, Callable[[Any], Any] | None], ...] = (
+    ("worker_python", "worker.python", _text, str.strip),
+    ("device", "device", _device, None),
+    ("wait", "schedule.wait", _count(0), int),
+    ("warmup", "schedule.warmup", _count(0), int),
+    ("active", "schedule.active", _count(1), int),
+    ("timeout", "timeout", _positive, float),
+    ("top_lines", "diagnostics.topLines", _count(0), int),
+    ("inputs", "inputs", _str_map, None),
+    ("remotes", "remotes", _table, None),
+    ("keep_per_function", "traces.keepPerFunction", _count(1), int),
+    ("max_trace_bytes", "traces.maxBytes", _count(1 << 20), int),
+)

@@ -34,7 +34,13 @@ from kernelscope.engine.project import ProjectError, load_project
 from kernelscope.engine.remotes import RemoteError
 from kernelscope.engine.runner import JobFailed
 from kernelscope.engine.targets import Schedule, TargetError, build_request, load_target
-from kernelscope.protocol import ProfileFailed, RunCalibration
+from kernelscope.protocol import (
+    DEFAULT_ACTIVE,
+    DEFAULT_WAIT,
+    DEFAULT_WARMUP,
+    ProfileFailed,
+    RunCalibration,
+)
 from kernelscope.render.text import render_failure, render_report, render_trace_analysis, table
 from kernelscope.report.schema import Report
 
@@ -48,9 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("profile", help="profile one function in a warm worker")
     p.add_argument("target", metavar="PATH::QUALNAME")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (default auto)")
-    p.add_argument("--wait", type=count, default=1)
-    p.add_argument("--warmup", type=count, default=3)
-    p.add_argument("--active", type=count, default=5)
+    p.add_argument("--wait", type=count, default=DEFAULT_WAIT)
+    p.add_argument("--warmup", type=count, default=DEFAULT_WARMUP)
+    p.add_argument("--active", type=count, default=DEFAULT_ACTIVE)
     p.add_argument("--batch-size", type=int, default=None, help="passed to the input provider")
     p.add_argument("--timeout", type=positive_float, default=120.0, help="seconds (default 120)")
     p.add_argument("--python", default=None, help="interpreter that runs the worker (has torch)")

@@ -5,21 +5,8 @@ from __future__ import annotations
 import time
 from typing import TextIO
 
-from kernelscope.protocol import JobProgress
+from kernelscope.protocol import STAGE_LABELS, JobProgress
 from kernelscope.units import fmt_bytes
-
-LABELS = {
-    "import": "importing",
-    "inputs": "building inputs",
-    "cold": "cold call",
-    "wait": "wait",
-    "warmup": "warmup",
-    "active": "active",
-    "export": "exporting trace",
-    "timing": "unprofiled timing",
-    "clean_timing": "timing in a worker that never profiled",
-    "lines": "line attribution",
-}
 
 
 class ProgressLine:
@@ -39,7 +26,7 @@ class ProgressLine:
 
     def on_progress(self, msg: JobProgress) -> None:
         """Launcher callback for JobProgress frames."""
-        label = LABELS.get(msg.stage, msg.stage)
+        label = STAGE_LABELS.get(msg.stage, msg.stage)
         if msg.total:
             label += f" {msg.step}/{msg.total}"
         self._show(msg.stage, label)

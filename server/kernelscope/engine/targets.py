@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelscope.engine.project import Project, ProjectError, load_project
-from kernelscope.protocol import RunProfile
+from kernelscope.protocol import DEFAULT_ACTIVE, DEFAULT_WAIT, DEFAULT_WARMUP, RunProfile
 
 
 class TargetError(Exception):
@@ -32,9 +32,9 @@ class Target:
 class Schedule:
     """torch.profiler's schedule(wait, warmup, active)."""
 
-    wait: int = 1
-    warmup: int = 3
-    active: int = 5
+    wait: int = DEFAULT_WAIT
+    warmup: int = DEFAULT_WARMUP
+    active: int = DEFAULT_ACTIVE
 
     def check(self) -> None:
         """Raise TargetError for counts the profiler cannot use."""

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any, cast
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
 
+from kernelscope.findings import Code
 from kernelscope.lsp import views as editor_views
 from kernelscope.lsp.server import (
-    MISSING_INPUTS,
     OPEN_TRACE,
     PROFILE,
     KernelscopeServer,
@@ -55,7 +55,7 @@ def code_actions(
             ]
     for diag in params.context.diagnostics:
         data: object = diag.data
-        if diag.code == MISSING_INPUTS and isinstance(data, dict):
+        if diag.code == Code.MISSING_INPUTS and isinstance(data, dict):
             target = find(source, str(cast(dict[str, object], data).get("qualname")))
             if target is not None:
                 actions.append(_create_inputs_action(uri, source, target, diag))

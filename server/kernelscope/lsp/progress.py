@@ -10,23 +10,24 @@ from typing import Any
 from lsprotocol import types as lsp
 
 from kernelscope.lsp.server import KernelscopeServer
-from kernelscope.protocol import JobProgress
+from kernelscope.protocol import STAGE_LABELS, JobProgress
 
 log = logging.getLogger(__name__)
 
 
-STAGES = {
-    "import": (5, "importing"),
-    "inputs": (10, "building inputs"),
-    "cold": (15, "cold call"),
-    "timing": (20, "unprofiled timing"),
-    "wait": (25, "wait"),
-    "warmup": (35, "warmup"),
-    "active": (50, "active"),
-    "export": (75, "exporting the trace"),
-    "lines": (85, "line attribution"),
-    "clean_timing": (90, "timing in a worker that never profiled"),
-    "analysis": (95, "analysis"),
+#: How far along a job is at each stage, as the progress bar's percentage.
+PERCENT = {
+    "import": 5,
+    "inputs": 10,
+    "cold": 15,
+    "timing": 20,
+    "wait": 25,
+    "warmup": 35,
+    "active": 50,
+    "export": 75,
+    "lines": 85,
+    "clean_timing": 90,
+    "analysis": 95,
 }
 
 
@@ -79,7 +80,7 @@ class ProgressReporter:
         """Launcher callback: a stage as a percentage and a message."""
         if self.token is None:
             return
-        base, label = STAGES.get(msg.stage, (50, msg.stage))
+        base, label = PERCENT.get(msg.stage, 50), STAGE_LABELS.get(msg.stage, msg.stage)
         if msg.total:
             label = f"{label} {msg.step}/{msg.total}"
         self.ls.work_done_progress.report(

@@ -15,6 +15,7 @@ from pygls.lsp.server import LanguageServer
 from kernelscope import __version__
 from kernelscope.app import perfetto
 from kernelscope.app.settings import Settings
+from kernelscope.findings import Code
 from kernelscope.lsp import views as editor_views
 from kernelscope.protocol import ProfileFailed
 from kernelscope.pyfunctions import FunctionDef, functions
@@ -27,22 +28,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+#: The workspace/executeCommand commands (commands.py).
 PROFILE = "kernelscope.profile"
-
-
 OPEN_TRACE = "kernelscope.openTrace"
-
-
 LAST_REPORT = "kernelscope.lastReport"
-
-
 IMPORT_TRACE = "kernelscope.importTrace"
-
-
-MISSING_INPUTS = "KS001"
-
-
-JOB_FAILED = "KS002"
 
 
 class KernelscopeServer(LanguageServer):
@@ -153,7 +143,7 @@ def failure_diagnostic(failure: ProfileFailed, fn: FunctionDef, lines: list[str]
     """A failed job at the user's line (the def line when the failure names none)."""
     line = failure.line if failure.line and fn.contains(failure.line) else fn.def_line
     text = lines[line - 1] if 0 < line <= len(lines) else ""
-    code = MISSING_INPUTS if failure.kind == "missing_inputs" else JOB_FAILED
+    code = Code.MISSING_INPUTS if failure.kind == "missing_inputs" else Code.JOB_FAILED
     return lsp.Diagnostic(
         range=lsp.Range(
             lsp.Position(line - 1, len(text) - len(text.lstrip())),

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 
-from kernelscope.findings import Finding, Severity
+from kernelscope.findings import Code, Finding, Severity
 from kernelscope.pyfunctions import FunctionDef
 from kernelscope.units import fmt_us
 
@@ -55,7 +55,7 @@ def finding_diagnostic(f: Finding, lines: list[str], fallback_line: int) -> lsp.
     if f.try_:
         message += "\nTry: " + "; ".join(f.try_)
     severity = _SEVERITY[f.severity]
-    if f.code in ("KS103", "KS104"):
+    if f.code in (Code.COMPUTE_BOUND, Code.HOST_ONLY):
         severity = lsp.DiagnosticSeverity.Information
     return lsp.Diagnostic(
         range=_line_range(line, _text(lines, line)),
@@ -81,7 +81,7 @@ def run_diagnostics(
                 range=_line_range(def_line, _text(lines, def_line)),
                 message=function_summary(report),
                 severity=lsp.DiagnosticSeverity.Information,
-                code="KS100",
+                code=Code.FUNCTION_TIMES,
                 source=SOURCE,
             )
         )
@@ -94,7 +94,7 @@ def run_diagnostics(
                 range=_line_range(row.line, _text(lines, row.line)),
                 message=line_summary(report, row),
                 severity=lsp.DiagnosticSeverity.Information,
-                code="KS110",
+                code=Code.COSTLY_LINE,
                 source=SOURCE,
             )
         )

@@ -48,10 +48,9 @@ CALL_RANGE = "ks:call"  # kernelscope.analysis.calls.CALL_RANGE
 COLD_RANGE = "ks:cold"  # what kernelscope.analysis.checks looks up in the cold trace
 TIMING_WORKER_ENV = "KERNELSCOPE_TIMING_WORKER"  # kernelscope.engine.launcher
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")  # kernelscope.analysis.trace_model
-# Runtime calls the line pass counts as syncs: a name containing SYNC_CALL_KEY, or one of
-# SYNC_CALL_NAMES exactly (narrower than the server's is_sync, which also takes cudaMemcpy2D...)
-SYNC_CALL_KEY = "Synchronize"
-SYNC_CALL_NAMES = ("cudaMemcpy", "cuMemcpyDtoH_v2")
+# Runtime calls the line pass counts as syncs: a name containing one of these, not "Async"
+# (the server's facts.is_sync).
+SYNC_CALLS = ("Synchronize", "cudaMemcpy", "cuMemcpyDtoH", "hipMemcpy")
 
 
 class JobError(Exception):
@@ -1291,7 +1290,7 @@ def attribute_event(tally, top, e, gpu_by_corr, cuda):
             tally.syncs[idx] += 1  # on a GPU the runtime's synchronize calls count instead
         return
     top[3] += gpu_by_corr.get((e.get("args") or {}).get("correlation"), 0.0)
-    if SYNC_CALL_KEY in name or name in SYNC_CALL_NAMES:
+    if any(key in name for key in SYNC_CALLS) and "Async" not in name:
         tally.syncs[idx] += 1
         tally.sync_wait[idx] += float(e.get("dur", 0.0))
 
