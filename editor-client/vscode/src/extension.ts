@@ -30,30 +30,21 @@ import {
   resolveInterpreter,
 } from './interpreter';
 import { showProgressAsNotifications } from './progress';
+import type { ImportTraceReply, LastReportReply, OpenTraceReply, ProfileReply } from './replies';
 import { Status } from './status';
 
-// The server's commands (server/kernelscope/server.py).
+// The server's commands (server/kernelscope/lsp/server.py); their replies are in ./replies.ts.
 const PROFILE = 'kernelscope.profile';
 const OPEN_TRACE = 'kernelscope.openTrace';
 const LAST_REPORT = 'kernelscope.lastReport';
 const IMPORT_TRACE = 'kernelscope.importTrace';
 const REPORT_SCHEME = 'kernelscope-report';
 
-type ProfileResult =
-  | { ok: true; run_id: string; bound: string | null; summary: string; trace: string }
-  | { ok: false; cancelled?: boolean; error?: { kind: string; message: string; path?: string; line?: number } };
-
-interface ImportResult {
-  ok: boolean;
-  run_id: string;
-  bound: string | null;
-  summary: string;
-}
-
-interface LastReport {
-  run_id: string;
-  text: string;
-  report: { output?: string; output_truncated?: boolean; function?: { qualname?: string; path?: string } };
+/** The parts of a LastReportReply's report (kernelscope.report.schema.Report) read here. */
+interface ReportFields {
+  output?: string;
+  output_truncated?: boolean;
+  function?: { qualname?: string };
 }
 
 interface ProfileAction {
@@ -274,7 +265,7 @@ class Kernelscope implements vscode.Disposable {
         case IMPORT_TRACE:
           return await this.importTrace(args);
         case OPEN_TRACE:
-          return await this.request(OPEN_TRACE, args);
+          return await this.request<OpenTraceReply>(OPEN_TRACE, args);
         default:
           return await next(command, args);
       }
@@ -284,7 +275,7 @@ class Kernelscope implements vscode.Disposable {
     }
   }
 
-  private async profile(args: unknown[]): Promise<ProfileResult | undefined> {
+  private async profile(args: unknown[]): Promise<ProfileReply | undefined> {
     const options = (typeof args[2] === 'object' && args[2] !== null ? args[2] : {}) as { remote?: unknown };
     const fn = typeof args[1] === 'string' ? args[1] : '?';
     const qualname = typeof options.remote === 'string' ? `${fn} on ${options.remote}` : fn;
@@ -296,22 +287,22 @@ class Kernelscope implements vscode.Disposable {
           void vscode.commands.executeCommand('workbench.trust.manage');
         }
       });
-      return { ok: false, error: { kind: 'untrusted', message } };
+      return { ok: false, error: { kind: 'untrusted', message, path: null, line: null } };
     }
     const file = typeof args[0] === 'string' ? vscode.Uri.parse(args[0]).fsPath : '?';
     this.status.profiling(qualname);
     this.channel.info(`profiling ${qualname} (${file})`);
-    let result: ProfileResult;
+    let result: ProfileReply;
     try {
-      result = await this.request<ProfileResult>(PROFILE, args);
+      result = await this.request<ProfileReply>(PROFILE, args);
     } catch (e) {
       this.status.failed(qualname, errorText(e));
       throw e;
     }
-    if (result.ok) {
+    if (result.ok && result.run_id !== undefined) {
       this.lastRun = { runId: result.run_id, qualname: fn };
-      this.status.verdict(qualname, result.bound, result.summary);
-      this.channel.info(`${qualname}: ${result.summary || 'done'} (run ${result.run_id}; trace ${result.trace})`);
+      this.status.verdict(qualname, result.bound, result.summary ?? '');
+      this.channel.info(`${qualname}: ${result.summary || 'done'} (run ${result.run_id}; trace ${result.trace ?? '?'})`);
       await this.showOutputOf(result.run_id, qualname);
     } else if (result.cancelled) {
       this.status.cancelled(qualname);
@@ -326,28 +317,29 @@ class Kernelscope implements vscode.Disposable {
 
   /** What the function printed during the run (the report's `output`), into the channel. */
   private async showOutputOf(runId: string, qualname: string): Promise<void> {
-    let report: LastReport;
+    let report: LastReportReply;
     try {
-      report = await this.request<LastReport>(LAST_REPORT, [runId]);
+      report = await this.request<LastReportReply>(LAST_REPORT, [runId]);
     } catch (e) {
       this.channel.warn(`could not read the report of run ${runId}: ${errorText(e)}`);
       return;
     }
-    const output = report.report.output ?? '';
+    const fields = report.report as ReportFields;
+    const output = fields.output ?? '';
     if (!output) {
       this.channel.info(`${qualname} printed nothing`);
       return;
     }
-    const truncated = report.report.output_truncated ? ' (the last 64 KiB)' : '';
+    const truncated = fields.output_truncated ? ' (the last 64 KiB)' : '';
     this.channel.info(`output of ${qualname}${truncated}:`);
     for (const line of output.replace(/\n$/, '').split('\n')) {
       this.channel.info(`  | ${line}`);
     }
   }
 
-  private async importTrace(args: unknown[]): Promise<ImportResult> {
+  private async importTrace(args: unknown[]): Promise<ImportTraceReply> {
     const qualname = typeof args[1] === 'string' ? args[1] : '?';
-    const result = await this.request<ImportResult>(IMPORT_TRACE, args);
+    const result = await this.request<ImportTraceReply>(IMPORT_TRACE, args);
     this.lastRun = { runId: result.run_id, qualname };
     this.status.verdict(qualname, result.bound, result.summary, true);
     this.channel.info(`${qualname}: imported ${String(args[2])}: ${result.summary} (run ${result.run_id})`);
@@ -382,8 +374,8 @@ class Kernelscope implements vscode.Disposable {
 
   /** The last run's report as text, in a read-only editor beside the code. */
   async showLastReport(): Promise<void> {
-    const report = await this.request<LastReport>(LAST_REPORT, this.runArgs());
-    const qualname = report.report.function?.qualname ?? 'report';
+    const report = await this.request<LastReportReply>(LAST_REPORT, this.runArgs());
+    const qualname = (report.report as ReportFields).function?.qualname ?? 'report';
     const uri = vscode.Uri.from({ scheme: REPORT_SCHEME, path: `/${qualname} ${report.run_id}.txt` });
     this.reports.set(uri.toString(), report.text);
     this.reportChanged.fire(uri);

@@ -69,7 +69,9 @@ class Remote:
             return [*SSH_BASE, *self.ssh_options, self.host, "exec " + shell_join(tail)]
         if self.kind == "command":
             return [*self.prefix, shell_join(tail)] if self.through_ssh else [*self.prefix, *tail]
-        raise RemoteError(f"{self.label}: a {self.kind} remote does not start a worker itself")
+        raise RemoteError(
+            f"{self.label}: cannot start a worker from a command line (Ray runs it as a job)"
+        )
 
 
 def shell_join(argv: Sequence[str]) -> str:

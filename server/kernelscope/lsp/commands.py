@@ -1,5 +1,5 @@
 """The workspace/executeCommand commands: profile, open the trace in Perfetto, import a
-trace, the last report."""
+trace, the last report. Each returns its reply Struct (lsp/replies.py) as plain JSON."""
 
 from __future__ import annotations
 
@@ -15,6 +15,13 @@ from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 from kernelscope.app import perfetto
 from kernelscope.engine.targets import Schedule, TargetError
 from kernelscope.lsp.progress import ProgressReporter, cancel_if
+from kernelscope.lsp.replies import (
+    ImportTraceReply,
+    LastReportReply,
+    OpenTraceReply,
+    ProfileError,
+    ProfileReply,
+)
 from kernelscope.lsp.server import (
     IMPORT_TRACE,
     LAST_REPORT,
@@ -76,7 +83,7 @@ async def profile(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
         record = await task
     except asyncio.CancelledError:
         reporter.end("cancelled")
-        return {"ok": False, "cancelled": True}
+        return msgspec.to_builtins(ProfileReply(ok=False, cancelled=True))
     except JobFailed as e:
         ls.failures[key] = (e.failure, fn.text_hash)
         ls.publish(path)
@@ -86,15 +93,9 @@ async def profile(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
                 lsp.MessageType.Error, f"kernelscope: {qualname}: {e.failure.message}"
             )
         )
-        return {
-            "ok": False,
-            "error": {
-                "kind": e.failure.kind,
-                "message": e.failure.message,
-                "path": e.failure.path,
-                "line": e.failure.line,
-            },
-        }
+        f = e.failure
+        error = ProfileError(kind=f.kind, message=f.message, path=f.path, line=f.line)
+        return msgspec.to_builtins(ProfileReply(ok=False, error=error))
     except TargetError as e:
         reporter.end(f"failed: {e}")
         raise JsonRpcInvalidParams(str(e)) from None
@@ -105,13 +106,15 @@ async def profile(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     ls.refresh_views()
     verdict = record.report.verdict
     reporter.end(verdict.summary if verdict else "done")
-    return {
-        "ok": True,
-        "run_id": record.run_id,
-        "bound": verdict.bound if verdict else None,
-        "summary": verdict.summary if verdict else "",
-        "trace": record.report.trace.path,
-    }
+    return msgspec.to_builtins(
+        ProfileReply(
+            ok=True,
+            run_id=record.run_id,
+            bound=verdict.bound if verdict else None,
+            summary=verdict.summary if verdict else "",
+            trace=record.report.trace.path,
+        )
+    )
 
 
 def _profile_args(args: tuple[Any, ...]) -> tuple[str, str, dict[str, Any]]:
@@ -155,7 +158,7 @@ async def open_trace(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
                 f"{trace}",
             )
         )
-        return {"ok": False, "url": None, "path": str(trace)}
+        return msgspec.to_builtins(OpenTraceReply(ok=False, url=None, path=str(trace)))
     url = ls.trace_server.url
     shown = False
     if ls.supports_show_document():
@@ -168,7 +171,7 @@ async def open_trace(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
         ls.window_show_message(
             lsp.ShowMessageParams(lsp.MessageType.Info, f"kernelscope: open {url} (trace: {trace})")
         )
-    return {"ok": True, "url": url, "path": str(trace), "shown": shown}
+    return msgspec.to_builtins(OpenTraceReply(ok=True, url=url, path=str(trace), shown=shown))
 
 
 async def import_trace(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
@@ -206,12 +209,14 @@ async def import_trace(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     ls.publish(path)
     ls.refresh_views()
     verdict = record.report.verdict
-    return {
-        "ok": True,
-        "run_id": record.run_id,
-        "bound": verdict.bound if verdict else None,
-        "summary": verdict.summary if verdict else "",
-    }
+    return msgspec.to_builtins(
+        ImportTraceReply(
+            ok=True,
+            run_id=record.run_id,
+            bound=verdict.bound if verdict else None,
+            summary=verdict.summary if verdict else "",
+        )
+    )
 
 
 def last_report(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
@@ -219,11 +224,12 @@ def last_report(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     from kernelscope.render.text import render_report
 
     record = _record_from_args(ls, args)
-    return {
-        "run_id": record.run_id,
-        "text": render_report(record.report),
-        "report": msgspec.to_builtins(record.report),
-    }
+    reply = LastReportReply(
+        run_id=record.run_id,
+        text=render_report(record.report),
+        report=msgspec.to_builtins(record.report),
+    )
+    return msgspec.to_builtins(reply)
 
 
 def _record_from_args(ls: KernelscopeServer, args: tuple[Any, ...]) -> RunRecord:
