@@ -293,6 +293,7 @@ class VariantOutcome(msgspec.Struct):
     """equal | changed | not compared: why."""
     max_abs_err: float | None = None
     max_rel_err: float | None = None
+    """The largest absolute error over the largest magnitude of the reference tensor."""
     tolerance: str = ""
     why_changed: str = ""
 

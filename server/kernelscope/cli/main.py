@@ -15,6 +15,13 @@ from kernelscope.analysis.diagnose import SidecarError
 from kernelscope.analysis.peaks import datasheet_peaks, save_calibrated
 from kernelscope.analysis.trace_model import TraceError
 from kernelscope.app import calibrate
+from kernelscope.app.experiments import (
+    UnknownVariant,
+    check_variants,
+    default_variants,
+    try_once,
+    try_request,
+)
 from kernelscope.app.profile import job_report, profile_once, resolve_remote, with_hint
 from kernelscope.app.traces import analyze_path
 from kernelscope.cli.args import (
@@ -38,9 +45,11 @@ from kernelscope.protocol import (
     DEFAULT_ACTIVE,
     DEFAULT_WAIT,
     DEFAULT_WARMUP,
+    VARIANTS,
     ProfileFailed,
     RunCalibration,
 )
+from kernelscope.render.experiments import render_experiments
 from kernelscope.render.text import render_failure, render_report, render_trace_analysis, table
 from kernelscope.report.schema import Report
 
@@ -67,6 +76,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-v", "--verbose", action="store_true", help="also print how long each stage took"
     )
+
+    t = sub.add_parser(
+        "try", help="time the variants a verdict suggests (torch.compile, CUDA Graphs, ...)"
+    )
+    t.add_argument("target", metavar="PATH::QUALNAME")
+    t.add_argument(
+        "--variants",
+        type=_variants,
+        default=None,
+        help=f"comma-separated, of {','.join(VARIANTS)} (default: what the last run suggests, "
+        "else all)",
+    )
+    t.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (default auto)")
+    t.add_argument("--batch-size", type=int, default=None, help="passed to the input provider")
+    t.add_argument(
+        "--budget", type=positive_float, default=2.0, help="seconds of timed calls (default 2)"
+    )
+    t.add_argument("--timeout", type=positive_float, default=600.0, help="seconds (default 600)")
+    t.add_argument("--python", default=None, help="interpreter that runs the worker (has torch)")
+    t.add_argument("--remote", metavar="NAME", help="run on [tool.kernelscope.remotes.NAME]")
+    t.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
     sub.add_parser("serve", help="run the language server on stdio (for editors)")
     add_scale_parser(sub)
@@ -99,6 +129,8 @@ def main(argv: Sequence[str] | None = None, serve: Callable[[], None] | None = N
             return _profile(args)
         if args.command == "calibrate":
             return _calibrate(args)
+        if args.command == "try":
+            return _try(args)
         if args.command == "scale":
             return run_scale(args)
         if args.command == "serve":
@@ -146,6 +178,46 @@ def _profile(args: argparse.Namespace) -> int:
         print_json(report)
     else:
         print(render_report(report, stages=args.verbose))
+    return EXIT_OK
+
+
+def _variants(text: str) -> list[str]:
+    try:
+        return check_variants([part.strip() for part in text.split(",") if part.strip()])
+    except UnknownVariant as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _try(args: argparse.Namespace) -> int:
+    try:
+        target = load_target(args.target)
+        variants = args.variants or default_variants(target, args.device)
+        request = try_request(
+            target,
+            variants,
+            target.project.root / ".kernelscope" / "traces",
+            device=args.device,
+            batch_size=args.batch_size,
+            budget_s=args.budget,
+        )
+        remote = resolve_remote(args.remote, target.project, python=args.python)
+    except (TargetError, RemoteError) as e:
+        return fail_usage(str(e), args.json)
+    progress = ProgressLine(sys.stderr, target.qualname)
+    progress.stage(f"worker start on {remote.name}" if remote else "worker start")
+    try:
+        result = asyncio.run(
+            try_once(request, args.python, remote, progress.on_progress, args.timeout)
+        )
+    except JobFailed as e:
+        progress.clear()
+        return _fail_job(e.failure, args.target, args.json)
+    finally:
+        progress.clear()
+    if args.json:
+        print_json(result)
+    else:
+        print(render_experiments(result))
     return EXIT_OK
 
 
