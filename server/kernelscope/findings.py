@@ -33,6 +33,7 @@ class Code(StrEnum):
     LOW_CLOCKS = "KS604"
     BELOW_ROOF = "KS701"
     GRAPH_REPLAY = "KS702"
+    WHAT_IF = "KS801"
 
 
 #: The verdict's codes: overhead, memory, compute, host, transfer, mixed.

@@ -73,6 +73,14 @@ class RunTry(RunProfile, tag="run_try"):
 
 #: The experiments a RunTry can run, in the order they are offered.
 VARIANTS = ("compile", "graphs", "tf32", "bf16", "channels_last", "batch2")
+VARIANT_LABELS = {
+    "compile": "torch.compile",
+    "graphs": "CUDA Graphs",
+    "tf32": "TF32",
+    "bf16": "bf16 autocast",
+    "channels_last": "channels_last",
+    "batch2": "batch ×2",
+}
 
 
 class RunCalibration(Message, tag="run_calibration"):

@@ -11,17 +11,9 @@ from collections.abc import Iterable, Sequence
 import msgspec
 
 from kernelscope.analysis.verdict import Verdict
-from kernelscope.protocol import VARIANTS, TryFinished, VariantOutcome
+from kernelscope.protocol import VARIANT_LABELS, VARIANTS, TryFinished, VariantOutcome
 from kernelscope.units import fmt_us
 
-LABELS = {
-    "compile": "torch.compile",
-    "graphs": "CUDA Graphs",
-    "tf32": "TF32",
-    "bf16": "bf16 autocast",
-    "channels_last": "channels_last",
-    "batch2": "batch ×2",
-}
 #: Two-sided 95 % Student t quantiles by degrees of freedom (beyond 30: the normal's 1.96).
 _T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,
         10: 2.23, 12: 2.18, 15: 2.13, 20: 2.09, 25: 2.06, 30: 2.04}  # fmt: skip
@@ -105,7 +97,7 @@ def judge(finished: TryFinished, path: str, qualname: str, line: int | None) -> 
 
 
 def _variant(v: VariantOutcome, base: Sequence[float]) -> VariantResult:
-    label = LABELS.get(v.name, v.name)
+    label = VARIANT_LABELS.get(v.name, v.name)
     result = VariantResult(
         name=v.name,
         label=label,

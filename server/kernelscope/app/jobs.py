@@ -15,7 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelscope.analysis.experiments import Experiments, suggested
 from kernelscope.app.analysis_pool import AnalysisFailed, AnalysisPool
+from kernelscope.app.experiments import run_experiments, try_request
 from kernelscope.app.profile import job_report, resolve_remote
 from kernelscope.app.settings import Settings
 from kernelscope.app.store import RunRecord, Store, now
@@ -25,8 +27,8 @@ from kernelscope.engine.project import ProjectError, load_project
 from kernelscope.engine.remotes import Remote, RemoteError
 from kernelscope.engine.runner import JobFailed, JobResult, JobRunner
 from kernelscope.engine.targets import Schedule, Target, TargetError, build_request
-from kernelscope.protocol import JobProgress, ProfileFailed, ProfileFinished, WorkerReady
-from kernelscope.pyfunctions import find
+from kernelscope.protocol import VARIANTS, JobProgress, ProfileFailed, ProfileFinished, WorkerReady
+from kernelscope.pyfunctions import FunctionDef, find
 from kernelscope.report.files import companions
 from kernelscope.units import stages_line
 
@@ -122,9 +124,8 @@ class ProfileService:
         if self.running.get(key) is task:
             del self.running[key]
 
-    async def _run(
-        self, spec: ProfileSpec, on_progress: Callable[[JobProgress], None] | None
-    ) -> RunRecord:
+    def _target(self, spec: ProfileSpec) -> tuple[Target, Remote | None, Store, FunctionDef]:
+        """The function to run, its remote and its project's store; TargetError if none."""
         fn = find(spec.source, spec.qualname)
         if fn is None:
             raise TargetError(f"{spec.path.name} has no function {spec.qualname!r}")
@@ -140,8 +141,40 @@ class ProfileService:
             remote = resolve_remote(spec.remote, project, self.settings.remotes)
         except RemoteError as e:
             raise TargetError(str(e)) from None
-        store = self.store_for(spec.path)
-        target = Target(spec.path, spec.qualname, project)
+        return Target(spec.path, spec.qualname, project), remote, self.store_for(spec.path), fn
+
+    async def try_variants(
+        self,
+        spec: ProfileSpec,
+        variants: list[str] | None = None,
+        on_progress: Callable[[JobProgress], None] | None = None,
+    ) -> Experiments:
+        """Time the function and its variants in turns on its warm runner (by default the
+        variants its last run's verdict suggests); raises JobFailed/TargetError."""
+        target, remote, store, _ = self._target(spec)
+        if variants is None:
+            record = store.latest(str(spec.path), spec.qualname)
+            variants = (self.suggested_variants(record) if record else []) or list(VARIANTS)
+        request = try_request(
+            target,
+            variants,
+            store.traces_dir,
+            device=spec.device,
+            batch_size=spec.batch_size,
+            source=spec.source,
+        )
+        runner = self.launcher(spec.python, remote)
+        return await run_experiments(runner, request, on_progress, max(spec.timeout, 600.0))
+
+    def suggested_variants(self, record: RunRecord) -> list[str]:
+        """What a run's verdict suggests trying (analysis.experiments.suggested)."""
+        report = record.report
+        return suggested(report.verdict, (op.name for op in report.ops), report.device.type)
+
+    async def _run(
+        self, spec: ProfileSpec, on_progress: Callable[[JobProgress], None] | None
+    ) -> RunRecord:
+        target, remote, store, fn = self._target(spec)
         request = build_request(
             target,
             store.traces_dir,

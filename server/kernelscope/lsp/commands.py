@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 from lsprotocol import types as lsp
@@ -21,19 +21,23 @@ from kernelscope.lsp.replies import (
     OpenTraceReply,
     ProfileError,
     ProfileReply,
+    TryReply,
 )
 from kernelscope.lsp.server import (
     IMPORT_TRACE,
     LAST_REPORT,
     OPEN_TRACE,
     PROFILE,
+    TRY,
     KernelscopeServer,
     uri_to_path,
 )
+from kernelscope.protocol import VARIANTS
 from kernelscope.pyfunctions import find, function_at
 from kernelscope.units import fmt_bytes
 
 if TYPE_CHECKING:
+    from kernelscope.app.jobs import ProfileSpec
     from kernelscope.app.store import RunRecord
 
 
@@ -45,32 +49,10 @@ async def profile(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     fn = find(source, qualname)
     if fn is None:
         raise JsonRpcInvalidParams(f"{path.name} has no function {qualname!r}")
-    s = ls.settings
-    try:
-        schedule = Schedule(
-            int(options.get("wait", s.wait)),
-            int(options.get("warmup", s.warmup)),
-            int(options.get("active", s.active)),
-        )
-        schedule.check()
-    except (TypeError, ValueError, TargetError) as e:
-        raise JsonRpcInvalidParams(f"bad schedule in options: {e}") from None
-    remote = options.get("remote")
-    if remote is not None and not isinstance(remote, str):
-        raise JsonRpcInvalidParams(f"options.remote must be a remote's name, got {remote!r}")
-    from kernelscope.app.jobs import ProfileSpec
+    spec = _spec(ls, path, qualname, source, options)
+    remote = spec.remote
     from kernelscope.engine.runner import JobFailed
 
-    spec = ProfileSpec(
-        path=path,
-        qualname=qualname,
-        source=source,
-        device=str(options.get("device", s.device)),
-        schedule=schedule,
-        timeout=float(options.get("timeout", s.timeout)),
-        python=s.worker_python,
-        remote=remote,
-    )
     request_future = _request_future(ls)
     reporter = ProgressReporter(ls, f"{qualname} on {remote}" if remote else qualname)
     await reporter.begin()
@@ -117,10 +99,90 @@ async def profile(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     )
 
 
-def _profile_args(args: tuple[Any, ...]) -> tuple[str, str, dict[str, Any]]:
+def _spec(
+    ls: KernelscopeServer, path: Path, qualname: str, source: str, options: dict[str, Any]
+) -> ProfileSpec:
+    """A job's spec from the settings and the command's options (which win)."""
+    s = ls.settings
+    try:
+        schedule = Schedule(
+            int(options.get("wait", s.wait)),
+            int(options.get("warmup", s.warmup)),
+            int(options.get("active", s.active)),
+        )
+        schedule.check()
+    except (TypeError, ValueError, TargetError) as e:
+        raise JsonRpcInvalidParams(f"bad schedule in options: {e}") from None
+    remote = options.get("remote")
+    if remote is not None and not isinstance(remote, str):
+        raise JsonRpcInvalidParams(f"options.remote must be a remote's name, got {remote!r}")
+    from kernelscope.app.jobs import ProfileSpec
+
+    return ProfileSpec(
+        path=path,
+        qualname=qualname,
+        source=source,
+        device=str(options.get("device", s.device)),
+        schedule=schedule,
+        timeout=float(options.get("timeout", s.timeout)),
+        python=s.worker_python,
+        remote=remote,
+    )
+
+
+async def try_variants(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
+    """Try (uri, qualname[, {variants: [...], ...}]): time the function and the variants (by
+    default those its last run suggests) in turns; KS801 diagnostics and hover lines after."""
+    uri, qualname, options = _profile_args(args, TRY)
+    path, source = ls.source_of(uri)
+    fn = find(source, qualname)
+    if fn is None:
+        raise JsonRpcInvalidParams(f"{path.name} has no function {qualname!r}")
+    variants: object = options.get("variants")
+    if variants is not None and (
+        not isinstance(variants, list)
+        or not all(v in VARIANTS for v in cast(list[object], variants))
+    ):
+        raise JsonRpcInvalidParams(
+            f"options.variants must be a list of {', '.join(VARIANTS)}, got {variants!r}"
+        )
+    spec = _spec(ls, path, qualname, source, options)
+    from kernelscope.engine.runner import JobFailed
+
+    reporter = ProgressReporter(ls, qualname, title=f"Trying variants of {qualname}")
+    await reporter.begin()
+    chosen = [str(v) for v in cast(list[object], variants)] if variants is not None else None
+    task = asyncio.ensure_future(ls.service.try_variants(spec, chosen, reporter.on_progress))
+    reporter.link(task)
+    request_future = _request_future(ls)
+    if request_future is not None:
+        request_future.add_done_callback(lambda f: cancel_if(f, task))  # pyright: ignore[reportUnknownLambdaType]
+    try:
+        exp = await task
+    except asyncio.CancelledError:
+        reporter.end("cancelled")
+        return msgspec.to_builtins(TryReply(ok=False, cancelled=True))
+    except JobFailed as e:
+        reporter.end(f"failed: {e.failure.message}")
+        f = e.failure
+        error = ProfileError(kind=f.kind, message=f.message, path=f.path, line=f.line)
+        return msgspec.to_builtins(TryReply(ok=False, error=error))
+    except TargetError as e:
+        reporter.end(f"failed: {e}")
+        raise JsonRpcInvalidParams(str(e)) from None
+    ls.experiments[(str(path), qualname)] = (exp, fn.text_hash)
+    ls.publish(path)
+    best = next((v for v in exp.variants if v.name == exp.best), None)
+    reporter.end(best.summary if best else "none is faster beyond the noise")
+    return msgspec.to_builtins(
+        TryReply(ok=True, best=exp.best, summaries=[v.summary for v in exp.variants])
+    )
+
+
+def _profile_args(args: tuple[Any, ...], command: str = PROFILE) -> tuple[str, str, dict[str, Any]]:
     if len(args) < 2 or len(args) > 3:
         raise JsonRpcInvalidParams(
-            f"{PROFILE} takes (uri, qualname[, options]), got {len(args)} argument(s)"
+            f"{command} takes (uri, qualname[, options]), got {len(args)} argument(s)"
         )
     uri, qualname = args[0], args[1]
     options: object = args[2] if len(args) == 3 else {}
@@ -264,6 +326,7 @@ def _record_from_args(ls: KernelscopeServer, args: tuple[Any, ...]) -> RunRecord
 def register(server: KernelscopeServer) -> None:
     """Register this module's handlers on `server`."""
     server.command(PROFILE)(profile)
+    server.command(TRY)(try_variants)
     server.command(OPEN_TRACE)(open_trace)
     server.command(IMPORT_TRACE)(import_trace)
     server.command(LAST_REPORT)(last_report)

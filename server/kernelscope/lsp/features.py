@@ -15,9 +15,11 @@ from kernelscope.lsp import views as editor_views
 from kernelscope.lsp.server import (
     OPEN_TRACE,
     PROFILE,
+    TRY,
     KernelscopeServer,
     uri_to_path,
 )
+from kernelscope.protocol import VARIANT_LABELS
 from kernelscope.pyfunctions import FunctionDef, find, function_at, functions, provider_stub
 
 if TYPE_CHECKING:
@@ -27,8 +29,10 @@ if TYPE_CHECKING:
 def code_actions(
     ls: KernelscopeServer, params: lsp.CodeActionParams
 ) -> list[lsp.CodeAction] | None:
-    """ "Profile `fn`" (and "Profile `fn` on NAME" per remote) inside any function;
-    "Create `fn_inputs()`" on missing inputs."""
+    """ "Profile `fn`" (and "Profile `fn` on NAME" per remote) inside any function; after a
+    run, "Try X on `fn`" for each variant its verdict suggests and "Try all suggested";
+    "Create `fn_inputs()`" on missing inputs; "Apply torch.compile to `fn`" on a KS801 that
+    measured it faster with equal results."""
     uri = params.text_document.uri
     try:
         _, source = ls.source_of(uri)
@@ -53,13 +57,66 @@ def code_actions(
                 )
                 for title, arguments in targets
             ]
+        if not only or any(
+            lsp.CodeActionKind.Source.value.startswith(_kind_value(o)) for o in only
+        ):
+            actions += _try_actions(ls, path, uri, fn)
     for diag in params.context.diagnostics:
         data: object = diag.data
-        if diag.code == Code.MISSING_INPUTS and isinstance(data, dict):
-            target = find(source, str(cast(dict[str, object], data).get("qualname")))
-            if target is not None:
-                actions.append(_create_inputs_action(uri, source, target, diag))
+        if not isinstance(data, dict):
+            continue
+        fields = cast(dict[str, object], data)
+        target = find(source, str(fields.get("qualname")))
+        if target is None:
+            continue
+        if diag.code == Code.MISSING_INPUTS:
+            actions.append(_create_inputs_action(uri, source, target, diag))
+        elif diag.code == Code.WHAT_IF and fields.get("apply") is True:
+            actions.append(_apply_variant_action(uri, source, target, diag, str(fields["variant"])))
     return actions or None
+
+
+def _try_actions(
+    ls: KernelscopeServer, path: Path, uri: str, fn: FunctionDef
+) -> list[lsp.CodeAction]:
+    """After a fresh run: one "Try X" per suggested variant, and "Try all suggested"."""
+    record = _fresh_record(ls, path, fn)
+    if record is None:
+        return []
+    variants = ls.service.suggested_variants(record)
+    actions = [
+        lsp.CodeAction(
+            title,
+            kind=lsp.CodeActionKind.Source,
+            command=lsp.Command(title, TRY, arguments=[uri, fn.qualname, {"variants": chosen}]),
+        )
+        for title, chosen in [
+            *((f"Try {VARIANT_LABELS.get(v, v)} on `{fn.qualname}`", [v]) for v in variants),
+            *([(f"Try all suggested on `{fn.qualname}`", variants)] if len(variants) > 1 else []),
+        ]
+    ]
+    return actions
+
+
+def _apply_variant_action(
+    uri: str, source: str, fn: FunctionDef, diag: lsp.Diagnostic, variant: str
+) -> lsp.CodeAction:
+    """Write the measured variant's decorator above the def (and `import torch` if missing)."""
+    lines = source.splitlines()
+    text = lines[fn.def_line - 1] if fn.def_line <= len(lines) else ""
+    indent = text[: len(text) - len(text.lstrip())]
+    at = lsp.Position(fn.def_line - 1, 0)
+    edits = [lsp.TextEdit(lsp.Range(at, at), f"{indent}{editor_views.DECORATORS[variant]}\n")]
+    if not re.search(r"^\s*(import torch|from torch)", source, re.M):
+        top = lsp.Position(0, 0)
+        edits.insert(0, lsp.TextEdit(lsp.Range(top, top), "import torch\n"))
+    return lsp.CodeAction(
+        f"Apply {VARIANT_LABELS.get(variant, variant)} to `{fn.qualname}`",
+        kind=lsp.CodeActionKind.QuickFix,
+        diagnostics=[diag],
+        edit=lsp.WorkspaceEdit(changes={uri: edits}),
+        is_preferred=True,
+    )
 
 
 def _kind_value(kind: object) -> str:
@@ -128,9 +185,13 @@ def hover(ls: KernelscopeServer, params: lsp.HoverParams) -> lsp.Hover | None:
     attributed = any(r.line == line and r.path == str(path) for r in record.report.lines)
     if line != fn.def_line and not attributed:
         return None
+    tried = ""
+    experiment = ls.experiments.get((str(path), fn.qualname))
+    if experiment is not None and experiment[1] == fn.text_hash and line == fn.def_line:
+        tried = "\n" + editor_views.experiment_markdown(experiment[0])
     return lsp.Hover(
         contents=lsp.MarkupContent(
-            lsp.MarkupKind.Markdown, editor_views.hover_markdown(record, line)
+            lsp.MarkupKind.Markdown, editor_views.hover_markdown(record, line) + tried
         )
     )
 

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import msgspec.inspect as mi
 
-from kernelscope.lsp.server import IMPORT_TRACE, LAST_REPORT, OPEN_TRACE, PROFILE
+from kernelscope.lsp.server import IMPORT_TRACE, LAST_REPORT, OPEN_TRACE, PROFILE, TRY
 
 UNSET = msgspec.UNSET
 Unset = msgspec.UnsetType
@@ -72,11 +72,23 @@ class LastReportReply(msgspec.Struct):
     report: dict[str, Any]
 
 
+class TryReply(msgspec.Struct):
+    """An experiment's outcome: ok with each variant's one-line summary and the best variant
+    (null when none is faster beyond the noise), else error (the job failed) or cancelled."""
+
+    ok: bool
+    best: str | Unset | None = UNSET
+    summaries: list[str] | Unset = UNSET
+    error: ProfileError | Unset = UNSET
+    cancelled: bool | Unset = UNSET
+
+
 REPLIES: dict[str, type[msgspec.Struct]] = {
     PROFILE: ProfileReply,
     OPEN_TRACE: OpenTraceReply,
     IMPORT_TRACE: ImportTraceReply,
     LAST_REPORT: LastReportReply,
+    TRY: TryReply,
 }
 """Each command's reply."""
 

@@ -21,6 +21,7 @@ from kernelscope.protocol import ProfileFailed
 from kernelscope.pyfunctions import FunctionDef, functions
 
 if TYPE_CHECKING:
+    from kernelscope.analysis.experiments import Experiments
     from kernelscope.app.jobs import ProfileService
     from kernelscope.app.store import RunRecord
 
@@ -33,6 +34,7 @@ PROFILE = "kernelscope.profile"
 OPEN_TRACE = "kernelscope.openTrace"
 LAST_REPORT = "kernelscope.lastReport"
 IMPORT_TRACE = "kernelscope.importTrace"
+TRY = "kernelscope.try"
 
 
 class KernelscopeServer(LanguageServer):
@@ -44,6 +46,8 @@ class KernelscopeServer(LanguageServer):
         self._service: ProfileService | None = None
         self.failures: dict[tuple[str, str], tuple[ProfileFailed, str]] = {}
         self.trace_server: perfetto.OneShot | None = None
+        #: The last experiment of each (path, qualname), with the function's text hash then.
+        self.experiments: dict[tuple[str, str], tuple[Experiments, str]] = {}
 
     @property
     def service(self) -> ProfileService:
@@ -115,6 +119,10 @@ class KernelscopeServer(LanguageServer):
             fn = current.get(qualname)
             if fpath == str(path) and fn is not None and fn.text_hash == text_hash:
                 diags.append(failure_diagnostic(failure, fn, lines))
+        for (fpath, qualname), (exp, text_hash) in self.experiments.items():
+            fn = current.get(qualname)
+            if fpath == str(path) and fn is not None and fn.text_hash == text_hash:
+                diags += editor_views.experiment_diagnostics(exp, str(path), lines)
         self.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diags)
         )

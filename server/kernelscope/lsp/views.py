@@ -19,6 +19,7 @@ from kernelscope.pyfunctions import FunctionDef
 from kernelscope.units import fmt_us
 
 if TYPE_CHECKING:  # only attributes are read: the analysis modules load after `initialize`
+    from kernelscope.analysis.experiments import Experiments
     from kernelscope.app.store import RunRecord
     from kernelscope.report.schema import LineRow, Report
 
@@ -238,3 +239,46 @@ def _when(created: str) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.0f} min ago"
     return then.strftime("%Y-%m-%d %H:%M UTC")
+
+
+#: Variants a quick fix can write into the source: the decorator that does it.
+DECORATORS = {
+    "compile": "@torch.compile",
+    "graphs": '@torch.compile(mode="reduce-overhead")',
+}
+
+
+def experiment_diagnostics(exp: Experiments, path: str, lines: list[str]) -> list[lsp.Diagnostic]:
+    """KS801 per variant: on the def line, or on the user's line where one failed."""
+    out: list[lsp.Diagnostic] = []
+    for v in exp.variants:
+        at = v.line if v.status == "failed" and v.line and v.path == path else exp.line or 1
+        severity = (
+            lsp.DiagnosticSeverity.Warning
+            if v.status == "failed"
+            else lsp.DiagnosticSeverity.Information
+        )
+        out.append(
+            lsp.Diagnostic(
+                range=_line_range(at, _text(lines, at)),
+                message=v.summary,
+                severity=severity,
+                code=Code.WHAT_IF,
+                source=SOURCE,
+                data={
+                    "qualname": exp.qualname,
+                    "variant": v.name,
+                    "apply": v.name in DECORATORS and v.faster and v.equal,
+                },
+            )
+        )
+    return out
+
+
+def experiment_markdown(exp: Experiments) -> str:
+    """The hover's lines of the last experiment: each variant, best first."""
+    best = [v for v in exp.variants if v.name == exp.best]
+    rest = [v for v in exp.variants if v.name != exp.best]
+    out = ["", f"**Tried** (in turns with the function, {exp.rounds} rounds):"]
+    out += [f"- {v.summary}" for v in [*best, *rest]]
+    return "\n".join(out)

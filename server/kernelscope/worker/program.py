@@ -691,7 +691,9 @@ class Job:
             elif name == "channels_last":
                 cl_args, cl_kwargs, changed = channels_last(torch, args, kwargs)
                 if not changed:
-                    out.update(status="skipped", why="no 4-d tensor or module among the inputs")
+                    out.update(
+                        status="skipped", why="no 4-d tensor or convolution among the inputs"
+                    )
                     return out
                 call = self._guarded(fn, cl_args, cl_kwargs)
             elif name == "batch2":
@@ -1182,8 +1184,8 @@ def compare_outputs(torch, reference, outputs):
 
 
 def channels_last(torch, args, kwargs):
-    """Copies of the inputs with 4-d tensors and modules in channels_last (the originals
-    untouched, so the baseline keeps its layout); whether anything changed."""
+    """Copies of the inputs with 4-d tensors and modules with 4-d weights in channels_last
+    (the originals untouched, so the baseline keeps its layout); whether any changed."""
     import copy
 
     changed = [False]
@@ -1192,7 +1194,7 @@ def channels_last(torch, args, kwargs):
         if isinstance(v, torch.Tensor) and v.dim() == 4:
             changed[0] = True
             return v.contiguous(memory_format=torch.channels_last)
-        if isinstance(v, torch.nn.Module):
+        if isinstance(v, torch.nn.Module) and any(p.dim() == 4 for p in v.parameters()):
             changed[0] = True
             return copy.deepcopy(v).to(memory_format=torch.channels_last)
         if isinstance(v, (list, tuple)):

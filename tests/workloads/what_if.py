@@ -1,0 +1,52 @@
+"""Workloads for `kernelscope try`: a fusable elementwise chain, a convolution, a provider
+that fails at batch 2, and a training step whose results change from call to call."""
+
+import torch
+
+
+def chain(x):
+    return ((x.sin() * 2 + 1).cos() * x).exp().tanh()
+
+
+def chain_inputs(batch_size: int = 1, device: str = "cpu"):
+    return (torch.randn(batch_size * (1 << 18), device=device),)
+
+
+def conv(model, x):
+    return model(x)
+
+
+def conv_inputs(batch_size: int = 1, device: str = "cpu"):
+    model = torch.nn.Conv2d(8, 8, 3, padding=1).to(device)
+    return (model, torch.randn(batch_size * 4, 8, 32, 32, device=device))
+
+
+def doubled(x):
+    return x * 2
+
+
+def doubled_inputs(batch_size: int = 1, device: str = "cpu"):
+    if batch_size > 1:
+        raise ValueError("this provider takes batch_size 1 only")
+    return (torch.ones(64, device=device),)
+
+
+def step(model, opt, x):
+    opt.zero_grad()
+    loss = model(x).square().mean()
+    loss.backward()
+    opt.step()
+    return loss.detach()
+
+
+def step_inputs(batch_size: int = 1, device: str = "cpu"):
+    model = torch.nn.Linear(32, 32).to(device)
+    return (model, torch.optim.SGD(model.parameters(), lr=0.1), torch.randn(16, 32, device=device))
+
+
+def product(a, b):
+    return a @ b
+
+
+def product_inputs(batch_size: int = 1, device: str = "cpu"):
+    return (torch.randn(128, 128, device=device), torch.randn(128, 128, device=device))
