@@ -85,6 +85,7 @@ def test_what_a_verdict_suggests() -> None:
     ]  # fmt: skip
     assert suggested(compute16, [], "cuda") == ["batch2"]
     assert suggested(Verdict(bound="memory", summary=""), [], "cuda") == ["compile", "batch2"]
+    assert suggested(Verdict(bound="host", summary=""), [], "cpu") == ["compile", "batch2"]
 
 
 def run_try(spec: str, *args: str) -> tuple[int, dict[str, Any], str]:
