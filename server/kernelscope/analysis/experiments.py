@@ -179,8 +179,8 @@ def _results_text(r: VariantResult) -> str:
 
 def suggested(verdict: Verdict | None, op_names: Iterable[str], device_type: str) -> list[str]:
     """The variants a verdict supports, in VARIANTS order: overhead → CUDA Graphs and
-    torch.compile; memory, and host (a CPU run) → torch.compile; compute with fp32 matmuls → TF32 and bf16;
-    convolutions → channels_last; and a bigger batch for any."""
+    torch.compile; memory, and host (a CPU run) → torch.compile; compute with fp32 matmuls
+    → TF32 and bf16; convolutions → channels_last; and a bigger batch for any."""
     names = set(op_names)
     bound = verdict.bound if verdict else ""
     wanted = {"batch2"}
