@@ -22,7 +22,7 @@ from kernelscope.lsp.replies import (
     ProfileReply,
     typescript,
 )
-from kernelscope.lsp.server import IMPORT_TRACE, LAST_REPORT, OPEN_TRACE, PROFILE
+from kernelscope.lsp.server import COMPARE, IMPORT_TRACE, LAST_REPORT, OPEN_TRACE, PROFILE
 
 from conftest import FIXTURES, REPO_ROOT
 from lsp_helpers import open_doc, profile
@@ -31,7 +31,12 @@ REPLIES_TS = REPO_ROOT / "editor-client" / "vscode" / "src" / "replies.ts"
 NVIM_PLUGIN = REPO_ROOT / "editor-client" / "nvim" / "lua" / "kernelscope" / "init.lua"
 
 # The plugin's functions that read a command's reply (as `result`), and which command's.
-NVIM_READERS = {"profiled": PROFILE, "M.open_trace": OPEN_TRACE, "M.report": LAST_REPORT}
+NVIM_READERS = {
+    "profiled": PROFILE,
+    "M.open_trace": OPEN_TRACE,
+    "M.report": LAST_REPORT,
+    "M.compare": COMPARE,
+}
 
 
 def test_the_committed_typescript_is_generated_from_the_structs() -> None:

@@ -34,6 +34,7 @@ class Code(StrEnum):
     BELOW_ROOF = "KS701"
     GRAPH_REPLAY = "KS702"
     WHAT_IF = "KS801"
+    REGRESSION = "KS802"
 
 
 #: The verdict's codes: overhead, memory, compute, host, transfer, mixed.

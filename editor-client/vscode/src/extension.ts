@@ -30,13 +30,14 @@ import {
   resolveInterpreter,
 } from './interpreter';
 import { showProgressAsNotifications } from './progress';
-import type { ImportTraceReply, LastReportReply, OpenTraceReply, ProfileReply } from './replies';
+import type { CompareReply, ImportTraceReply, LastReportReply, OpenTraceReply, ProfileReply } from './replies';
 import { Status } from './status';
 
 // The server's commands (server/kernelscope/lsp/server.py); their replies are in ./replies.ts.
 const PROFILE = 'kernelscope.profile';
 const OPEN_TRACE = 'kernelscope.openTrace';
 const LAST_REPORT = 'kernelscope.lastReport';
+const COMPARE = 'kernelscope.compare';
 const IMPORT_TRACE = 'kernelscope.importTrace';
 const REPORT_SCHEME = 'kernelscope-report';
 
@@ -383,6 +384,19 @@ class Kernelscope implements vscode.Disposable {
     await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preview: true });
   }
 
+  /** The last run against the one before it: the per-op diff, beside the editor. */
+  async compareWithPrevious(): Promise<void> {
+    const reply = await this.request<CompareReply>(COMPARE, this.runArgs());
+    const uri = vscode.Uri.from({
+      scheme: REPORT_SCHEME,
+      path: `/diff ${reply.previous_run_id} ${reply.run_id}.txt`,
+    });
+    this.reports.set(uri.toString(), reply.text);
+    this.reportChanged.fire(uri);
+    const doc = await vscode.workspace.openTextDocument(uri);
+    await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preview: true });
+  }
+
   /** Shows a run recorded elsewhere (a GPU box, CI) as the last run of the function at the cursor. */
   async importTraceAtCursor(tracePath?: string, sidecarPath?: string): Promise<void> {
     const action = (await this.profileActionsAtCursor())[0];
@@ -469,6 +483,7 @@ class Kernelscope implements vscode.Disposable {
     reg('kernelscope.profileFunctionAtCursor', this.profileAtCursor);
     reg('kernelscope.openTraceInPerfetto', this.openTraceInPerfetto);
     reg('kernelscope.showLastReport', this.showLastReport);
+    reg('kernelscope.compareWithPrevious', this.compareWithPrevious);
     reg('kernelscope.restartServer', this.restart);
     reg('kernelscope.importTraceAtCursor', this.importTraceAtCursor as (...a: never[]) => Promise<void>);
     reg('kernelscope.showOutput', async () => this.channel.show(true));

@@ -60,3 +60,29 @@ export interface LastReportReply {
   text: string;
   report: Record<string, unknown>;
 }
+
+/**
+ * An experiment's outcome: ok with each variant's one-line summary and the best variant (null when
+ * none is faster beyond the noise), else error (the job failed) or cancelled.
+ * The reply of `kernelscope.try`.
+ */
+export interface TryReply {
+  ok: boolean;
+  best?: string | null;
+  summaries?: string[];
+  error?: ProfileError;
+  cancelled?: boolean;
+}
+
+/**
+ * The function's last run against the one before it: the change as one sentence, the whole
+ * comparison as text and as JSON (a kernelscope.report.compare.Comparison).
+ * The reply of `kernelscope.compare`.
+ */
+export interface CompareReply {
+  run_id: string;
+  previous_run_id: string;
+  summary: string;
+  text: string;
+  comparison: Record<string, unknown>;
+}

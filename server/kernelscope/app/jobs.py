@@ -18,6 +18,7 @@ from pathlib import Path
 from kernelscope.analysis.experiments import Experiments, suggested
 from kernelscope.app.analysis_pool import AnalysisFailed, AnalysisPool
 from kernelscope.app.experiments import run_experiments, try_request
+from kernelscope.app.history import Delta, delta
 from kernelscope.app.profile import job_report, resolve_remote
 from kernelscope.app.settings import Settings
 from kernelscope.app.store import RunRecord, Store, now
@@ -165,6 +166,10 @@ class ProfileService:
         )
         runner = self.launcher(spec.python, remote)
         return await run_experiments(runner, request, on_progress, max(spec.timeout, 600.0))
+
+    def delta(self, record: RunRecord) -> Delta | None:
+        """The run against the function's run before it (history.delta)."""
+        return delta(self.store_for(Path(record.path)), record)
 
     def suggested_variants(self, record: RunRecord) -> list[str]:
         """What a run's verdict suggests trying (analysis.experiments.suggested)."""

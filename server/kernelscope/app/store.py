@@ -75,6 +75,16 @@ class Store:
         runs = self._of(path, qualname)
         return runs[-1] if runs else None
 
+    def history(self, path: str, qualname: str) -> list[RunRecord]:
+        """The kept runs of one function, oldest first."""
+        return self._of(path, qualname)
+
+    def previous(self, record: RunRecord) -> RunRecord | None:
+        """The run of the same function just before `record`, if one is kept."""
+        runs = [r.run_id for r in self._of(record.path, record.qualname)]
+        at = runs.index(record.run_id) if record.run_id in runs else len(runs)
+        return self._runs[runs[at - 1]] if at > 0 else None
+
     def latest_in_file(self, path: str) -> list[RunRecord]:
         """The newest run of each function of a file."""
         newest: dict[str, RunRecord] = {}

@@ -22,6 +22,7 @@ from kernelscope.app.experiments import (
     try_once,
     try_request,
 )
+from kernelscope.app.history import DiffError, diff, record_run
 from kernelscope.app.profile import job_report, profile_once, resolve_remote, with_hint
 from kernelscope.app.traces import analyze_path
 from kernelscope.cli.args import (
@@ -49,6 +50,7 @@ from kernelscope.protocol import (
     ProfileFailed,
     RunCalibration,
 )
+from kernelscope.render.compare import render_comparison
 from kernelscope.render.experiments import render_experiments
 from kernelscope.render.text import render_failure, render_report, render_trace_analysis, table
 from kernelscope.report.schema import Report
@@ -98,6 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--remote", metavar="NAME", help="run on [tool.kernelscope.remotes.NAME]")
     t.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
+    d = sub.add_parser("diff", help="compare two runs or traces, or a function's last two runs")
+    d.add_argument("a", metavar="A", help="a run id, a trace file, or PATH::QUALNAME")
+    d.add_argument("b", metavar="B", nargs="?", help="a run id or a trace file")
+    d.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
     sub.add_parser("serve", help="run the language server on stdio (for editors)")
     add_scale_parser(sub)
 
@@ -131,6 +138,8 @@ def main(argv: Sequence[str] | None = None, serve: Callable[[], None] | None = N
             return _calibrate(args)
         if args.command == "try":
             return _try(args)
+        if args.command == "diff":
+            return _diff(args)
         if args.command == "scale":
             return run_scale(args)
         if args.command == "serve":
@@ -174,6 +183,7 @@ def _profile(args: argparse.Namespace) -> int:
         report = job_report(result, str(target.path), target.qualname, args.remote)
     except TraceError as e:
         return fail("bad_trace", f"cannot read the trace: {e}", args.json)
+    record_run(target, result.finished.job_id, report)  # `kernelscope diff` compares runs
     if args.json:
         print_json(report)
     else:
@@ -218,6 +228,20 @@ def _try(args: argparse.Namespace) -> int:
         print_json(result)
     else:
         print(render_experiments(result))
+    return EXIT_OK
+
+
+def _diff(args: argparse.Namespace) -> int:
+    try:
+        comparison = diff(args.a, args.b, Path.cwd())
+    except DiffError as e:
+        return fail_usage(str(e), args.json)
+    except (TraceError, SidecarError) as e:
+        return fail("bad_trace", str(e), args.json)
+    if args.json:
+        print_json(comparison)
+    else:
+        print(render_comparison(comparison))
     return EXIT_OK
 
 

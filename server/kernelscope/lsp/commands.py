@@ -16,6 +16,7 @@ from kernelscope.app import perfetto
 from kernelscope.engine.targets import Schedule, TargetError
 from kernelscope.lsp.progress import ProgressReporter, cancel_if
 from kernelscope.lsp.replies import (
+    CompareReply,
     ImportTraceReply,
     LastReportReply,
     OpenTraceReply,
@@ -24,6 +25,7 @@ from kernelscope.lsp.replies import (
     TryReply,
 )
 from kernelscope.lsp.server import (
+    COMPARE,
     IMPORT_TRACE,
     LAST_REPORT,
     OPEN_TRACE,
@@ -294,6 +296,26 @@ def last_report(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     return msgspec.to_builtins(reply)
 
 
+def compare_runs(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
+    """Compare with the previous run: (run_id) or (uri[, qualname]) → the per-op diff."""
+    record = _record_from_args(ls, args)
+    delta = ls.service.delta(record)
+    previous = ls.service.store_for(Path(record.path)).previous(record)
+    if delta is None or previous is None:
+        raise JsonRpcInvalidParams(
+            f"{record.qualname} has one run kept: profile it again to compare"
+        )
+    return msgspec.to_builtins(
+        CompareReply(
+            run_id=record.run_id,
+            previous_run_id=previous.run_id,
+            summary=delta.text,
+            text=delta.table,
+            comparison=msgspec.to_builtins(delta.comparison),
+        )
+    )
+
+
 def _record_from_args(ls: KernelscopeServer, args: tuple[Any, ...]) -> RunRecord:
     """A run from (run_id), (uri, qualname) or (uri): the last of the function, else the file."""
     if not args:
@@ -327,6 +349,7 @@ def register(server: KernelscopeServer) -> None:
     """Register this module's handlers on `server`."""
     server.command(PROFILE)(profile)
     server.command(TRY)(try_variants)
+    server.command(COMPARE)(compare_runs)
     server.command(OPEN_TRACE)(open_trace)
     server.command(IMPORT_TRACE)(import_trace)
     server.command(LAST_REPORT)(last_report)

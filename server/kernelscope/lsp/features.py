@@ -191,7 +191,8 @@ def hover(ls: KernelscopeServer, params: lsp.HoverParams) -> lsp.Hover | None:
         tried = "\n" + editor_views.experiment_markdown(experiment[0])
     return lsp.Hover(
         contents=lsp.MarkupContent(
-            lsp.MarkupKind.Markdown, editor_views.hover_markdown(record, line) + tried
+            lsp.MarkupKind.Markdown,
+            editor_views.hover_markdown(record, line, ls.service.delta(record)) + tried,
         )
     )
 
@@ -214,7 +215,7 @@ def code_lens(ls: KernelscopeServer, params: lsp.CodeLensParams) -> list[lsp.Cod
         record = store.latest(str(path), fn.qualname)
         if record is None:
             continue
-        title = editor_views.lens_title(record)
+        title = editor_views.lens_title(record, ls.service.delta(record))
         if record.text_hash != fn.text_hash:
             title = f"{title} (stale: edited since)"
         lenses.append(lsp.CodeLens(at, lsp.Command(title, OPEN_TRACE, arguments=[record.run_id])))

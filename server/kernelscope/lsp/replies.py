@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import msgspec.inspect as mi
 
-from kernelscope.lsp.server import IMPORT_TRACE, LAST_REPORT, OPEN_TRACE, PROFILE, TRY
+from kernelscope.lsp.server import COMPARE, IMPORT_TRACE, LAST_REPORT, OPEN_TRACE, PROFILE, TRY
 
 UNSET = msgspec.UNSET
 Unset = msgspec.UnsetType
@@ -83,12 +83,24 @@ class TryReply(msgspec.Struct):
     cancelled: bool | Unset = UNSET
 
 
+class CompareReply(msgspec.Struct):
+    """The function's last run against the one before it: the change as one sentence, the
+    whole comparison as text and as JSON (a kernelscope.report.compare.Comparison)."""
+
+    run_id: str
+    previous_run_id: str
+    summary: str
+    text: str
+    comparison: dict[str, Any]
+
+
 REPLIES: dict[str, type[msgspec.Struct]] = {
     PROFILE: ProfileReply,
     OPEN_TRACE: OpenTraceReply,
     IMPORT_TRACE: ImportTraceReply,
     LAST_REPORT: LastReportReply,
     TRY: TryReply,
+    COMPARE: CompareReply,
 }
 """Each command's reply."""
 

@@ -35,6 +35,7 @@ OPEN_TRACE = "kernelscope.openTrace"
 LAST_REPORT = "kernelscope.lastReport"
 IMPORT_TRACE = "kernelscope.importTrace"
 TRY = "kernelscope.try"
+COMPARE = "kernelscope.compare"
 
 
 class KernelscopeServer(LanguageServer):
@@ -114,7 +115,8 @@ class KernelscopeServer(LanguageServer):
             fn = current.get(record.qualname) if record.path == str(path) else None
             if record.path == str(path) and (fn is None or fn.text_hash != record.text_hash):
                 continue  # the function changed since the run: its numbers are stale
-            diags += editor_views.run_diagnostics(record, str(path), lines, options)
+            delta = self.service.delta(record)
+            diags += editor_views.run_diagnostics(record, str(path), lines, options, delta)
         for (fpath, qualname), (failure, text_hash) in self.failures.items():
             fn = current.get(qualname)
             if fpath == str(path) and fn is not None and fn.text_hash == text_hash:

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 
-from kernelscope.findings import Code, Finding, Severity
+from kernelscope.findings import DOCS_PAGE, Code, Finding, Severity
 from kernelscope.pyfunctions import FunctionDef
 from kernelscope.units import fmt_us
 
 if TYPE_CHECKING:  # only attributes are read: the analysis modules load after `initialize`
     from kernelscope.analysis.experiments import Experiments
+    from kernelscope.app.history import Delta
     from kernelscope.app.store import RunRecord
     from kernelscope.report.schema import LineRow, Report
 
@@ -69,9 +70,14 @@ def finding_diagnostic(f: Finding, lines: list[str], fallback_line: int) -> lsp.
 
 
 def run_diagnostics(
-    record: RunRecord, path: str, lines: list[str], options: ViewOptions
+    record: RunRecord,
+    path: str,
+    lines: list[str],
+    options: ViewOptions,
+    delta: Delta | None = None,
 ) -> list[lsp.Diagnostic]:
-    """Diagnostics of one run that belong to the file at `path`."""
+    """Diagnostics of one run that belong to the file at `path` (KS802 when it is slower than
+    the run before it beyond the noise)."""
     report = record.report
     def_line = report.function.line
     out: list[lsp.Diagnostic] = []
@@ -83,6 +89,18 @@ def run_diagnostics(
                 message=function_summary(report),
                 severity=lsp.DiagnosticSeverity.Information,
                 code=Code.FUNCTION_TIMES,
+                source=SOURCE,
+            )
+        )
+    if own_file and delta is not None and delta.comparison.regression:
+        top = f"; most: {delta.top}" if delta.top else ""
+        out.append(
+            lsp.Diagnostic(
+                range=_line_range(def_line, _text(lines, def_line)),
+                message=f"slower than {delta.comparison.before}: {delta.text}{top}",
+                severity=lsp.DiagnosticSeverity.Warning,
+                code=Code.REGRESSION,
+                code_description=lsp.CodeDescription(href=f"{DOCS_PAGE.as_uri()}#ks802"),
                 source=SOURCE,
             )
         )
@@ -130,8 +148,8 @@ def line_summary(report: Report, row: LineRow) -> str:
     )
 
 
-def lens_title(record: RunRecord) -> str:
-    """After a run: `1.45 ms CUDA/step · compute-bound · 94 % of peak`."""
+def lens_title(record: RunRecord, delta: Delta | None = None) -> str:
+    """After a run: `1.45 ms CUDA/step · compute-bound · 94 % of peak · −12 % vs 10:02:11`."""
     r = record.report
     v = r.verdict
     if r.device.type == "cuda":
@@ -148,6 +166,8 @@ def lens_title(record: RunRecord) -> str:
         elif v.bound == "overhead" and v.gpu_busy_fraction is not None:
             busy = v.gpu_busy_fraction_unprofiled or v.gpu_busy_fraction
             parts.append(f"GPU busy {busy:.0%}")
+    if delta is not None:
+        parts.append(delta.short)
     return " · ".join(parts)
 
 
@@ -186,7 +206,7 @@ def command_link(command: str, *args: str) -> str:
     return f"command:{command}?{urllib.parse.quote(json.dumps(list(args)))}"
 
 
-def hover_markdown(record: RunRecord, line: int | None = None) -> str:
+def hover_markdown(record: RunRecord, line: int | None = None, delta: Delta | None = None) -> str:
     """The last run: times, verdict, top ops, dead window, device, when, a Perfetto link."""
     r = record.report
     t, d = r.timing, r.dead_window
@@ -202,6 +222,9 @@ def hover_markdown(record: RunRecord, line: int | None = None) -> str:
         + f"{fmt_us(t.cpu_us_per_step)} CPU per step (profiled) · "
         f"{fmt_us(t.unprofiled_us_per_call)} per call unprofiled"
     )
+    if delta is not None:
+        top = f" Most: `{delta.top}`." if delta.top else ""
+        out += ["", f"**vs {delta.comparison.before}:** {delta.text}.{top}"]
     if r.verdict:
         out += ["", f"**Verdict:** {r.verdict.summary}"]
     if r.ops:

@@ -15,6 +15,7 @@ local NAME = 'kernelscope'
 local PROFILE = 'kernelscope.profile'
 local OPEN_TRACE = 'kernelscope.openTrace'
 local LAST_REPORT = 'kernelscope.lastReport'
+local COMPARE = 'kernelscope.compare'
 local REQUEST_CANCELLED = -32800
 local levels = vim.log.levels
 local modern = vim.fn.has('nvim-0.11') == 1
@@ -443,6 +444,34 @@ function M.open_trace()
   end)
 end
 
+--- Text in a read-only scratch buffer named `name` (replacing one of that name).
+local function scratch(name, text)
+  local old = vim.fn.bufnr(name)
+  if old ~= -1 then
+    vim.api.nvim_buf_delete(old, { force = true })
+  end
+  vim.cmd('new')
+  local buf = vim.api.nvim_get_current_buf()
+  vim.bo[buf].buftype = 'nofile'
+  vim.bo[buf].bufhidden = 'wipe'
+  vim.bo[buf].swapfile = false
+  vim.api.nvim_buf_set_name(buf, name)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(text or '', '\n', { plain = true }))
+  vim.bo[buf].modifiable = false
+end
+
+--- The last run against the one before it (the per-op diff), in a scratch buffer.
+function M.compare()
+  local bufnr = vim.api.nvim_get_current_buf()
+  local client = attached_client(bufnr)
+  if not client then
+    return
+  end
+  execute(client, bufnr, COMPARE, cursor_arguments(client), function(result)
+    scratch('kernelscope://diff/' .. tostring(result.previous_run_id) .. '-' .. tostring(result.run_id), result.text)
+  end)
+end
+
 --- The last run's report as text, in a scratch buffer.
 function M.report()
   local bufnr = vim.api.nvim_get_current_buf()
@@ -496,6 +525,7 @@ local function create_commands(too_old)
   })
   define('KernelscopeOpenTrace', M.open_trace, { desc = 'kernelscope: open the last trace in Perfetto' })
   define('KernelscopeReport', M.report, { desc = 'kernelscope: the last report, in a scratch buffer' })
+  define('KernelscopeCompare', M.compare, { desc = 'kernelscope: the last run against the previous one' })
   define('KernelscopeCancel', M.cancel, { desc = 'kernelscope: cancel the profiles in flight' })
 end
 

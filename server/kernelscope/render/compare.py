@@ -1,0 +1,61 @@
+"""A comparison of two runs as text: the time per call against the noise, then the ops and
+lines that moved."""
+
+from __future__ import annotations
+
+from kernelscope.render.text import shorten, table
+from kernelscope.report.compare import Comparison
+from kernelscope.units import fmt_us
+
+
+def change_text(c: Comparison) -> str:
+    """``−12 % (1.45 ms → 1.28 ms; noise ±3 %): faster``."""
+    verdict = (
+        "slower: a regression beyond the noise"
+        if c.regression
+        else "faster"
+        if c.improvement
+        else "within the noise"
+    )
+    noise = f"; noise ±{c.noise:.0%}" if c.noise else ""
+    return (
+        f"{c.change:+.0%} ({fmt_us(c.time_before_us)} → {fmt_us(c.time_after_us)}, "
+        f"{c.timed}{noise}): {verdict}"
+    )
+
+
+def render_comparison(c: Comparison, max_rows: int = 15) -> str:
+    """The CLI's text for `kernelscope diff`."""
+    out = [
+        f"kernelscope diff · {c.before} → {c.after}",
+        f"time      {change_text(c)}",
+        "",
+    ]
+    if c.ops:
+        out += table(
+            ["op", "status", f"{c.unit} before", f"{c.unit} after", "Δ per step", "calls/step"],
+            [
+                [
+                    d.name[:48],
+                    d.status,
+                    fmt_us(d.before_us),
+                    fmt_us(d.after_us),
+                    ("+" if d.delta_us >= 0 else "−") + fmt_us(abs(d.delta_us)),
+                    f"{d.calls_before:g} → {d.calls_after:g}",
+                ]
+                for d in c.ops[:max_rows]
+            ],
+            align="llrrrr",
+        )
+    else:
+        out.append("ops       the same ops, within 0.5 µs per step")
+    if c.lines:
+        out += ["", "lines that moved (per call):"]
+        for d in c.lines[:max_rows]:
+            moved = f" (was line {d.moved_from})" if d.moved_from else ""
+            moved += f" (edited; was `{d.was[:40]}`)" if d.was else ""
+            out.append(
+                f"  {shorten(d.path)}:{d.line}{moved}  {fmt_us(d.before_us)} → "
+                f"{fmt_us(d.after_us)}  {d.code[:60]}"
+            )
+    return "\n".join(out)
