@@ -443,12 +443,8 @@ class Launcher:
 
         async with self._lock:
             try:
-                if self._timer is None or self._timer.state is WorkerState.DEAD:
-                    env = dict(os.environ if self.env is None else self.env)
-                    env[TIMING_WORKER_ENV] = "1"
-                    self._timer = WorkerProcess(self.argv, env)
-                    await self._timer.start(self.start_timeout)
-                outcome = await self._timer.run(job, progress, timeout, True)
+                timer = await self._clean_worker()
+                outcome = await timer.run(job, progress, timeout, True)
             except JobFailed as e:
                 log.warning("clean timing failed, keeping the profiling worker's: %s", e)
                 return finished
@@ -464,12 +460,33 @@ class Launcher:
         on_progress: ProgressCallback | None = None,
         timeout: float = 300.0,
     ) -> tuple[TryFinished, WorkerReady]:
-        """Time the function and its variants in turns, unprofiled; JobFailed says why not."""
+        """Time the function and its variants in turns, unprofiled; JobFailed says why not.
+        Here, in the worker that never profiles (a profiling session slows host-bound code
+        in its process, the baseline with it)."""
         if self.remote is not None:
             request = await self._remote_request(request)
-        outcome, ready = await self._run(request, on_progress, timeout)
+        if self.clean_timing == "never":
+            outcome, ready = await self._run(request, on_progress, timeout)
+        else:
+            async with self._lock:
+                try:
+                    timer = await self._clean_worker()
+                    outcome = await timer.run(request, on_progress, timeout, True)
+                except JobFailed as e:
+                    raise self._named(e, request) from None
+                ready = timer.ready
+                assert ready is not None  # a started worker said what it runs on
         assert isinstance(outcome, TryFinished)
         return outcome, ready
+
+    async def _clean_worker(self) -> WorkerProcess:
+        """The worker that never profiles, started on first use (hold the lock)."""
+        if self._timer is None or self._timer.state is WorkerState.DEAD:
+            env = dict(os.environ if self.env is None else self.env)
+            env[TIMING_WORKER_ENV] = "1"
+            self._timer = WorkerProcess(self.argv, env)
+            await self._timer.start(self.start_timeout)
+        return self._timer
 
     async def _remote_request(self, request: R) -> R:
         """Ship the project's files (or name the workdir) and ask for the traces back."""

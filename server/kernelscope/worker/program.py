@@ -634,17 +634,18 @@ class Job:
         self.progress("timing")
         rounds = self.timed_rounds(candidates, sync, cuda, device)
         by_name = {v["name"]: v for v in variants}
-        for name, _call, items in candidates[1:]:
+        for name, call, items in candidates[1:]:
             v = by_name[name]
             v["rounds_us"] = rounds[name]
             v["items"] = items
-            recompiles = dynamo_frames() - v.pop("frames_after_build", dynamo_frames())
-            if recompiles > 0 and name in ("compile", "graphs"):
-                v["status"] = "failed"
-                v["why"] = (
-                    "recompiled %d times while it was timed: it would recompile on every call"
-                    % recompiles
-                )
+            if name in ("compile", "graphs") and v["status"] == "ok":
+                before = dynamo_frames()
+                for _ in range(2):
+                    call()
+                sync()
+                if dynamo_frames() > before:
+                    v["status"] = "failed"
+                    v["why"] = "it compiled again on two more calls: it recompiles every call"
         self.progress("done")
         return {
             "type": "try_finished",
@@ -739,7 +740,6 @@ class Job:
             comparable=comparable,
             one_time_s=compile_s if compile_s > 0 else one_time,
             one_time_what="compile" if compile_s > 0 else "first call",
-            frames_after_build=dynamo_frames(),
         )
         return out
 
@@ -1170,10 +1170,13 @@ def compare_outputs(torch, reference, outputs):
         o = out.to(ref.device).float()
         diff = (o - r).abs()
         if diff.numel():
-            max_abs = max(max_abs, float(diff.max()))
-            # relative to the tensor's largest magnitude: elementwise ratios blow up near 0
-            max_rel = max(max_rel, float(diff.max()) / max(float(r.abs().max()), atol))
-            equal = equal and bool(torch.allclose(o, r, rtol=rtol, atol=atol, equal_nan=True))
+            # Against the tensor's scale, not element by element: a reordered bf16 sum moves
+            # values near zero by more than rtol of themselves, and that is not a change.
+            worst = float(diff.nan_to_num(float("inf")).max())
+            scale = float(r.abs().max())
+            max_abs = max(max_abs, worst)
+            max_rel = max(max_rel, worst / max(scale, atol))
+            equal = equal and worst <= atol + rtol * scale
     return {
         "results": "equal" if equal else "changed",
         "equal": equal,
