@@ -29,7 +29,7 @@ from kernelscope.analysis.flops import (
 from kernelscope.analysis.timeline import Timeline, _HostOps, build_timeline
 from kernelscope.analysis.trace_model import CPU_OP, Op, Trace, decode_trace, load_trace
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 TRACES = sorted(FIXTURES.glob("*/trace.json.gz")) + sorted(FIXTURES.glob("*/cold.json.gz"))
 IDS = [f"{p.parent.name}/{p.name.split('.')[0]}" for p in TRACES]

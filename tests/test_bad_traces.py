@@ -19,12 +19,13 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_trace_kinds import ANNOTATED, ROCM, TWO_STREAMS, doc, gpu, launch, op, span, step
 
 from kernelscope.analysis.diagnose import analyze
 from kernelscope.analysis.trace_model import TraceError, decode_trace
 from kernelscope.render.text import render_trace_analysis
 from kernelscope.report.build import analyze_trace
+
+from support.traces import ANNOTATED, ROCM, TWO_STREAMS, doc, dumps, gpu, launch, op, span, step
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "fixtures" / "matmul_add_64" / "trace.json.gz"
@@ -45,10 +46,6 @@ def kernelscope(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         env={**os.environ, "XDG_CACHE_HOME": str(path.parent / "cache")},
         timeout=120,
     )
-
-
-def dumps(document: object) -> bytes:
-    return json.dumps(document).encode()  # writes NaN, Infinity and -Infinity as such
 
 
 # -- fatal: exit 1 with one line -------------------------------------------------------------

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import WORKLOADS
+from support import WORKLOADS
 
 REPO = Path(__file__).resolve().parent.parent
 KEYS = {

@@ -20,7 +20,7 @@ from kernelscope.analysis.peaks import (
 )
 from kernelscope.analysis.trace_model import load_trace
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "findings.md"
 

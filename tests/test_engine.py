@@ -9,7 +9,9 @@ import pytest
 from kernelscope.analysis.trace_model import load_trace
 from kernelscope.engine.runner import JobResult
 
-from conftest import WORKLOADS, LauncherDriver, cuda_available, failed, ok
+from support import WORKLOADS
+from support.gpu import cuda_available
+from support.jobs import LauncherDriver, failed, ok
 
 THREE = WORKLOADS / "three_lines.py"
 

@@ -8,7 +8,8 @@ import pytest
 
 from kernelscope.engine.targets import TargetError, load_target
 
-from conftest import WORKLOADS, LauncherDriver, failed, ok
+from support import WORKLOADS
+from support.jobs import LauncherDriver, failed, ok
 
 FAIL = WORKLOADS / "failures.py"
 GOOD = f"{WORKLOADS}/three_lines.py::cpu_sync"

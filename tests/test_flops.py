@@ -28,7 +28,7 @@ from kernelscope.analysis.flops import (
 )
 from kernelscope.analysis.trace_model import Op, OpInputs, Trace, load_trace
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 BF16, FP32, FP8 = 2, 4, 1
 

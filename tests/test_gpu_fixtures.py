@@ -15,7 +15,7 @@ from kernelscope.protocol import Sidecar
 from kernelscope.report.build import replay_report
 from kernelscope.report.schema import Report
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 SCENARIOS = sorted(p.parent.name for p in FIXTURES.glob("*/meta.json"))
 

@@ -7,7 +7,9 @@ import statistics
 
 import pytest
 
-from conftest import NEEDS_GPU, REPO_ROOT, LauncherDriver, failed, ok
+from support import REPO_ROOT
+from support.gpu import NEEDS_GPU
+from support.jobs import LauncherDriver, failed, ok
 
 pytestmark = NEEDS_GPU
 MATMUL = f"{REPO_ROOT}/fixtures/workloads/matmul_add.py::matmul_add"
@@ -58,7 +60,7 @@ async def test_language_server_profiles_on_the_gpu(tmp_path) -> None:  # type: i
 
     from lsprotocol import types as lsp
 
-    from lsp_helpers import open_doc, profile, start, stop
+    from support.lsp import open_doc, profile, start, stop
 
     project = tmp_path / "proj"
     project.mkdir()

@@ -11,7 +11,7 @@ import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from lsp_helpers import open_doc, profile, start, stop
+from support.lsp import open_doc, profile, start, stop
 
 
 async def test_code_action_offers_profile_inside_a_function(

@@ -10,7 +10,7 @@ import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from lsp_helpers import capabilities, open_doc, profile, start, stop
+from support.lsp import capabilities, open_doc, profile, start, stop
 
 
 async def wait_for_progress_token(client: LanguageClient, timeout: float = 30.0) -> str:

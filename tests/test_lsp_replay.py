@@ -10,8 +10,8 @@ import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from conftest import FIXTURES
-from lsp_helpers import open_doc
+from support import FIXTURES
+from support.lsp import open_doc
 
 
 async def replay(

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from conftest import WORKLOADS
+from support import WORKLOADS
 
 DRIVER = Path(__file__).parent / "nvim" / "e2e.lua"
 RUN_LIMIT_S = 60  # `timeout` kills Neovim (and the server it started) after this

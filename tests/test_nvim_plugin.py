@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REPO_ROOT, WORKLOADS
+from support import REPO_ROOT, WORKLOADS
 
 PLUGIN = REPO_ROOT / "editor-client" / "nvim"
 DRIVER = Path(__file__).parent / "nvim" / "plugin_e2e.lua"

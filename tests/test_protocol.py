@@ -15,7 +15,7 @@ from kernelscope import protocol
 from kernelscope.protocol import FRAME_HEADER, RunProfile
 from kernelscope.worker import BOOTSTRAP, bootstrap_payload
 
-from conftest import WORKLOADS
+from support import WORKLOADS
 
 # A project as the user has it locally: it does not exist where the worker runs, so the
 # worker can only import it from the files shipped with the request.

@@ -21,12 +21,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_remote import HELPERS, MODEL, Driver, failed, ok
 
 from kernelscope.engine.launcher import Launcher
 from kernelscope.engine.ray_jobs import RayJobs
 from kernelscope.engine.remotes import Remote
 from kernelscope.protocol import ProfileFailed
+
+from support.jobs import failed, ok
+from support.remote_project import Driver, write_project
 
 RAY = Path(sys.executable).with_name("ray")
 
@@ -95,13 +97,7 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHead]:
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("rayproj") / "proj"
-    (root / "pkg").mkdir(parents=True)
-    (root / "pkg" / "__init__.py").write_text("")
-    (root / "pkg" / "model.py").write_text(MODEL)
-    (root / "pkg" / "helpers.py").write_text(HELPERS)
-    (root / "pyproject.toml").write_text("[project]\nname = 'proj'\n")
-    return root
+    return write_project(tmp_path_factory.mktemp("rayproj") / "proj")
 
 
 def ray_remote(head: RayHead, **fields: str) -> Remote:

@@ -16,7 +16,7 @@ from kernelscope.analysis.peaks import datasheet_peaks
 from kernelscope.analysis.trace_model import load_trace
 from kernelscope.protocol import Sidecar
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 H200 = datasheet_peaks("NVIDIA H200")
 REAL = sorted(p.parent.name for p in FIXTURES.glob("*/raw.json.gz"))

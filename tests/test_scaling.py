@@ -19,7 +19,7 @@ from kernelscope.engine.targets import load_target
 from kernelscope.protocol import JobProgress
 from kernelscope.render.plot import IDEAL, KNEE, MEASURED, PNG_SIGNATURE, render_png, text_chart
 
-from conftest import FIXTURES, WORKLOADS
+from support import FIXTURES, WORKLOADS
 
 
 def recorded(width: int, timing: str = "unprofiled") -> list[ScalePoint]:

@@ -12,7 +12,7 @@ from kernelscope.analysis.diagnose import load_sidecar
 from kernelscope.app.store import RunRecord, Store
 from kernelscope.report.build import replay_report
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 
 def make_run(store: Store, run_id: str, qualname: str, created: str, size: int = 1000) -> RunRecord:

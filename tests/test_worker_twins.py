@@ -18,7 +18,7 @@ from kernelscope.analysis.trace_model import load_trace
 from kernelscope.engine import launcher
 from kernelscope.worker import worker_source
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 COLD_TRACES = sorted(FIXTURES.glob("*/cold.json.gz"))
 RECORDED = [*COLD_TRACES, *sorted(FIXTURES.glob("*/trace.json.gz"))]

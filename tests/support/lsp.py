@@ -12,9 +12,9 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-WORKLOADS = Path(__file__).parent / "workloads"
+from support import WORKLOADS
+
 SERVER = [sys.executable, "-m", "kernelscope", "serve"]
-FAST = {"device": "cpu", "schedule": {"wait": 0, "warmup": 1, "active": 1}}
 FAST = {"device": "cpu", "schedule": {"wait": 0, "warmup": 1, "active": 1}}
 
 
