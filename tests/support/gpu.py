@@ -17,5 +17,5 @@ def cuda_available() -> bool:
 NEEDS_GPU = pytest.mark.skipif(
     not cuda_available(),
     reason="needs a CUDA GPU (none here); the GPU path is covered by the recorded H200 "
-    "fixtures in test_gpu_fixtures.py",
+    "fixtures in tests/unit/test_gpu_fixtures.py",
 )

@@ -20,9 +20,9 @@ from kernelscope.analysis.peaks import (
 )
 from kernelscope.analysis.trace_model import load_trace
 
-from support import FIXTURES
+from support import FIXTURES, REPO_ROOT
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "findings.md"
+DOCS = REPO_ROOT / "docs" / "findings.md"
 
 
 def h200_measured() -> Peaks:

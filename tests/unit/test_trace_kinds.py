@@ -25,6 +25,7 @@ from kernelscope.findings import Finding
 from kernelscope.report.build import analyze_trace
 from kernelscope.report.schema import TraceAnalysis
 
+from support import REPO_ROOT
 from support.traces import (
     ANNOTATED,
     BF16,
@@ -42,8 +43,6 @@ from support.traces import (
     step,
     write,
 )
-
-REPO = Path(__file__).resolve().parent.parent
 
 # -- helpers ---------------------------------------------------------------------------------------
 
@@ -388,7 +387,7 @@ def kernelscope(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
         check=False,
         capture_output=True,
         text=True,
-        cwd=REPO,
+        cwd=REPO_ROOT,
         env=env,
         timeout=120,
     )

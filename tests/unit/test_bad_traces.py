@@ -25,10 +25,10 @@ from kernelscope.analysis.trace_model import TraceError, decode_trace
 from kernelscope.render.text import render_trace_analysis
 from kernelscope.report.build import analyze_trace
 
+from support import REPO_ROOT
 from support.traces import ANNOTATED, ROCM, TWO_STREAMS, doc, dumps, gpu, launch, op, span, step
 
-REPO = Path(__file__).resolve().parent.parent
-FIXTURE = REPO / "fixtures" / "matmul_add_64" / "trace.json.gz"
+FIXTURE = REPO_ROOT / "fixtures" / "matmul_add_64" / "trace.json.gz"
 FUZZ = settings(
     max_examples=int(os.environ.get("KS_FUZZ_EXAMPLES", "200")),  # more for a long hunt
     deadline=None,
@@ -42,7 +42,7 @@ def kernelscope(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         check=False,
         capture_output=True,
         text=True,
-        cwd=REPO,
+        cwd=REPO_ROOT,
         env={**os.environ, "XDG_CACHE_HOME": str(path.parent / "cache")},
         timeout=120,
     )

@@ -27,8 +27,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-EXT = REPO / "editor-client" / "vscode"
+from support import REPO_ROOT
+
+EXT = REPO_ROOT / "editor-client" / "vscode"
 SCRIPT = EXT / "e2e" / "ci-e2e.sh"
 SHOTS = EXT / "e2e" / "out" / "shots"
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -72,7 +73,7 @@ def build_vsix() -> Path:
     if is_fresh(vsix):
         return vsix
     make = subprocess.run(
-        ["make", "vsix"], cwd=REPO, capture_output=True, text=True, timeout=600, check=False
+        ["make", "vsix"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False
     )
     log = make.stdout + make.stderr
     if make.returncode != 0:
@@ -111,7 +112,7 @@ def test_vscode_extension_end_to_end(tmp_path: Path) -> None:
     # Its own process group: on a timeout the script's TERM trap stops code-server and the rest.
     proc = subprocess.Popen(
         ["bash", str(SCRIPT), str(vsix), sys.executable, str(tmp_path / "work")],
-        cwd=REPO,
+        cwd=REPO_ROOT,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

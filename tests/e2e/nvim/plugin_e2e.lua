@@ -1,5 +1,5 @@
 -- Headless Neovim driving `kernelscope serve` through the plugin in editor-client/nvim (run by
--- tests/test_nvim_plugin.py, with `--cmd "set rtp+=<repo>/editor-client/nvim"`).
+-- tests/e2e/nvim/test_nvim_plugin.py, with `--cmd "set rtp+=<repo>/editor-client/nvim"`).
 --
 -- Env: E2E_PYTHON (the interpreter that runs `-m kernelscope serve`), E2E_FILE (a Python file in
 -- a project), E2E_FUNC (the function to profile), E2E_OUT (the JSON written with everything

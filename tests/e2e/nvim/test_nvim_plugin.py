@@ -1,6 +1,6 @@
 """The Neovim plugin (editor-client/nvim) in a real headless Neovim, on CPU.
 
-tests/nvim/plugin_e2e.lua loads the plugin with `--cmd "set rtp+=editor-client/nvim"`, calls
+tests/e2e/nvim/plugin_e2e.lua loads the plugin with `--cmd "set rtp+=editor-client/nvim"`, calls
 `require("kernelscope").setup(...)`, edits a copy of tests/workloads/three_lines.py and drives the
 plugin's commands (:KernelscopeProfile, :KernelscopeOpenTrace with vim.ui.open intercepted,
 :KernelscopeReport, :KernelscopeCancel, :checkhealth kernelscope); it writes what it saw as JSON.
@@ -30,7 +30,7 @@ import pytest
 from support import REPO_ROOT, WORKLOADS
 
 PLUGIN = REPO_ROOT / "editor-client" / "nvim"
-DRIVER = Path(__file__).parent / "nvim" / "plugin_e2e.lua"
+DRIVER = Path(__file__).parent / "plugin_e2e.lua"
 RUN_LIMIT_S = 60  # `timeout` kills Neovim (and the server it started) after this
 PERFETTO = "https://ui.perfetto.dev/#!/?url=http://127.0.0.1:9001/"
 DEBIAN_NVIM = Path("/usr/bin/nvim")

@@ -31,8 +31,9 @@ from kernelscope.analysis.trace_model import (  # pyright: ignore[reportPrivateU
 from kernelscope.analysis.trace_stream import Chunk, EventPieces, NotStreamable, file_chunks
 from kernelscope.cli.progress import ReadingBar
 
-REPO = Path(__file__).resolve().parent.parent
-FIXTURE = REPO / "fixtures" / "syncs" / "trace.json.gz"
+from support import REPO_ROOT
+
+FIXTURE = REPO_ROOT / "fixtures" / "syncs" / "trace.json.gz"
 RAW_EVENTS = msgspec.json.Decoder(list[msgspec.Raw])
 
 
@@ -187,7 +188,7 @@ def test_a_gzip_that_inflates_past_memory_is_stopped_in_time(tmp_path: Path) -> 
         for _ in range((1536 << 20) // len(block)):
             f.write(middle)
         f.write(gzip.compress(b"]}"))
-    env = os.environ | {"PYTHONPATH": str(REPO / "server")}
+    env = os.environ | {"PYTHONPATH": str(REPO_ROOT / "server")}
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(_UNDER_LIMIT), str(path)],
         check=False, capture_output=True, text=True, timeout=300, env=env,
