@@ -1,25 +1,18 @@
 """The batch-doubling test: the classifier on the recorded H200 MLP runs and on hand-made
-series, the PNG and terminal charts, and live CPU runs of tests/workloads/three_lines.py."""
+series, and the PNG and terminal charts (live CPU runs: tests/integration/test_scaling_live.py)."""
 
 from __future__ import annotations
 
-import argparse
 import json
-import struct
-import zlib
-from pathlib import Path
 
 import pytest
 
 from kernelscope.analysis.scaling import ScalePoint, classify, points_from_times
-from kernelscope.app.scale import ScaleFailed, check_factors, run_scaling
-from kernelscope.cli.scale import add_scale_parser, run_scale
-from kernelscope.engine.launcher import Launcher, WorkerProcess
-from kernelscope.engine.targets import load_target
-from kernelscope.protocol import JobProgress
-from kernelscope.render.plot import IDEAL, KNEE, MEASURED, PNG_SIGNATURE, render_png, text_chart
+from kernelscope.app.scale import check_factors
+from kernelscope.render.plot import IDEAL, KNEE, MEASURED, render_png, text_chart
 
-from support import FIXTURES, WORKLOADS
+from support import FIXTURES
+from support.png import decode_png
 
 
 def recorded(width: int, timing: str = "unprofiled") -> list[ScalePoint]:
@@ -122,31 +115,6 @@ def test_points_and_factors() -> None:
 # --- charts ---------------------------------------------------------------------------------
 
 
-def decode_png(data: bytes) -> tuple[int, int, bytes]:
-    """Width, height and the RGB rows (filter bytes removed) of an 8-bit RGB PNG."""
-    assert data[:8] == PNG_SIGNATURE
-    pos, idat, size, kind = 8, b"", (0, 0), b""
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos : pos + 4])
-        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
-        (crc,) = struct.unpack(">I", data[pos + 8 + length : pos + 12 + length])
-        assert crc == zlib.crc32(kind + body)
-        if kind == b"IHDR":
-            width, height, depth, color = struct.unpack(">IIBB", body[:10])
-            assert (depth, color) == (8, 2)
-            size = (width, height)
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + length
-    assert kind == b"IEND"
-    width, height = size
-    raw = zlib.decompress(idat)
-    stride = 1 + 3 * width
-    assert len(raw) == stride * height
-    assert all(raw[y * stride] == 0 for y in range(height))
-    return width, height, b"".join(raw[y * stride + 1 : (y + 1) * stride] for y in range(height))
-
-
 def count(rgb: bytes, color: tuple[int, int, int]) -> int:
     return sum(1 for i in range(0, len(rgb), 3) if tuple(rgb[i : i + 3]) == color)
 
@@ -176,106 +144,3 @@ def test_text_chart() -> None:
     assert chart[0].rstrip().endswith("▄▄▄▄")  # only the largest factor reaches the top row
     flat = text_chart(recorded(64)[:4]).splitlines()
     assert all(set(row.split()[-1]) <= {"│"} for row in flat[1:4])  # empty upper rows
-
-
-# --- live CPU runs ------------------------------------------------------------------------
-
-
-async def test_run_scaling_on_one_warm_worker(tmp_path: Path) -> None:
-    target = load_target(f"{WORKLOADS}/three_lines.py::sized")
-    launcher = Launcher()
-    workers: set[int] = set()
-    seen: list[tuple[int, JobProgress]] = []
-
-    def on_progress(factor: int, msg: JobProgress) -> None:
-        seen.append((factor, msg))
-        worker: WorkerProcess | None = launcher.worker
-        assert worker is not None
-        workers.add(id(worker))
-
-    try:
-        points = await run_scaling(
-            target, [4, 1, 2], launcher, "cpu", 60.0, on_progress, trace_dir=tmp_path
-        )
-        # a provider without batch_size: the worker's missing_inputs, on the same worker
-        no_batch = load_target(f"{WORKLOADS}/three_lines.py::Scaler.scale")
-        with pytest.raises(ScaleFailed) as info:
-            await run_scaling(
-                no_batch, [1, 2], launcher, "cpu", 60.0, on_progress, trace_dir=tmp_path
-            )
-    finally:
-        await launcher.close()
-    assert [(p.factor, p.batch_size) for p in points] == [(1, 1), (2, 2), (4, 4)]
-    assert all(p.us_per_call > 0 and p.method == "perf_counter" for p in points)
-    assert points[1].growth == pytest.approx(points[1].us_per_call / points[0].us_per_call)
-    assert points[2].us_per_item == pytest.approx(points[2].us_per_call / 4)
-    assert points[0].device_type == "cpu"
-    assert len({p.trace_path for p in points}) == 3
-    assert {f for f, _ in seen} == {1, 2, 4}
-    assert len(workers) == 1
-    classify(points)  # CPU timings of a tiny op are noise; any verdict will do
-
-    failure = info.value.failure
-    assert failure.kind == "missing_inputs"
-    assert "Scaler_scale_inputs() takes no batch_size" in failure.message
-    assert failure.path and failure.path.endswith("three_lines.py") and failure.line
-    assert (info.value.factor, info.value.points) == (1, [])
-
-
-async def test_no_provider_fails_before_any_job(tmp_path: Path) -> None:
-    target = load_target(f"{WORKLOADS}/three_lines.py::three_lines")
-    launcher = Launcher()
-    with pytest.raises(ScaleFailed) as info:
-        await run_scaling(target, [1, 2], launcher, "cpu", 60.0, None, trace_dir=tmp_path)
-    assert launcher.worker is None  # nothing was started
-    failure = info.value.failure
-    assert failure.kind == "missing_inputs"
-    assert "three_lines_inputs(batch_size" in failure.message
-    assert failure.line == 4
-    assert failure.hint and "def three_lines_inputs(batch_size" in failure.hint
-
-
-# --- the CLI subcommand -------------------------------------------------------------------
-
-
-def scale(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="kernelscope")
-    add_scale_parser(parser.add_subparsers(dest="command", required=True))
-    return run_scale(parser.parse_args(["scale", *argv]))
-
-
-def test_cli_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    png = tmp_path / "sized.png"
-    spec = f"{WORKLOADS}/three_lines.py::sized"
-    status = scale(spec, "--device", "cpu", "--factors", "1,2", "--png", str(png), "--json")
-    out = capsys.readouterr()
-    assert status == 0, out.err
-    result = json.loads(out.out)  # exactly one object
-    assert set(result) == {"function", "device", "points", "verdict", "png"}
-    assert result["function"]["qualname"] == "sized"
-    assert result["device"]["type"] == "cpu"
-    assert [p["factor"] for p in result["points"]] == [1, 2]
-    assert {"shape", "bound", "knee_factor", "summary"} <= set(result["verdict"])
-    assert result["png"] == str(png)
-    decode_png(png.read_bytes())
-
-
-def test_cli_text_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    png = tmp_path / "chart.png"
-    spec = f"{WORKLOADS}/three_lines.py::sized"
-    assert scale(spec, "--device", "cpu", "--factors", "1,2", "--png", str(png)) == 0
-    out = capsys.readouterr().out
-    for text in ("factor  batch  per call  per item  growth", "×2", "verdict   ", "chart  "):
-        assert text in out
-    assert png.is_file()
-
-    assert scale(f"{WORKLOADS}/three_lines.py::three_lines", "--json") == 1  # no provider
-    error = json.loads(capsys.readouterr().out)["error"]
-    assert error["kind"] == "missing_inputs"
-    assert "three_lines_inputs(batch_size" in error["message"]
-
-    assert scale(f"{WORKLOADS}/nowhere.py::f", "--json") == 2
-    assert json.loads(capsys.readouterr().out)["error"]["kind"] == "usage"
-    with pytest.raises(SystemExit) as exit_info:
-        scale(spec, "--factors", "1")
-    assert exit_info.value.code == 2
