@@ -115,6 +115,19 @@ ANNOTATED = doc(
 )
 
 
+# Two 100 µs steps of CPU work, no GPU event, no deviceProperties → host. A call is what a
+# step encloses, from its first op to its last: [5, 90] and [105, 190], 85 µs each.
+CPU_ONLY = doc(
+    step(1, 0.0, 100.0),
+    op("aten::mm", 5.0, 60.0, 2, *MM),
+    op("aten::add", 70.0, 20.0, 3, ([64, 32], F32), ([64, 32], F32)),
+    step(2, 100.0, 100.0),
+    op("aten::mm", 105.0, 60.0, 4, *MM),
+    op("aten::add", 170.0, 20.0, 5, ([64, 32], F32), ([64, 32], F32)),
+    span("python_function", "train.py(3): step", 0.0, 200.0),
+)
+
+
 # One 100 µs step. aten::mm's kernel runs on stream 7 over [20, 60], aten::mul's on stream 9
 # over [40, 80]: 80 µs of kernels but only 60 µs busy (the union). A cudaStreamSynchronize
 # ends the step, inside train.py's step() (def line 12). The call spans the step's ops,

@@ -1,14 +1,11 @@
 """`analyze` on every kind of trace: no steps, CPU only, several streams or GPUs, ROCm, driver
 launches. Each trace is a small hand-built Kineto document whose numbers are worked out by
-hand in the comments; the analysis must find exactly them.
+hand in the comments; the analysis must find exactly them. (`kernelscope analyze` on them:
+tests/integration/test_cli_analyze.py.)
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,12 +22,11 @@ from kernelscope.findings import Finding
 from kernelscope.report.build import analyze_trace
 from kernelscope.report.schema import TraceAnalysis
 
-from support import REPO_ROOT
 from support.traces import (
     ANNOTATED,
     BF16,
+    CPU_ONLY,
     F32,
-    MM,
     MM_BYTES,
     MM_FLOPS,
     ROCM,
@@ -170,17 +166,7 @@ def test_no_host_ops_at_all_uses_the_gpu_span(tmp_path: Path) -> None:
 
 # -- (b) CPU only ----------------------------------------------------------------------------------
 
-# Two 100 µs steps of CPU work, no GPU event, no deviceProperties → host. A call is what a
-# step encloses, from its first op to its last: [5, 90] and [105, 190], 85 µs each.
-CPU_ONLY = doc(
-    step(1, 0.0, 100.0),
-    op("aten::mm", 5.0, 60.0, 2, *MM),
-    op("aten::add", 70.0, 20.0, 3, ([64, 32], F32), ([64, 32], F32)),
-    step(2, 100.0, 100.0),
-    op("aten::mm", 105.0, 60.0, 4, *MM),
-    op("aten::add", 170.0, 20.0, 5, ([64, 32], F32), ([64, 32], F32)),
-    span("python_function", "train.py(3): step", 0.0, 200.0),
-)
+# CPU_ONLY (support/traces.py, with its numbers worked out): two steps of CPU work only.
 
 
 def test_cpu_only_trace_is_host_bound(tmp_path: Path) -> None:
@@ -375,72 +361,3 @@ def test_a_large_trace_is_analyzed_in_linear_time(tmp_path: Path) -> None:
     assert len(tl.gaps) == n - 1 and tl.gaps[0].cpu_ops == ("aten::mul",)
     assert {f.line for f in a.findings if f.code == "KS301"} == set(range(1, 51, 5))
     assert code(a, "KS401").evidence["gaps"] == n - 1
-
-
-# -- the CLI ---------------------------------------------------------------------------------------
-
-
-def kernelscope(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
-    return subprocess.run(
-        [sys.executable, "-m", "kernelscope", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        env=env,
-        timeout=120,
-    )
-
-
-def check_schema(data: dict[str, Any]) -> None:
-    verdict = data["verdict"]
-    assert {"bound", "gpu_busy_fraction", "achieved_tflops", "achieved_gbps", "summary"} <= set(
-        verdict
-    )
-    for f in data["findings"]:
-        assert {"code", "severity", "path", "line", "message"} <= set(f)
-        assert f["path"] is None or isinstance(f["path"], str)
-        assert f["line"] is None or isinstance(f["line"], int)
-    assert "entry_to_first_kernel_us" in data["dead_window"]
-    assert isinstance(data["warnings"], list)
-
-
-def test_cli_json_on_a_cpu_only_trace(tmp_path: Path) -> None:
-    path = write(tmp_path / "cpu.json.gz", CPU_ONLY, compress=True)
-    done = kernelscope("analyze", str(path), "--json", cache=tmp_path / "cache")
-    assert done.returncode == 0, done.stderr
-    assert done.stderr == ""
-    data = json.loads(done.stdout)
-    check_schema(data)
-    assert data["verdict"]["bound"] == "host"
-    assert data["verdict"]["gpu_busy_fraction"] is None
-    assert data["verdict"]["achieved_tflops"] is None
-    assert data["dead_window"]["entry_to_first_kernel_us"] is None
-    assert [f["code"] for f in data["findings"]] == ["KS104"]
-    assert data["steps"] == 2
-
-
-def test_cli_json_on_a_rocm_trace(tmp_path: Path) -> None:
-    path = write(tmp_path / "rocm.json", ROCM)
-    done = kernelscope("analyze", str(path), "--json", cache=tmp_path / "cache")
-    assert done.returncode == 0, done.stderr
-    data = json.loads(done.stdout)
-    check_schema(data)
-    v = data["verdict"]
-    assert v["bound"] == "compute"
-    assert v["gpu_busy_fraction"] == pytest.approx(2100 / 2180)
-    assert v["achieved_tflops"] == pytest.approx(2 * 8192**3 / 2100 / 1e6)
-    assert v["achieved_gbps"] == pytest.approx(2 * 3 * 8192 * 8192 * 2 / 2100 / 1e3)
-    assert v["summary"].startswith("compute-bound")
-    assert data["device"] == "AMD Instinct MI300X"
-    assert data["dead_window"]["entry_to_first_kernel_us"] == pytest.approx(40.0)
-    assert {f["code"] for f in data["findings"]} == {"KS103", "KS301"}
-
-
-def test_cli_text_on_a_two_stream_trace(tmp_path: Path) -> None:
-    path = write(tmp_path / "two.json", TWO_STREAMS)
-    done = kernelscope("analyze", str(path), cache=tmp_path / "cache")
-    assert done.returncode == 0, done.stderr
-    assert "memory-bound: GPU busy 67%" in done.stdout
-    assert "KS301" in done.stdout
