@@ -29,7 +29,6 @@ from kernelscope.engine.remotes import Remote
 from kernelscope.engine.runner import JobResult
 from kernelscope.report.schema import Report
 
-from support.gpu import NEEDS_GPU
 from support.jobs import failed, ok
 from support.lsp import FAST, open_doc, profile, start, stop
 from support.remote_project import HELPERS, MODEL, Driver, line_of, write_project
@@ -260,26 +259,6 @@ def test_command_kind_without_ssh_passes_argv_as_is(files: Path) -> None:
         d.close()
     assert printed(result, "MARK") == "plain"
     assert not Path(printed(result, "FILE")).is_relative_to(files)
-
-
-@NEEDS_GPU
-def test_a_remote_job_on_the_gpu(files: Path) -> None:
-    plain = Remote("gpu", "command", prefix=("env", "KS_REMOTE_MARK=gpu"), python=sys.executable)
-    d = Driver(Launcher(remote=plain), files)
-    try:
-        result = ok(d.run("forward_gpu", device="cuda"))
-        report = d.report(result, "forward_gpu")
-    finally:
-        d.close()
-    side = result.finished.sidecar
-    assert side.device_type == "cuda" and side.timing.method == "cuda_events"
-    assert side.cold.entry_to_first_kernel_us is not None
-    assert report.runner.remote == "gpu"
-    cube = (str(files / "pkg" / "helpers.py"), line_of(HELPERS, "x @ x @ x @ x"))
-    assert (report.lines[0].path, report.lines[0].line) == cube  # costliest by CUDA time
-    assert report.lines[0].cuda_us > 0
-    assert report.timing.cuda_us_per_step > 0
-    assert Path(report.trace.path).is_relative_to(files / ".kernelscope" / "traces")
 
 
 def test_workdir_through_a_proxyjump_runs_the_copy_there(
