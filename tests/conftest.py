@@ -17,6 +17,21 @@ from support.jobs import LauncherDriver
 from support.lsp import SERVER, capabilities, decode_code_actions_faithfully, make_project
 from support.sshd import Sshd, missing, start_sshd
 
+TESTS = Path(__file__).parent
+FOLDER_MARKS = ("e2e", "gpu")  # every test under tests/e2e/ is `e2e`, under tests/gpu/ `gpu`
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The markers of a test's folder (FOLDER_MARKS), and `ssh` where it uses the sshd fixture."""
+    for item in items:
+        if item.path.is_relative_to(TESTS):
+            folder = item.path.relative_to(TESTS).parts[0]
+            if folder in FOLDER_MARKS:
+                item.add_marker(folder)
+        if "sshd" in item.fixturenames:
+            item.add_marker("ssh")
+
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LauncherDriver]:

@@ -30,6 +30,7 @@ from kernelscope.protocol import ProfileFailed
 from support.jobs import failed, ok
 from support.remote_project import Driver, write_project
 
+pytestmark = pytest.mark.ray
 RAY = Path(sys.executable).with_name("ray")
 
 
