@@ -52,6 +52,6 @@ vsix:
 	cd $(VSCODE_DIR) && npx vsce package --no-dependencies --skip-license --allow-missing-repository \
 		--no-rewrite-relative-links -o kernelscope-$(VSIX_VERSION).vsix
 
-# The extension in real VS Code (code-server + chromium), as tests/test_vscode.py runs it.
+# The extension in real VS Code (code-server + chromium), as tests/e2e/vscode/test_vscode.py runs it.
 vscode-e2e: vsix venv
 	bash $(VSCODE_DIR)/e2e/ci-e2e.sh $(VSCODE_DIR)/kernelscope-$(VSIX_VERSION).vsix $(PY)

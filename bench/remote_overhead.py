@@ -1,6 +1,6 @@
 """A remote worker over loopback ssh against a local one: warm round trip and a 100 MB trace.
 
-Starts the tests' throwaway sshd on 127.0.0.1 (tests/remote/sshd.py) and two warm launchers,
+Starts the tests' throwaway sshd on 127.0.0.1 (tests/support/sshd.py) and two warm launchers,
 one local and one remote (`ssh ks-test`, files shipped, traces sent back), then, side by side:
 
   (a) the warm round trip: the wall time of the same small job (matmul_add, n=64), local
@@ -37,7 +37,7 @@ from kernelscope.engine.targets import Schedule, build_request, load_target
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "bench")]
-from remote.sshd import missing, start_sshd  # noqa: E402
+from support.sshd import missing, start_sshd  # noqa: E402
 
 SMALL = f"{REPO}/fixtures/workloads/matmul_add.py::matmul_add"
 BIG_SOURCE = """import torch

@@ -1,76 +1,36 @@
-"""Shared fixtures: one event loop and one warm launcher per test module."""
+"""Shared fixtures: one event loop and one warm launcher per test module, a language server
+on a throwaway project, a throwaway sshd. What the tests share besides fixtures is in
+tests/support/."""
 
 from __future__ import annotations
 
-import asyncio
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from kernelscope.engine.launcher import Launcher
-from kernelscope.engine.runner import JobFailed, JobResult
-from kernelscope.engine.targets import Schedule, build_request, load_target
-from kernelscope.protocol import JobProgress, ProfileFailed
+from support.jobs import LauncherDriver
+from support.lsp import SERVER, capabilities, decode_code_actions_faithfully, make_project
+from support.sshd import Sshd, missing, start_sshd
 
-from lsp_helpers import SERVER, capabilities, decode_code_actions_faithfully, make_project
-from remote.sshd import Sshd, missing, start_sshd
-
-WORKLOADS = Path(__file__).parent / "workloads"
-REPO_ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = REPO_ROOT / "fixtures"
+TESTS = Path(__file__).parent
+FOLDER_MARKS = ("e2e", "gpu")  # every test under tests/e2e/ is `e2e`, under tests/gpu/ `gpu`
 
 
-def cuda_available() -> bool:
-    """Whether this test process's torch sees a CUDA GPU."""
-    try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
-
-
-NEEDS_GPU = pytest.mark.skipif(
-    not cuda_available(),
-    reason="needs a CUDA GPU (none here); the GPU path is covered by the recorded H200 "
-    "fixtures in test_gpu_fixtures.py",
-)
-
-
-class LauncherDriver:
-    """Runs launcher jobs synchronously on a private event loop."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.launcher = Launcher(python=sys.executable)
-        self.tmp = tmp
-        self.progress: list[JobProgress] = []
-
-    def run(self, spec: str, timeout: float = 60.0, **options: Any) -> JobResult | ProfileFailed:
-        source = options.pop("source", None)
-        options.setdefault("device", "cpu")  # the same results on a GPU host
-        schedule = Schedule(
-            options.pop("wait", 1), options.pop("warmup", 1), options.pop("active", 2)
-        )
-        target = load_target(spec, source=source)
-        request = build_request(target, self.tmp / "traces", schedule, source=source, **options)
-        self.progress = []
-        try:
-            return self.loop.run_until_complete(
-                self.launcher.profile(request, self.progress.append, timeout)
-            )
-        except JobFailed as e:
-            return e.failure
-
-    def close(self) -> None:
-        self.loop.run_until_complete(self.launcher.close())
-        self.loop.close()
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The markers of a test's folder (FOLDER_MARKS), and `ssh` where it uses the sshd fixture."""
+    for item in items:
+        if item.path.is_relative_to(TESTS):
+            folder = item.path.relative_to(TESTS).parts[0]
+            if folder in FOLDER_MARKS:
+                item.add_marker(folder)
+        if "sshd" in item.fixturenames:
+            item.add_marker("ssh")
 
 
 @pytest.fixture(scope="module")
@@ -78,16 +38,6 @@ def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LauncherDriver]
     d = LauncherDriver(tmp_path_factory.mktemp("ks"))
     yield d
     d.close()
-
-
-def ok(result: JobResult | ProfileFailed) -> JobResult:
-    assert isinstance(result, JobResult), f"job failed: {result}"
-    return result
-
-
-def failed(result: JobResult | ProfileFailed) -> ProfileFailed:
-    assert isinstance(result, ProfileFailed), "expected the job to fail"
-    return result
 
 
 @pytest.fixture
@@ -116,7 +66,7 @@ async def client(lsp_client: LanguageClient, project: Path):  # type: ignore[no-
 
 @pytest.fixture(scope="session")
 def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
-    """A throwaway OpenSSH server on 127.0.0.1 (tests/remote/sshd.py); skips without one."""
+    """A throwaway OpenSSH server on 127.0.0.1 (tests/support/sshd.py); skips without one."""
     why = missing()
     if why is not None and os.environ.get("KERNELSCOPE_REQUIRE_SSHD"):
         pytest.fail(f"KERNELSCOPE_REQUIRE_SSHD is set (CI) but {why}")

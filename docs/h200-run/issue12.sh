@@ -5,6 +5,6 @@
 set -u
 out=${1:?OUT}
 export KINETO_LOG_LEVEL=99 PYTHONUNBUFFERED=1
-timeout 200 python3 -m pytest -q -p no:cacheprovider -x tests/test_gpu_live.py -k "not host_bound" 2>&1 | tail -15 > "$out/pytest_gpu_after_house.txt"
+timeout 200 python3 -m pytest -q -p no:cacheprovider -x tests/gpu -k "not host_bound" 2>&1 | tail -15 > "$out/pytest_gpu_after_house.txt"
 timeout 330 python3 docs/h200-run/try_check.py > "$out/try_check.txt" 2>&1
 tail -4 "$out/pytest_gpu_after_house.txt"; cat "$out/try_check.txt"

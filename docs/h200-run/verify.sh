@@ -4,7 +4,7 @@
 set -u
 out=${1:?OUTDIR}
 export KINETO_LOG_LEVEL=99 PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/server:$PWD/tests${PYTHONPATH:+:$PYTHONPATH}"
-timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_live.py -k "host_bound or training or large_matmul" -s 2>&1 | tail -25 > "$out/pytest_gpu_live.txt"
+timeout 150 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_live.py -k "host_bound or training or large_matmul" -s 2>&1 | tail -25 > "$out/pytest_gpu_live.txt"
 for spec in fixtures/workloads/train_mlp.py::train_step fixtures/workloads/transformer.py::prefill \
             fixtures/workloads/untuned.py::llama fixtures/workloads/host_bound.py::many_small; do
   echo "\$ kernelscope profile $spec --device cuda --active 3"

@@ -43,7 +43,7 @@ SHIP_KEEP = 16  # shipped project folders kept on this host, newest first
 MAX_RETURN_BYTES = 150 * 1024 * 1024  # gzip'd traces sent back in one frame
 # Generated code (Inductor's and Triton's caches) is never the user's, even under the project
 GENERATED_CODE = ("/torchinductor_", "/.triton/", "/triton/cache", "<eval_with_key>")
-# Twins of server-side names this program cannot import (tests/test_worker_twins.py):
+# Twins of server-side names this program cannot import (tests/unit/test_worker_twins.py):
 CALL_RANGE = "ks:call"  # kernelscope.analysis.calls.CALL_RANGE
 COLD_RANGE = "ks:cold"  # what kernelscope.analysis.checks looks up in the cold trace
 TIMING_WORKER_ENV = "KERNELSCOPE_TIMING_WORKER"  # kernelscope.engine.launcher

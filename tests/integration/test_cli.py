@@ -1,0 +1,200 @@
+"""The CLI as a user runs it: `kernelscope profile ... --json` and the human report, on CPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from support import REPO_ROOT, WORKLOADS
+
+KEYS = {
+    "function": {"path", "qualname", "line"},
+    "device": {"type", "name"},
+    "runner": {"remote", "host", "python", "torch"},
+    "steps": {"wait", "warmup", "active"},
+    "timing": {"cpu_us_per_step", "cuda_us_per_step", "wall_us_per_step", "unprofiled_us_per_call"},
+    "dead_window": {"first_call_us", "entry_to_first_kernel_us"},
+    "trace": {"path"},
+}
+
+
+def kernelscope(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if args and args[0] == "profile" and "--device" not in args:
+        args = (*args, "--device", "cpu")  # the same results on a GPU host
+    return subprocess.run(
+        [sys.executable, "-m", "kernelscope", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=180,
+    )
+
+
+def test_profile_json_has_the_documented_schema() -> None:
+    proc = kernelscope(
+        "profile",
+        f"{WORKLOADS}/three_lines.py::three_lines",
+        "--json",
+        "--wait",
+        "0",
+        "--warmup",
+        "1",
+        "--active",
+        "3",
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)  # exactly one JSON object
+    for key, fields in KEYS.items():
+        assert fields <= set(report[key]), (key, report[key])
+    assert report["function"] == {
+        "path": str(WORKLOADS / "three_lines.py"),
+        "qualname": "three_lines",
+        "line": 4,
+    }
+    assert report["steps"] == {"wait": 0, "warmup": 1, "active": 3}
+    assert report["device"]["type"] == "cpu"
+    assert report["runner"]["remote"] is None
+    op = next(o for o in report["ops"] if o["name"] == "aten::mm")
+    assert {"name", "calls", "self_cpu_us", "cpu_total_us", "self_cuda_us", "cuda_total_us"} <= set(
+        op
+    )
+    assert op["calls"] == 3 * 3  # three matmuls per call, three active steps
+    top = report["lines"][0]
+    assert {"path", "line", "self_cpu_us", "cpu_total_us", "cuda_us"} <= set(top)
+    assert top["line"] == 6
+    assert Path(report["trace"]["path"]).is_file()
+    assert report["timing"]["unprofiled_us_per_call"] > 0
+    assert report["verdict"]["bound"] == "host"
+    assert {"bound", "gpu_busy_fraction", "achieved_tflops", "achieved_gbps", "summary"} <= set(
+        report["verdict"]
+    )
+    assert any(f["code"] == "KS104" for f in report["findings"])
+
+
+def test_noisy_function_still_gives_valid_json() -> None:
+    proc = kernelscope("profile", f"{WORKLOADS}/failures.py::noisy", "--json", "--active", "1")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    assert "hello from a subprocess" in report["output"]
+    assert report["output_truncated"] is True
+
+
+def test_human_report_has_tables_and_trace_path() -> None:
+    proc = kernelscope("profile", f"{WORKLOADS}/three_lines.py::three_lines", "--active", "2")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for words in (
+        "kernelscope · three_lines",
+        "ops (totals over 2 active steps)",
+        "aten::mm",
+        "costliest lines",
+        "b = a @ a @ a @ a",
+        "cold call",
+        "unprofiled",
+        "trace",
+    ):
+        assert words in out, words
+    assert "active 2/5" not in proc.stderr  # progress goes to stderr, with the real counts
+    assert "line attribution" in proc.stderr
+
+
+def test_verbose_report_and_json_give_every_stage_in_order() -> None:
+    spec = f"{WORKLOADS}/three_lines.py::three_lines"
+    text = kernelscope("profile", spec, "--active", "2", "-v")
+    assert text.returncode == 0, text.stderr
+    line = next(ln for ln in text.stdout.splitlines() if ln.startswith("stages"))
+    names = ["worker start", "import", "inputs", "cold", "timing", "schedule", "export"]
+    names += ["lines", "analysis"]  # a CPU call is not timed again in a clean worker
+    positions = [line.index(f"{name} ") for name in names]
+    assert positions == sorted(positions), line
+    data = json.loads(kernelscope("profile", spec, "--active", "2", "--json").stdout)
+    assert list(data["stages_s"]) == names
+    assert all(seconds >= 0 for seconds in data["stages_s"].values())
+    assert data["stages_s"]["worker start"] > 0.1  # a fresh CLI starts its worker
+
+
+def test_user_error_is_short_and_has_no_kernelscope_traceback() -> None:
+    proc = kernelscope("profile", f"{WORKLOADS}/failures.py::raises")
+    assert proc.returncode == 1
+    assert "ValueError: bad shape (3,)" in proc.stderr
+    assert "failures.py:10" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_missing_inputs_hint_is_a_provider_stub() -> None:
+    proc = kernelscope("profile", f"{WORKLOADS}/three_lines.py::needs_inputs")
+    assert proc.returncode == 1
+    assert 'def needs_inputs_inputs(batch_size: int = 1, device: str = "cpu"):' in proc.stderr
+    assert "x = torch.randn(" in proc.stderr and "k = 1" in proc.stderr
+
+
+def test_json_error_object_for_failures() -> None:
+    proc = kernelscope("profile", f"{WORKLOADS}/three_lines.py::needs_inputs", "--json")
+    assert proc.returncode == 1
+    error = json.loads(proc.stdout)["error"]
+    assert error["kind"] == "missing_inputs"
+    assert error["line"] == 33
+    compile(error["hint"], "stub", "exec")
+
+
+def test_analyze_replays_a_recorded_gpu_run() -> None:
+    trace = REPO_ROOT / "fixtures" / "matmul_add_8192" / "trace.json.gz"
+    proc = kernelscope("analyze", str(trace), "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["function"]["qualname"] == "matmul_add"
+    assert report["verdict"]["bound"] == "compute"
+    assert report["dead_window"]["entry_to_first_kernel_us"] > 10_000
+    bare = json.loads(kernelscope("analyze", str(trace), "--json", "--trace-only").stdout)
+    assert bare["verdict"]["bound"] == "compute"
+    assert bare["dead_window"]["entry_to_first_kernel_us"] < 1_000  # first warm step
+    human = kernelscope("analyze", str(trace)).stdout
+    assert "verdict     compute-bound" in human
+
+
+def test_calibrate_without_a_gpu_says_so() -> None:
+    proc = kernelscope("calibrate", "--device", "cpu")
+    assert proc.returncode == 1
+    assert "calibrate measures GPU ceilings" in proc.stderr
+
+
+def test_usage_errors_exit_2() -> None:
+    for args in (
+        ["profile", "no_colons.py"],
+        ["profile", "missing.py::f"],
+        ["profile", f"{WORKLOADS}/three_lines.py::f", "--active", "0"],
+        ["profile", f"{WORKLOADS}/three_lines.py::f", "--timeout", "-1"],
+    ):
+        proc = kernelscope(*args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stderr.startswith(("kernelscope:", "usage:")), proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
+def test_missing_interpreter_is_a_clear_error() -> None:
+    proc = kernelscope(
+        "profile", f"{WORKLOADS}/three_lines.py::three_lines", "--python", "/nonexistent/python3"
+    )
+    assert proc.returncode == 1
+    assert "cannot start /nonexistent/python3" in proc.stderr
+
+
+def test_interpreter_without_torch_is_a_clear_error(tmp_path: Path) -> None:
+    venv = tmp_path / "notorch"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    proc = kernelscope(
+        "profile",
+        f"{WORKLOADS}/three_lines.py::three_lines",
+        "--python",
+        str(venv / "bin" / "python"),
+    )
+    assert proc.returncode == 1
+    assert "torch is not importable" in proc.stderr
+    assert "pip install torch" in proc.stderr

@@ -1,0 +1,176 @@
+"""The worker through the launcher: inputs, lines, timings, unsaved buffers, device choice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelscope.analysis.trace_model import load_trace
+from kernelscope.engine.runner import JobResult
+
+from support import WORKLOADS
+from support.gpu import cuda_available
+from support.jobs import LauncherDriver, failed, ok
+
+THREE = WORKLOADS / "three_lines.py"
+
+
+def test_three_lines_matmul_line_is_costliest(driver: LauncherDriver) -> None:
+    result = ok(driver.run(f"{THREE}::three_lines"))
+    side = result.finished.sidecar
+    by_line = {s.line: s for s in side.lines if s.path == str(THREE)}
+    assert set(by_line) >= {5, 6, 7}
+    assert by_line[6].self_cpu_us > by_line[5].self_cpu_us
+    assert by_line[6].self_cpu_us > by_line[7].self_cpu_us
+    assert "aten::matmul" in by_line[6].top_ops
+    assert side.function_line == 4
+    assert side.device_type == "cpu"
+    assert (side.wait, side.warmup, side.active) == (1, 1, 2)
+
+
+def test_trace_and_cold_trace_are_written(driver: LauncherDriver) -> None:
+    result = ok(driver.run(f"{THREE}::three_lines"))
+    assert Path(result.finished.trace_path).stat().st_size > 0
+    assert result.finished.trace_path.endswith(".pt.trace.json.gz")
+    cold = result.finished.sidecar.cold
+    assert cold.trace_path and Path(cold.trace_path).is_file()
+    assert cold.first_call_us > 0
+    assert cold.entry_to_first_kernel_us is None  # no GPU here
+
+
+def test_unprofiled_timing_is_reported(driver: LauncherDriver) -> None:
+    timing = ok(driver.run(f"{THREE}::three_lines")).finished.sidecar.timing
+    assert timing.method == "perf_counter"
+    assert timing.reps >= 5
+    assert len(timing.samples_us) == min(timing.reps, 200)
+    assert timing.us_per_call > 0
+
+
+def traced_ops(result: JobResult) -> set[str]:
+    """The aten ops in a finished job's trace."""
+    return {op.name for op in load_trace(result.finished.trace_path).cpu_ops}
+
+
+def test_callee_lines_in_the_project_are_attributed(driver: LauncherDriver) -> None:
+    side = ok(driver.run(f"{THREE}::helper_calls")).finished.sidecar
+    by_line = {s.line: s for s in side.lines}
+    # line 13 calls square(); its total includes line 18 (the matmul inside square)
+    assert 18 in by_line
+    assert by_line[13].cpu_total_us >= by_line[18].cpu_total_us
+    assert by_line[13].self_cpu_us < by_line[13].cpu_total_us
+
+
+def test_method_with_instance_from_provider(driver: LauncherDriver) -> None:
+    side = ok(driver.run(f"{THREE}::Scaler.scale")).finished.sidecar
+    assert any(s.line == 26 for s in side.lines)
+
+
+def test_provider_dict_form_and_batch_size(driver: LauncherDriver) -> None:
+    result = ok(driver.run(f"{THREE}::sized", batch_size=4))
+    assert "aten::sum" in traced_ops(result)
+
+
+def test_batch_size_needs_a_provider_parameter(driver: LauncherDriver) -> None:
+    f = failed(driver.run(f"{THREE}::Scaler.scale", batch_size=2))
+    assert f.kind == "missing_inputs"
+    assert "batch_size" in f.message
+
+
+def test_pyproject_inputs_mapping(driver: LauncherDriver) -> None:
+    result = ok(driver.run(f"{WORKLOADS}/mapped/pkg/model.py::forward"))
+    assert "aten::mul" in traced_ops(result)
+
+
+def test_unsaved_source_is_profiled_as_the_editor_has_it(driver: LauncherDriver) -> None:
+    source = THREE.read_text().replace("b = a @ a @ a @ a", "b = a.cos()")
+    side = ok(driver.run(f"{THREE}::three_lines", source=source)).finished.sidecar
+    by_line = {s.line: s for s in side.lines}
+    assert "aten::cos" in by_line[6].top_ops
+
+
+def test_user_modules_are_reimported_fresh(driver: LauncherDriver, tmp_path: Path) -> None:
+    mod = tmp_path / "fresh.py"
+    mod.write_text("import torch\n\ndef f():\n    return torch.ones(2).sum()\n")
+    ok(driver.run(f"{mod}::f"))
+    mod.write_text("import torch\n\ndef f():\n    return torch.ones(2).cos()\n")
+    assert "aten::cos" in traced_ops(ok(driver.run(f"{mod}::f")))
+
+
+def test_progress_stages_in_order(driver: LauncherDriver) -> None:
+    ok(driver.run(f"{THREE}::three_lines"))
+    stages = [p.stage for p in driver.progress]
+    first = {s: stages.index(s) for s in dict.fromkeys(stages)}
+    order = ["import", "inputs", "cold", "timing", "wait", "warmup", "active", "export", "lines"]
+    assert [s for s in order if s in first] == order
+    assert [first[s] for s in order] == sorted(first[s] for s in order)
+
+
+@pytest.mark.skipif(cuda_available(), reason="this host has a CUDA GPU: no error to provoke")
+def test_cuda_request_without_gpu_is_a_clear_error(driver: LauncherDriver) -> None:
+    f = failed(driver.run(f"{THREE}::three_lines", device="cuda"))
+    assert f.kind == "no_cuda"
+    f = failed(driver.run(f"{THREE}::three_lines", device="tpu"))
+    assert f.kind == "bad_device"
+
+
+def test_worker_is_reused_between_jobs(driver: LauncherDriver) -> None:
+    first = ok(driver.run(f"{THREE}::three_lines")).ready.pid
+    second = ok(driver.run(f"{THREE}::three_lines")).ready.pid
+    assert first == second
+
+
+def test_a_provider_that_takes_device_gets_its_values_as_returned(driver: LauncherDriver) -> None:
+    result = ok(driver.run(f"{WORKLOADS}/placement.py::kept", line_pass=False))
+    assert "moves=0" in result.finished.output
+
+
+def test_a_provider_without_device_has_its_values_moved(driver: LauncherDriver) -> None:
+    result = ok(driver.run(f"{WORKLOADS}/placement.py::moved", line_pass=False))
+    assert "moves=1" in result.finished.output
+
+
+def test_stage_timings_and_timing_spread_in_the_sidecar(driver: LauncherDriver) -> None:
+    side = ok(driver.run(f"{THREE}::three_lines")).finished.sidecar
+    assert list(side.stages_s) == [
+        "import",
+        "inputs",
+        "cold",
+        "timing",
+        "schedule",
+        "export",
+        "lines",
+    ]
+    assert all(s >= 0 for s in side.stages_s.values())
+    t = side.timing
+    assert t.p10_us is not None and t.p90_us is not None
+    assert t.p10_us <= t.us_per_call <= t.p90_us
+    assert t.gpu is None  # CPU job: no NVML sampling
+
+
+def test_host_bound_calls_are_timed_again_in_a_worker_that_never_profiled(
+    driver: LauncherDriver,
+) -> None:
+    """Timed again (as host-bound GPU calls are; "always" here, on CPU): the unprofiled
+    timing comes from the clean worker, with the profiling worker's figure kept beside it."""
+    driver.launcher.clean_timing = "always"
+    try:
+        side = ok(driver.run(f"{THREE}::three_lines", line_pass=False)).finished.sidecar
+    finally:
+        driver.launcher.clean_timing = "auto"
+    t = side.timing
+    assert t.process == "clean worker"
+    assert t.profiling_worker_us_per_call is not None and t.profiling_worker_us_per_call > 0
+    assert t.method == "perf_counter" and t.reps >= 5
+    timer = driver.launcher._timer  # pyright: ignore[reportPrivateUsage]
+    assert timer is not None and timer.pid != driver.launcher.worker.pid  # type: ignore[union-attr]
+    stages = [p.stage for p in driver.progress]
+    assert stages[-1] == "clean_timing"
+
+
+def test_a_cpu_call_is_timed_once_where_it_was_profiled(driver: LauncherDriver) -> None:
+    """Without CUPTI the profiler leaves no slowdown behind: no second worker for CPU jobs."""
+    assert driver.launcher.clean_timing == "auto"
+    result = ok(driver.run(f"{THREE}::three_lines", line_pass=False))
+    assert result.finished.sidecar.timing.process == "profiling worker"
+    assert "clean timing" not in result.stages_s

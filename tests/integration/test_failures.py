@@ -1,0 +1,128 @@
+"""Every bad input gets a clear error naming the user's file and line; the next job still works."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelscope.engine.targets import TargetError, load_target
+
+from support import WORKLOADS
+from support.jobs import LauncherDriver, failed, ok
+
+FAIL = WORKLOADS / "failures.py"
+GOOD = f"{WORKLOADS}/three_lines.py::cpu_sync"
+
+
+def _next_job_works(driver: LauncherDriver) -> None:
+    ok(driver.run(GOOD))
+
+
+@pytest.mark.parametrize(
+    ("spec", "kind", "line", "words"),
+    [
+        (f"{FAIL}::raises", "user_exception", 10, "ValueError: bad shape (3,)"),
+        (f"{FAIL}::interrupted", "keyboard_interrupt", 27, "KeyboardInterrupt"),
+        (f"{FAIL}::sys_exit", "exit", 31, "SystemExit: 4"),
+        (f"{FAIL}::oom", "cuda_oom", 36, "OutOfMemoryError"),
+        (f"{FAIL}::reads_stdin", "user_exception", 49, "EOFError"),
+        (f"{FAIL}::exits", "exit", 14, "os._exit(7)"),
+        (f"{FAIL}::segfault", "crash", 18, "Segmentation fault"),
+        (f"{WORKLOADS}/syntax_error.py::broken", "syntax_error", 1, "SyntaxError"),
+        (
+            f"{WORKLOADS}/three_lines.py::nope",
+            "unknown_qualname",
+            None,
+            "three_lines.py has no 'nope'",
+        ),
+        (f"{WORKLOADS}/three_lines.py::NOT_A_FUNCTION", "not_callable", None, "is a int"),
+        (f"{WORKLOADS}/three_lines.py::needs_inputs", "missing_inputs", 33, "needs_inputs_inputs"),
+    ],
+)
+def test_bad_input(
+    driver: LauncherDriver, spec: str, kind: str, line: int | None, words: str
+) -> None:
+    f = failed(driver.run(spec))
+    assert f.kind == kind, f
+    assert words in f.message, f.message
+    if line is not None:
+        assert f.line == line, f
+        assert f.path and f.path.endswith(spec.split("::", maxsplit=1)[0].rsplit("/", 1)[1])
+    assert not any("kernelscope" in t for t in f.traceback if kind != "crash"), f.traceback
+    _next_job_works(driver)
+
+
+def test_missing_inputs_names_the_provider_to_write(driver: LauncherDriver) -> None:
+    f = failed(driver.run(f"{WORKLOADS}/three_lines.py::needs_inputs"))
+    assert "define needs_inputs_inputs(batch_size=1, device=...)" in f.message
+    assert f.line == 33
+
+
+def test_missing_file_is_refused_before_any_worker(tmp_path: Path) -> None:
+    with pytest.raises(TargetError, match="no such file"):
+        load_target(f"{tmp_path / 'gone.py'}::f")
+
+
+def test_unsaved_buffer_of_a_file_not_on_disk_runs(driver: LauncherDriver, tmp_path: Path) -> None:
+    source = "import torch\n\ndef f():\n    return torch.ones(3).sum()\n"
+    ok(driver.run(f"{tmp_path / 'new.py'}::f", source=source))
+
+
+def test_endless_loop_times_out_at_its_line(driver: LauncherDriver) -> None:
+    f = failed(driver.run(f"{FAIL}::endless", timeout=3.0))
+    assert f.kind == "timeout"
+    assert "timed out after 3 s" in f.message
+    assert f.line in (22, 23)
+    _next_job_works(driver)
+
+
+def test_output_is_captured_and_frames_survive(driver: LauncherDriver) -> None:
+    result = ok(driver.run(f"{FAIL}::noisy"))
+    out = result.finished.output
+    assert result.finished.output_truncated
+    assert len(out.encode()) <= 64 * 1024 + 16
+    assert "hello from a subprocess" in out
+    assert "raw bytes on fd 1" in out
+    assert "hello from C printf" in out
+    _next_job_works(driver)
+
+
+def test_cancel_stops_the_job_and_keeps_the_worker(driver: LauncherDriver) -> None:
+    pid = ok(driver.run(GOOD)).ready.pid
+    stopped_in = _cancel(driver, "endless")
+    assert stopped_in < 2.0
+    assert ok(driver.run(GOOD)).ready.pid == pid  # the Python loop was interrupted, not killed
+
+
+def test_cancel_kills_a_worker_stuck_in_c_code(driver: LauncherDriver) -> None:
+    pid = ok(driver.run(GOOD)).ready.pid
+    assert _cancel(driver, "blocked_in_c") < 2.0
+    assert ok(driver.run(GOOD)).ready.pid != pid
+
+
+def _cancel(driver: LauncherDriver, qualname: str) -> float:
+    import asyncio
+    import time
+
+    from kernelscope.engine.targets import Schedule, build_request
+
+    target = load_target(f"{FAIL}::{qualname}")
+    request = build_request(target, driver.tmp / "traces", Schedule(0, 0, 1))
+
+    async def cancel_after(delay: float) -> float:
+        task = asyncio.ensure_future(driver.launcher.profile(request, None, 60.0))
+        await asyncio.sleep(delay)
+        t0 = time.perf_counter()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return time.perf_counter() - t0
+
+    return driver.loop.run_until_complete(cancel_after(2.0))
+
+
+def test_crash_replaces_the_worker(driver: LauncherDriver) -> None:
+    pid = ok(driver.run(GOOD)).ready.pid
+    failed(driver.run(f"{FAIL}::segfault"))
+    assert ok(driver.run(GOOD)).ready.pid != pid

@@ -1,0 +1,276 @@
+"""Ray remotes (``kind = "ray"``) against a throwaway local Ray head with token auth.
+
+The head has 2 CPUs and no GPU: CPU jobs run, a job that asks for a GPU cannot be scheduled.
+Skips when ``ray`` (``pip install "ray[default]"``) is missing; fails instead under
+``KERNELSCOPE_REQUIRE_RAY=1`` (CI).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kernelscope.engine.launcher import Launcher
+from kernelscope.engine.ray_jobs import RayJobs
+from kernelscope.engine.remotes import Remote
+from kernelscope.protocol import ProfileFailed
+
+from support.jobs import failed, ok
+from support.remote_project import Driver, write_project
+
+pytestmark = pytest.mark.ray
+RAY = Path(sys.executable).with_name("ray")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class RayHead:
+    def __init__(self, address: str, token_file: Path) -> None:
+        self.address = address
+        self.token_file = token_file
+
+
+@pytest.fixture(scope="module")
+def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHead]:
+    """`ray start --head` with RAY_AUTH_MODE=token and its own token file; `ray stop` after."""
+    why = (
+        None if RAY.is_file() else f"no `ray` next to {sys.executable} (pip install 'ray[default]')"
+    )
+    if why is not None:
+        if os.environ.get("KERNELSCOPE_REQUIRE_RAY"):
+            pytest.fail(f"KERNELSCOPE_REQUIRE_RAY is set (CI) but {why}")
+        pytest.skip(f"needs Ray: {why}")
+    tmp = tmp_path_factory.mktemp("ray")
+    token = tmp / "token"
+    token.write_text(secrets.token_hex(32))
+    port, dash = _free_port(), _free_port()
+    env = {
+        **os.environ,
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN_PATH": str(token),
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+    start = [
+        str(RAY), "start", "--head", "--num-cpus", "2", "--num-gpus", "0",
+        "--include-dashboard=true", "--dashboard-host", "127.0.0.1",
+        "--dashboard-port", str(dash), "--port", str(port),
+        "--min-worker-port", "30000", "--max-worker-port", "30999",
+        "--disable-usage-stats",
+    ]  # fmt: skip
+    proc = subprocess.run(start, check=False, env=env, capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        pytest.fail(f"ray start failed:\n{proc.stdout}\n{proc.stderr}")
+    address = f"http://127.0.0.1:{dash}"
+    deadline = time.monotonic() + 60
+    while True:  # the dashboard's job API comes up a moment after `ray start` returns
+        try:
+            urllib.request.urlopen(address + "/api/version", timeout=2).close()
+            break
+        except urllib.error.HTTPError:  # 401 without the token: it is up
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    try:
+        yield RayHead(address, token)
+    finally:
+        subprocess.run(
+            [str(RAY), "stop", "--force"], check=False, env=env, capture_output=True, timeout=120
+        )
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_project(tmp_path_factory.mktemp("rayproj") / "proj")
+
+
+def ray_remote(head: RayHead, **fields: str) -> Remote:
+    token = fields.pop("token_file", str(head.token_file))
+    return Remote(
+        "cluster",
+        "ray",
+        python=sys.executable,
+        address=head.address,
+        token_file=token,
+        env={"OMP_NUM_THREADS": "1"},
+    )
+
+
+def driver(head: RayHead, files: Path, schedule_timeout: float = 120.0, **fields: str) -> Driver:
+    return Driver(RayJobs(ray_remote(head, **fields), schedule_timeout=schedule_timeout), files)
+
+
+def test_a_cpu_job_on_ray_agrees_with_a_local_run(ray_head: RayHead, files: Path) -> None:
+    local = Driver(
+        Launcher(python=sys.executable, env={**os.environ, "OMP_NUM_THREADS": "1"}), files
+    )
+    there_ = driver(ray_head, files)
+    try:
+        here = local.report(ok(local.run("forward")), "forward")
+        t0 = time.monotonic()
+        result = ok(there_.run("forward"))
+        print(f"ray job: {time.monotonic() - t0:.1f} s")
+        there = there_.report(result, "forward")
+    finally:
+        local.close()
+        there_.close()
+    assert {(o.name, o.calls) for o in there.ops} == {(o.name, o.calls) for o in here.ops}
+    assert (there.runner.remote, there.runner.host) == ("cluster", socket.gethostname())
+    assert Path(there.trace.path).parent == files / ".kernelscope" / "traces"
+    assert Path(there.trace.path).stat().st_size > 0
+    assert there.lines and there.lines[0].path == str(files / "pkg" / "helpers.py")
+    assert any(p.stage == "cold" for p in there_.progress)
+
+
+def test_cancel_stops_the_ray_job(ray_head: RayHead, files: Path) -> None:
+    d = driver(ray_head, files)
+    try:
+        assert d.run_while("sleeps", lambda task: task.cancel()) is None
+        ray = d.launcher
+        assert isinstance(ray, RayJobs) and ray.last_submission is not None
+
+        async def final() -> str:
+            for _ in range(100):
+                status = await ray.status(ray.last_submission or "")
+                if status in ("STOPPED", "FAILED", "SUCCEEDED"):
+                    return status
+                await asyncio.sleep(0.2)
+            return status
+
+        assert d.loop.run_until_complete(final()) == "STOPPED"
+    finally:
+        d.close()
+
+
+def test_a_gpu_job_on_a_gpu_less_cluster_is_unschedulable(ray_head: RayHead, files: Path) -> None:
+    d = driver(ray_head, files, schedule_timeout=3.0)
+    try:
+        t0 = time.monotonic()
+        failure = failed(d.run("forward", device="cuda"))
+        took = time.monotonic() - t0
+    finally:
+        d.close()
+    assert failure.kind == "remote_unschedulable", failure
+    assert "remote cluster" in failure.message and "1 GPU" in failure.message, failure.message
+    assert "could not schedule the job within 3 s" in failure.message, failure.message
+    assert took < 15, took
+
+
+def test_a_wrong_token_is_an_auth_error(ray_head: RayHead, files: Path, tmp_path: Path) -> None:
+    wrong = tmp_path / "wrong"
+    wrong.write_text("not-the-token")
+    d = driver(ray_head, files, token_file=str(wrong))
+    try:
+        failure = failed(d.run("forward"))
+    finally:
+        d.close()
+    assert isinstance(failure, ProfileFailed)
+    assert failure.kind == "remote_auth", failure
+    assert "refused the token" in failure.message and str(wrong) in failure.message
+
+
+def test_a_missing_token_file_and_a_dead_dashboard_are_named(files: Path, tmp_path: Path) -> None:
+    port = _free_port()
+    head = RayHead(f"http://127.0.0.1:{port}", tmp_path / "absent")
+    d = driver(head, files)
+    try:
+        assert failed(d.run("forward")).kind == "remote_auth"
+        (tmp_path / "absent").write_text("x")
+        failure = failed(d.run("forward"))
+    finally:
+        d.close()
+    assert failure.kind == "remote_unreachable", failure
+    assert "cannot reach the Ray dashboard" in failure.message
+
+
+def test_ray_is_installed_where_required() -> None:
+    if os.environ.get("KERNELSCOPE_REQUIRE_RAY"):
+        assert RAY.is_file() and shutil.which(str(RAY))
+
+
+def test_the_one_shot_bootstrap_prints_frames_without_ray(files: Path) -> None:
+    """What a Ray job runs, run here directly: env in, KSFRAME lines out (no Ray needed)."""
+    from kernelscope.engine.ray_jobs import RAY_BOOTSTRAP, job_env, parse_frames
+    from kernelscope.engine.shipping import remote_request
+    from kernelscope.protocol import JobProgress, ProfileFinished, WorkerReady
+
+    d = Driver(Launcher(python=sys.executable), files)
+    try:
+        request = remote_request(d.request("forward"), ray_remote(RayHead("http://x", files)))
+    finally:
+        d.close()
+    env = {**os.environ, **job_env(request, {"OMP_NUM_THREADS": "1"})}
+    proc = subprocess.run(
+        [sys.executable, "-u", "-c", RAY_BOOTSTRAP],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    frames = parse_frames(proc.stdout)
+    assert proc.returncode == 0, proc.stderr
+    assert isinstance(frames[0], WorkerReady) and isinstance(frames[-1], ProfileFinished)
+    assert any(isinstance(f, JobProgress) for f in frames)
+    assert frames[-1].traces, "the gzip'd traces come back inline"
+
+
+def test_a_dashboard_that_goes_away_mid_job_is_remote_lost(files: Path) -> None:
+    """A stand-in dashboard: takes the job, says RUNNING once, then is gone."""
+    import http.server
+    import json
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _json(self, body: object) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"] or 0))
+            self._json({"submission_id": "x", "job_id": None})
+
+        def do_GET(self) -> None:
+            if self.path.endswith("/logs"):
+                self._json({"logs": "starting\n"})
+                threading.Thread(target=server.shutdown).start()
+                threading.Thread(target=server.server_close).start()
+            else:
+                self._json({"status": "RUNNING"})
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    token = files / "token"
+    token.write_text("t")
+    head = RayHead(f"http://127.0.0.1:{server.server_address[1]}", token)
+    d = driver(head, files)
+    try:
+        failure = failed(d.run("forward"))
+    finally:
+        d.close()
+    assert failure.kind == "remote_lost", failure
+    assert "cannot reach the Ray dashboard" in failure.message

@@ -1,0 +1,82 @@
+"""`kernelscope try` on CPU with the real worker: torch.compile builds with this machine's
+compiler; CUDA Graphs and TF32 say why they are skipped; a failing variant names its line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+from support import WORKLOADS
+
+WHAT_IF = WORKLOADS / "what_if.py"
+
+
+def run_try(spec: str, *args: str) -> tuple[int, dict[str, Any], str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernelscope", "try", spec, "--device", "cpu", "--json", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        check=False,
+    )
+    out = json.loads(proc.stdout) if proc.stdout.strip() else {}
+    return proc.returncode, out, proc.stderr
+
+
+def test_try_on_cpu_measures_compile_and_says_why_the_others_cannot_run() -> None:
+    rc, out, err = run_try(
+        f"{WHAT_IF}::chain", "--variants", "compile,graphs,tf32,batch2", "--budget", "0.5"
+    )
+    assert rc == 0, err
+    by = {v["name"]: v for v in out["variants"]}
+    assert out["rounds"] >= 7 and out["baseline_us"] > 0
+    c = by["compile"]
+    assert c["status"] == "ok", c
+    assert c["results"] == "equal" and c["one_time_what"] == "compile" and c["one_time_s"] > 0
+    assert c["ci_low"] <= c["speedup"] <= c["ci_high"]
+    for name in ("graphs", "tf32"):
+        assert by[name]["status"] == "skipped" and "needs a CUDA device" in by[name]["why"]
+    assert by["batch2"]["items"] == 2
+    assert by["batch2"]["results"] == "not compared: other inputs"
+
+
+def test_bf16_autocast_changes_a_matmuls_results_and_says_by_how_much() -> None:
+    rc, out, err = run_try(f"{WHAT_IF}::product", "--variants", "bf16", "--budget", "0.2")
+    assert rc == 0, err
+    v = out["variants"][0]
+    assert v["results"] == "changed" and v["max_rel_err"] > 1e-4, v
+    assert "changes results" in v["summary"] and "float32" in v["tolerance"]
+
+
+def test_a_variant_that_fails_names_the_users_line_and_the_others_still_run() -> None:
+    rc, out, err = run_try(f"{WHAT_IF}::doubled", "--variants", "bf16,batch2", "--budget", "0.2")
+    assert rc == 0, err
+    by = {v["name"]: v for v in out["variants"]}
+    b = by["batch2"]
+    assert b["status"] == "failed" and "takes batch_size 1 only" in b["why"]
+    source = WHAT_IF.read_text().splitlines()
+    assert b["path"] == str(WHAT_IF) and "raise ValueError" in source[b["line"] - 1]
+    assert by["bf16"]["status"] == "ok"
+
+
+def test_a_training_step_is_not_compared_and_channels_last_needs_a_4d_input() -> None:
+    rc, out, err = run_try(
+        f"{WHAT_IF}::step", "--variants", "bf16,channels_last", "--budget", "0.2"
+    )
+    assert rc == 0, err
+    by = {v["name"]: v for v in out["variants"]}
+    assert by["bf16"]["results"] == "not compared: the function's results change from call to call"
+    assert by["channels_last"]["status"] == "skipped"
+    rc, out, err = run_try(f"{WHAT_IF}::conv", "--variants", "channels_last", "--budget", "0.2")
+    assert rc == 0, err
+    cl = out["variants"][0]
+    assert cl["status"] == "ok" and cl["results"] == "equal", cl
+
+
+def test_bad_variant_is_a_usage_error() -> None:
+    rc, _, err = run_try(f"{WHAT_IF}::chain", "--variants", "compile,warp")
+    assert rc == 2 and "unknown variant 'warp'" in err

@@ -1,1 +1,0 @@
-"""Helpers for the remote tests: a throwaway OpenSSH server on 127.0.0.1."""

@@ -1,0 +1,80 @@
+"""What-if experiments judged: speedups, intervals, summaries and suggestions from synthetic
+rounds (the measuring is tests/integration/test_try_cli.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kernelscope.analysis.experiments import judge, paired_speedup, suggested
+from kernelscope.analysis.verdict import Verdict
+from kernelscope.protocol import TryFinished, VariantOutcome
+
+
+def outcome(name: str, rounds: list[float], **fields: Any) -> VariantOutcome:
+    return VariantOutcome(name=name, status="ok", rounds_us=rounds, **fields)
+
+
+def test_a_variant_twice_as_fast_every_round_is_2x_with_a_tight_interval() -> None:
+    speedup, low, high = paired_speedup([200.0, 210.0, 190.0] * 3, [100.0, 105.0, 95.0] * 3)
+    assert speedup == pytest.approx(2.0)
+    assert low == pytest.approx(2.0) and high == pytest.approx(2.0)
+
+
+def test_noise_that_straddles_one_is_no_speedup() -> None:
+    base = [100.0, 100.0, 100.0, 100.0, 100.0, 100.0, 100.0]
+    var = [80.0, 125.0, 90.0, 115.0, 100.0, 85.0, 120.0]
+    finished = TryFinished(
+        job_id="j", device_type="cpu", device_name="cpu", method="perf_counter",
+        baseline_rounds_us=base,
+        variants=[outcome("compile", var, results="equal", one_time_s=3.2,
+                          one_time_what="compile")],
+    )  # fmt: skip
+    e = judge(finished, "m.py", "f", 3)
+    v = e.variants[0]
+    assert v.ci_low is not None and v.ci_high is not None
+    assert v.ci_low < 1.0 < v.ci_high and not v.faster
+    assert e.best is None
+    assert "within the noise" in v.summary and "3.2 s to compile" in v.summary
+
+
+def test_the_best_is_faster_beyond_the_noise_and_equal_results_come_first() -> None:
+    base = [100.0] * 8
+    finished = TryFinished(
+        job_id="j", device_type="cuda", device_name="NVIDIA H200", method="cuda_events",
+        baseline_rounds_us=base,
+        variants=[
+            outcome("bf16", [30.0, 31.0] * 4, results="changed", max_rel_err=3e-3,
+                    tolerance="rtol 0.0001, atol 1e-05 (float32)"),
+            outcome("compile", [50.0, 52.0] * 4, results="equal", one_time_s=2.1,
+                    one_time_what="compile"),
+            VariantOutcome(name="graphs", status="failed", why="RuntimeError: boom", line=7),
+            outcome("batch2", [150.0] * 8, items=2, results="not compared: other inputs"),
+        ],
+    )  # fmt: skip
+    e = judge(finished, "m.py", "f", 3)
+    by = {v.name: v for v in e.variants}
+    assert e.best == "compile"  # bf16 is faster but changes results
+    assert by["compile"].summary == (
+        "torch.compile: 1.96× faster (measured, 2.1 s to compile), results equal"
+    )
+    assert by["bf16"].summary.startswith("bf16 autocast: 3.28× faster")
+    assert "changes results (max rel err 3.0e-03" in by["bf16"].summary
+    assert by["graphs"].summary == "CUDA Graphs: failed: RuntimeError: boom"
+    assert by["batch2"].speedup == pytest.approx(100 * 2 / 150)
+    assert "per item" in by["batch2"].summary
+
+
+def test_what_a_verdict_suggests() -> None:
+    overhead = Verdict(bound="overhead", summary="")
+    compute32 = Verdict(bound="compute", summary="", matmul_dtype="float32")
+    compute16 = Verdict(bound="compute", summary="", matmul_dtype="bfloat16")
+    assert suggested(overhead, [], "cuda") == ["compile", "graphs", "batch2"]
+    assert suggested(overhead, [], "cpu") == ["compile", "batch2"]
+    assert suggested(compute32, ["aten::convolution"], "cuda") == [
+        "tf32", "bf16", "channels_last", "batch2",
+    ]  # fmt: skip
+    assert suggested(compute16, [], "cuda") == ["batch2"]
+    assert suggested(Verdict(bound="memory", summary=""), [], "cuda") == ["compile", "batch2"]
+    assert suggested(Verdict(bound="host", summary=""), [], "cpu") == ["compile", "batch2"]

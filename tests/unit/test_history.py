@@ -1,0 +1,64 @@
+"""Every run against the last: the comparison of two recorded H200 runs and what the editor
+shows for a run slower than the one before it (the CLI: tests/integration/test_diff_cli.py)."""
+
+from __future__ import annotations
+
+import msgspec
+from lsprotocol import types as lsp
+
+from kernelscope.app.history import Delta
+from kernelscope.app.store import RunRecord
+from kernelscope.lsp import views
+from kernelscope.render.compare import change_text
+from kernelscope.report.compare import compare
+from kernelscope.report.schema import Report
+
+from support import FIXTURES
+
+
+def fixture_report(name: str) -> Report:
+    return msgspec.json.decode((FIXTURES / name / "report.json").read_bytes(), type=Report)
+
+
+def test_a_run_against_itself_is_no_change() -> None:
+    r = fixture_report("matmul_add_8192")
+    c = compare(r, r)
+    assert c.change == 0 and not c.regression and not c.improvement
+    assert c.ops == [] and c.lines == []
+
+
+def test_the_same_function_on_a_bigger_input_is_a_regression_beyond_the_noise() -> None:
+    small, big = fixture_report("matmul_add_64"), fixture_report("matmul_add_8192")
+    c = compare(small, big, "n=64", "n=8192")
+    assert c.unit == "CUDA" and c.timed == "unprofiled per call"
+    assert c.regression and c.change > 10  # 39 µs → 1.58 ms: far beyond any noise
+    assert c.time_before_us == small.timing.unprofiled_us_per_call
+    top = c.ops[0]
+    assert top.delta_us > 0 and top.calls_before == top.calls_after
+    back = compare(big, small)
+    assert back.improvement and not back.regression
+    assert change_text(c).startswith(f"{c.change:+.0%} (")
+    assert "regression beyond the noise" in change_text(c)
+
+
+def test_the_editor_flags_a_regression_on_the_def_line() -> None:
+    small, big = fixture_report("matmul_add_64"), fixture_report("matmul_add_8192")
+    record = RunRecord(
+        "b" * 12, big.function.path, big.function.qualname, "2026-12-01T10:02:11+00:00", "h", big
+    )
+    c = compare(small, big, "run aaaaaaaa (10:01:00)", "run bbbbbbbb (10:02:11)")
+    delta = Delta(c, f"{c.change:+.0%} vs 10:01:00", change_text(c), "aten::mm +1 ms per step")
+    lines = ["x"] * 40
+    diags = views.run_diagnostics(record, big.function.path, lines, views.ViewOptions(), delta)
+    (slower,) = [d for d in diags if d.code == "KS802"]
+    assert slower.severity == lsp.DiagnosticSeverity.Warning
+    assert slower.range.start.line == big.function.line - 1
+    assert "slower than run aaaaaaaa" in slower.message and "aten::mm" in slower.message
+    assert views.lens_title(record, delta).endswith("vs 10:01:00")
+    faster = compare(big, small)
+    quiet = Delta(faster, "", change_text(faster), "")
+    assert not [
+        d
+        for d in views.run_diagnostics(record, big.function.path, lines, views.ViewOptions(), quiet)
+        if d.code == "KS802"
+    ]

@@ -1,0 +1,151 @@
+"""The worker's twins of server-side names and searches. The worker program cannot import
+kernelscope (it runs alone on GPU hosts), so it keeps copies; these tests fail when a copy
+drifts from the server's. The program is run as a module, without starting it, from the
+text that is shipped to workers."""
+
+from __future__ import annotations
+
+import ast
+import gzip
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelscope.analysis import calls, checks, facts, trace_model
+from kernelscope.analysis.trace_model import load_trace
+from kernelscope.engine import launcher
+from kernelscope.lsp.progress import PERCENT
+from kernelscope.protocol import STAGE_LABELS
+from kernelscope.worker import worker_source
+
+from support import FIXTURES
+
+COLD_TRACES = sorted(FIXTURES.glob("*/cold.json.gz"))
+RECORDED = [*COLD_TRACES, *sorted(FIXTURES.glob("*/trace.json.gz"))]
+TWINS = ("CALL_RANGE", "COLD_RANGE", "TIMING_WORKER_ENV")
+
+
+@pytest.fixture(scope="module")
+def worker() -> dict[str, Any]:
+    namespace: dict[str, Any] = {"__name__": "kernelscope_worker_test"}
+    exec(compile(worker_source(), "program.py", "exec"), namespace)
+    return namespace
+
+
+def _events(path: Path) -> list[dict[str, Any]]:
+    with gzip.open(path, "rb") as f:
+        return json.load(f)["traceEvents"]
+
+
+def _worker_counts_sync(worker: dict[str, Any], name: str) -> bool:
+    """Whether the worker's line pass counts a runtime call of this name as a sync."""
+    tally = worker["LineTally"](1)
+    event = {"cat": "cuda_runtime", "name": name, "dur": 1.0, "args": {}}
+    worker["attribute_event"](tally, [0, 0.0, 0.0, 0.0, 0.0, 0.0], event, {}, True)
+    return tally.syncs[0] == 1
+
+
+def test_the_call_range_is_the_one_the_server_finds_calls_by(worker) -> None:
+    assert worker["CALL_RANGE"] == calls.CALL_RANGE
+
+
+def test_the_timing_worker_env_is_the_one_the_launcher_sets(worker) -> None:
+    assert worker["TIMING_WORKER_ENV"] == launcher.TIMING_WORKER_ENV
+
+
+def test_gpu_categories_are_the_trace_models(worker) -> None:
+    assert len(set(worker["GPU_CATS"])) == len(worker["GPU_CATS"])
+    assert frozenset(worker["GPU_CATS"]) == trace_model.GPU_CATS
+
+
+@pytest.mark.parametrize("name", [*TWINS, "GPU_CATS", "SYNC_CALLS"])
+def test_each_twin_value_is_written_once_in_the_worker(name: str, worker) -> None:
+    """The constant is the only place its value is spelled: every use goes through it."""
+    value = worker[name]
+    values = value if isinstance(value, tuple) else (value,)
+    literals = [
+        node.value
+        for node in ast.walk(ast.parse(worker_source()))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+    for v in values:
+        assert literals.count(v) == 1, f"{v!r} is spelled out in the worker beside {name}"
+
+
+def test_the_dead_window_check_finds_the_workers_cold_range(worker, tmp_path: Path) -> None:
+    """checks.py looks the cold call up by name: a recorded cold trace, its entry annotation
+    named as the worker names it now, must give KS201 its breakdown."""
+    folder = FIXTURES / "matmul_add_8192"
+    dead = json.loads((folder / "sidecar.json").read_text())["cold"]["entry_to_first_kernel_us"]
+    events = _events(folder / "cold.json.gz")
+
+    def parts(entry_name: str) -> list[str]:
+        renamed = [{**e, "name": entry_name} if e.get("name") == "ks:cold" else e for e in events]
+        path = tmp_path / f"{entry_name.replace(':', '_')}.json"
+        path.write_text(json.dumps({"traceEvents": renamed}))
+        return checks._dead_window_parts(load_trace(path), dead)
+
+    assert parts("ks:not-cold") == []  # the control: another name is not found
+    assert parts(worker["COLD_RANGE"]), "the server does not find the worker's cold range"
+
+
+@pytest.mark.parametrize("path", COLD_TRACES, ids=lambda p: p.parent.name)
+def test_first_kernel_searches_agree_on_recorded_cold_calls(path: Path, worker) -> None:
+    ours = worker["first_kernel_after"](_events(path), worker["COLD_RANGE"])
+    server = facts.first_kernel_delay(load_trace(path))
+    recorded = json.loads((path.parent / "sidecar.json").read_text())["cold"]
+    assert ours is not None
+    assert ours > 0
+    assert server == pytest.approx(ours, abs=1e-3)
+    assert recorded["entry_to_first_kernel_us"] == pytest.approx(ours, abs=1e-3)
+
+
+def test_there_are_cold_traces_to_compare() -> None:
+    assert len(COLD_TRACES) >= 10
+
+
+def test_the_workers_sync_calls_are_the_servers(worker) -> None:
+    assert worker["SYNC_CALLS"] == facts.SYNC_CALLS
+
+
+def test_the_cold_range_is_the_one_the_server_reads(worker) -> None:
+    assert worker["COLD_RANGE"] == calls.COLD_RANGE
+
+
+def test_every_stage_the_worker_sends_has_a_label(worker) -> None:
+    sent = set(re.findall(r'self\.progress\("(\w+)"', worker_source().decode())) - {"done"}
+    sent |= set(worker["STAGES_PROFILED"])
+    assert sent and sent <= set(STAGE_LABELS)
+    assert set(PERCENT) == set(STAGE_LABELS)
+
+
+def test_sync_rules_agree_on_every_recorded_runtime_call(worker) -> None:
+    names = {
+        e["name"]
+        for path in RECORDED
+        for e in _events(path)
+        if e.get("cat") in ("cuda_runtime", "cuda_driver")
+    }
+    disagree = sorted(n for n in names if _worker_counts_sync(worker, n) != facts.is_sync(n))
+    assert disagree == []
+    syncs = {n for n in names if facts.is_sync(n)}
+    assert {"cudaDeviceSynchronize", "cudaStreamSynchronize"} <= syncs
+    assert "cudaLaunchKernel" in names
+
+
+SYNC_CANDIDATES = (
+    *("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize"),
+    *("cudaMemcpy", "cudaMemcpyAsync", "cudaMemcpy2D", "cudaMemcpy2DAsync"),
+    *("cudaMemcpyToSymbol", "cuMemcpyDtoH", "cuMemcpyDtoH_v2", "cuMemcpyDtoHAsync_v2"),
+    *("hipMemcpy", "hipMemcpyAsync", "hipDeviceSynchronize", "cudaLaunchKernel"),
+)
+
+
+def test_sync_rules_agree_beyond_the_recordings(worker) -> None:
+    """Names no recording holds (2D copies, symbols, HIP): the two rules still agree."""
+    disagree = [n for n in SYNC_CANDIDATES if _worker_counts_sync(worker, n) != facts.is_sync(n)]
+    assert disagree == []
+    assert not facts.is_sync("cudaMemcpyAsync") and facts.is_sync("cudaMemcpy2D")
