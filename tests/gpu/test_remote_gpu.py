@@ -1,6 +1,6 @@
 """A CUDA job through a `command` remote (no ssh): the shipped files run on the GPU and the
 traces come back. Runs where torch sees a CUDA GPU, skipped elsewhere; the rest of the remote
-path is in tests/integration/test_remote.py."""
+path is in tests/integration/test_remote_jobs.py."""
 
 from __future__ import annotations
 

@@ -246,6 +246,74 @@ local function run_plugin(legacy)
   end
   step('report')
 
+  -- the what-if loop: the "Try torch.compile" code action the run's verdict offers, executed
+  -- through Neovim's client, lands as KS801 on the def line
+  local at = { line = def_line, character = 6 }
+  local actions = call(client, 'request_sync', 'textDocument/codeAction', {
+    textDocument = { uri = uri },
+    range = { start = at, ['end'] = at },
+    context = { diagnostics = {} },
+  }, 10000, bufnr)
+  local try_action
+  result.try_titles = {}
+  for _, a in ipairs(actions and actions.result or {}) do
+    table.insert(result.try_titles, a.title)
+    if a.title:match('^Try torch%.compile on') then
+      try_action = a
+    end
+  end
+  if try_action then
+    local cmd = try_action.command
+    local reply = call(client, 'request_sync', 'workspace/executeCommand', {
+      command = cmd.command,
+      arguments = cmd.arguments,
+    }, 180000, bufnr)
+    result.try_reply = reply and reply.result or vim.NIL
+    vim.wait(10000, function()
+      for _, d in ipairs(kernelscope_diagnostics()) do
+        if d.code == 'KS801' then
+          return true
+        end
+      end
+      return false
+    end, 20)
+    result.try_diagnostics = vim.tbl_filter(function(d) return d.code == 'KS801' end, kernelscope_diagnostics())
+  end
+  step('try')
+
+  -- a second profile, then :KernelscopeCompare: the per-op diff against the first run
+  vim.api.nvim_set_current_buf(bufnr)
+  vim.api.nvim_win_set_cursor(0, { def_line + 2, 6 })
+  done = nil
+  vim.cmd('KernelscopeProfile')
+  vim.wait(45000, function() return done ~= nil end, 20)
+  vim.cmd('KernelscopeCompare')
+  local diff_buf
+  vim.wait(10000, function()
+    for _, b in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.api.nvim_buf_get_name(b):match('^kernelscope://diff/') then
+        diff_buf = b
+        return true
+      end
+    end
+    return false
+  end, 20)
+  result.compare = diff_buf and table.concat(vim.api.nvim_buf_get_lines(diff_buf, 0, -1, false), '\n') or vim.NIL
+  if diff_buf then
+    vim.cmd('close')
+  end
+  vim.api.nvim_set_current_buf(bufnr)
+  vim.wait(10000, function()
+    for _, t in ipairs(lens_titles()) do
+      if t:match(' vs ') then
+        return true
+      end
+    end
+    return false
+  end, 20)
+  result.code_lens_after = lens_titles()
+  step('compare')
+
   -- :KernelscopeProfile with options, cancelled by :KernelscopeCancel once it is running
   vim.api.nvim_set_current_buf(bufnr)
   vim.api.nvim_win_set_cursor(0, { def_line + 2, 6 })

@@ -85,6 +85,18 @@ def test_plugin_profiles_the_function_at_the_cursor_and_opens_its_trace(project:
     assert "kernelscope · three_lines" in report["text"], report["text"]
     assert "verdict     host-bound" in report["text"], report["text"]
 
+    # after the run, its verdict's "Try torch.compile on `three_lines`", run from Neovim's client
+    assert "Try torch.compile on `three_lines`" in r["try_titles"], r["try_titles"]
+    assert r["try_reply"]["ok"], r["try_reply"]
+    (tried,) = r["try_diagnostics"]
+    assert tried["lnum"] == 3 and tried["message"].startswith("torch.compile: "), tried
+    assert tried["message"] == r["try_reply"]["summaries"][0]
+
+    # a second run, then :KernelscopeCompare: the diff against the first, in a scratch buffer
+    assert r["compare"].startswith("kernelscope diff · run "), r["compare"]
+    assert "aten::mm" in r["compare"], r["compare"]
+    assert any(" vs " in t for t in r["code_lens_after"]), r["code_lens_after"]
+
     # :KernelscopeProfile active=100000 ... then :KernelscopeCancel
     assert r["cancel"]["message"] == "three_lines: cancelled", r["cancel"]
     assert r["cancel"]["seconds"] < 5, r["cancel"]

@@ -133,12 +133,14 @@ def test_vscode_extension_end_to_end(tmp_path: Path) -> None:
     assert summary, f"the driver printed no summary (exit {proc.returncode}):\n{out[-6000:]}"
     passed, failed = int(summary[1]), int(summary[2])
     assert proc.returncode == 0 and failed == 0, f"{failed} e2e step(s) failed:\n{out[-6000:]}"
-    assert passed >= 14, f"only {passed} steps ran:\n{out[-6000:]}"
+    assert passed >= 16, f"only {passed} steps ran:\n{out[-6000:]}"
     shots = sorted(p.name for p in SHOTS.glob("*.png"))
     for name in (
         "01-code-action.png",
         "03-hover-cpu.png",
         "05-perfetto-ask.png",
         "06-gpu-hover.png",
+        "11-try-hover.png",
+        "12-compare.png",
     ):
         assert name in shots, f"no screenshot {name} in {SHOTS}: {shots}"
