@@ -80,3 +80,10 @@ def test_a_training_step_is_not_compared_and_channels_last_needs_a_4d_input() ->
 def test_bad_variant_is_a_usage_error() -> None:
     rc, _, err = run_try(f"{WHAT_IF}::chain", "--variants", "compile,warp")
     assert rc == 2 and "unknown variant 'warp'" in err
+
+
+def test_a_variant_that_recompiles_on_every_call_is_a_failure() -> None:
+    rc, out, err = run_try(f"{WHAT_IF}::recompiles", "--variants", "compile", "--budget", "0.2")
+    assert rc == 0, err
+    (v,) = out["variants"]
+    assert v["status"] == "failed" and "compiled it again" in v["why"], v

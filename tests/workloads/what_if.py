@@ -50,3 +50,15 @@ def product(a, b):
 
 def product_inputs(batch_size: int = 1, device: str = "cpu"):
     return (torch.randn(128, 128, device=device), torch.randn(128, 128, device=device))
+
+
+_CALLS = [0]
+
+
+def recompiles(x):
+    _CALLS[0] += 1
+    return x * _CALLS[0]  # a new constant each call: torch.compile's guards fail every time
+
+
+def recompiles_inputs(batch_size: int = 1, device: str = "cpu"):
+    return (torch.ones(8, device=device),)
