@@ -121,10 +121,11 @@ async function waitForSquiggle(page, text, timeout = 60000) {
 }
 
 /** Hovers the word `word` on the line that contains `lineText`; the hover's text. */
-async function hoverWord(page, lineText, word, expect) {
+async function hoverWord(page, lineText, word, expect, within = 0) {
   const line = activeEditor(page).locator('.view-lines .view-line', { hasText: lineText }).first();
   const span = line.locator('span span', { hasText: word }).first();
   const hover = page.locator('.monaco-hover:not(.hidden)', { hasText: expect }).first();
+  const deadline = Date.now() + within;
   for (let attempt = 1; ; attempt++) {
     await page.mouse.move(5, 5);
     await page.waitForTimeout(300);
@@ -135,7 +136,7 @@ async function hoverWord(page, lineText, word, expect) {
       await page.waitForTimeout(600); // let the fade-in finish (screenshots)
       return hover.innerText();
     } catch (e) {
-      if (attempt >= 3) {
+      if (attempt >= 3 && Date.now() > deadline) {
         throw e;
       }
     }
@@ -259,6 +260,38 @@ function fetchTrace(url) {
       await page.mouse.move(5, 5);
       const lens = await waitForLens(page, /\/call · \w+-bound/);
       check(true, `lens: ${lens}`);
+    });
+
+    await step('code action "Try torch.compile on `three_lines`": measured, on the def line and in the hover', async () => {
+      await gotoLine(page, 6, 9);
+      await page.keyboard.press('Control+.');
+      const item = page.locator('.action-widget .monaco-list-row', { hasText: 'Try torch.compile on `three_lines`' }).first();
+      await item.waitFor({ timeout: 20000 });
+      await shot(page, '10-try-action.png');
+      // The first row (Profile) has the focus: move it down to the Try row, then run it.
+      const focused = page.locator('.action-widget .monaco-list-row.focused');
+      for (let i = 0; i < 8 && !/Try torch\.compile/.test(await focused.innerText().catch(() => '')); i++) {
+        await page.keyboard.press('ArrowDown');
+        await page.waitForTimeout(150);
+      }
+      check(/Try torch\.compile/.test(await focused.innerText()), 'the Try row has the focus');
+      await page.keyboard.press('Enter');
+      await toast(page, 'trying variants of three_lines').waitFor({ timeout: 30000 });
+      const text = await hoverWord(page, 'def three_lines', 'three_lines', 'Tried', 180000);
+      check(/torch\.compile: .*\(measured/.test(text), `the hover has the measured variant: ${text.slice(0, 200)}`);
+      await shot(page, '11-try-hover.png');
+    });
+
+    await step('a second profile, then "Kernelscope: Compare with the Previous Run"', async () => {
+      await page.mouse.move(5, 5);
+      await gotoLine(page, 6, 9);
+      await palette(page, 'Kernelscope: Profile Function at Cursor');
+      await waitForLens(page, / vs \d/, 120000);
+      await palette(page, 'Kernelscope: Compare with the Previous Run');
+      await activeEditor(page).locator('.view-lines', { hasText: 'kernelscope diff · run' }).waitFor({ timeout: 20000 });
+      await shot(page, '12-compare.png');
+      await palette(page, 'View: Close All Editor Groups');
+      await openFile(page, 'three_lines.py', 'def three_lines');
     });
 
     await step('palette "Kernelscope: Show Last Report" opens the report', async () => {

@@ -30,7 +30,7 @@ import {
   resolveInterpreter,
 } from './interpreter';
 import { showProgressAsNotifications } from './progress';
-import type { CompareReply, ImportTraceReply, LastReportReply, OpenTraceReply, ProfileReply } from './replies';
+import type { CompareReply, ImportTraceReply, LastReportReply, OpenTraceReply, ProfileReply, TryReply } from './replies';
 import { Status } from './status';
 
 // The server's commands (server/kernelscope/lsp/server.py); their replies are in ./replies.ts.
@@ -38,6 +38,7 @@ const PROFILE = 'kernelscope.profile';
 const OPEN_TRACE = 'kernelscope.openTrace';
 const LAST_REPORT = 'kernelscope.lastReport';
 const COMPARE = 'kernelscope.compare';
+const TRY = 'kernelscope.try';
 const IMPORT_TRACE = 'kernelscope.importTrace';
 const REPORT_SCHEME = 'kernelscope-report';
 
@@ -267,6 +268,8 @@ class Kernelscope implements vscode.Disposable {
           return await this.importTrace(args);
         case OPEN_TRACE:
           return await this.request<OpenTraceReply>(OPEN_TRACE, args);
+        case TRY:
+          return await this.tryVariants(args);
         default:
           return await next(command, args);
       }
@@ -274,6 +277,29 @@ class Kernelscope implements vscode.Disposable {
       this.showError(e);
       return undefined;
     }
+  }
+
+  /** "Try X on `fn`": the variants run in the server's worker; the best one is announced. */
+  private async tryVariants(args: unknown[]): Promise<TryReply | undefined> {
+    const fn = typeof args[1] === 'string' ? args[1] : '?';
+    if (!vscode.workspace.isTrusted) {
+      const message = `Kernelscope: trying variants of ${fn} would run this workspace's code, and the workspace is not trusted (Restricted Mode).`;
+      this.channel.warn(message);
+      void vscode.window.showWarningMessage(message);
+      return { ok: false, error: { kind: 'untrusted', message, path: null, line: null } };
+    }
+    this.channel.info(`trying variants of ${fn}`);
+    const result = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Kernelscope: trying variants of ${fn}` },
+      () => this.request<TryReply>(TRY, args),
+    );
+    for (const line of result.summaries ?? []) {
+      this.channel.info(`  ${line}`);
+    }
+    if (!result.ok) {
+      this.channel.warn(`trying ${fn} failed: ${result.error?.message ?? 'cancelled'}`);
+    }
+    return result;
   }
 
   private async profile(args: unknown[]): Promise<ProfileReply | undefined> {

@@ -48,19 +48,16 @@ def code_actions(
             (f"Profile `{fn.qualname}` on {name}", [uri, fn.qualname, {"remote": name}])
             for name in ls.service.remote_names(path)
         ]
+        tries = _try_targets(ls, path, uri, fn)
+        # Both kinds, as the Profile ones: VS Code's Ctrl+. lists quick fixes, its Source
+        # Action menu and Neovim's code_action the source ones.
         for kind in (lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.Source):
             if only and not any(kind.value.startswith(_kind_value(o)) for o in only):
                 continue
             actions += [
-                lsp.CodeAction(
-                    title, kind=kind, command=lsp.Command(title, PROFILE, arguments=arguments)
-                )
-                for title, arguments in targets
+                lsp.CodeAction(title, kind=kind, command=lsp.Command(title, name, arguments=args))
+                for title, name, args in [(t, PROFILE, a) for t, a in targets] + tries
             ]
-        if not only or any(
-            lsp.CodeActionKind.Source.value.startswith(_kind_value(o)) for o in only
-        ):
-            actions += _try_actions(ls, path, uri, fn)
     for diag in params.context.diagnostics:
         data: object = diag.data
         if not isinstance(data, dict):
@@ -76,26 +73,18 @@ def code_actions(
     return actions or None
 
 
-def _try_actions(
+def _try_targets(
     ls: KernelscopeServer, path: Path, uri: str, fn: FunctionDef
-) -> list[lsp.CodeAction]:
+) -> list[tuple[str, str, list[Any]]]:
     """After a fresh run: one "Try X" per suggested variant, and "Try all suggested"."""
     record = _fresh_record(ls, path, fn)
     if record is None:
         return []
     variants = ls.service.suggested_variants(record)
-    actions = [
-        lsp.CodeAction(
-            title,
-            kind=lsp.CodeActionKind.Source,
-            command=lsp.Command(title, TRY, arguments=[uri, fn.qualname, {"variants": chosen}]),
-        )
-        for title, chosen in [
-            *((f"Try {VARIANT_LABELS.get(v, v)} on `{fn.qualname}`", [v]) for v in variants),
-            *([(f"Try all suggested on `{fn.qualname}`", variants)] if len(variants) > 1 else []),
-        ]
-    ]
-    return actions
+    chosen = [([v], f"Try {VARIANT_LABELS.get(v, v)} on `{fn.qualname}`") for v in variants]
+    if len(variants) > 1:
+        chosen.append((variants, f"Try all suggested on `{fn.qualname}`"))
+    return [(title, TRY, [uri, fn.qualname, {"variants": vs}]) for vs, title in chosen]
 
 
 def _apply_variant_action(

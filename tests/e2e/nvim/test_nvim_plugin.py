@@ -33,6 +33,7 @@ def test_plugin_profiles_the_function_at_the_cursor_and_opens_its_trace(project:
     assert r["setup_returned"] is True
     assert r["commands"] == [
         "KernelscopeCancel",
+        "KernelscopeCompare",
         "KernelscopeOpenTrace",
         "KernelscopeProfile",
         "KernelscopeReport",
