@@ -7,7 +7,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
 from support import WORKLOADS
@@ -76,3 +78,26 @@ async def test_the_quick_fix_writes_the_decorator_only_for_a_measured_win(
     assert fix.kind == lsp.CodeActionKind.QuickFix and fix.edit and fix.edit.changes
     (edit,) = [e for e in fix.edit.changes[uri] if e.range.start.line == def_line]
     assert edit.new_text == "@torch.compile\n"
+
+
+async def test_bad_try_and_compare_requests_are_errors_and_the_server_keeps_answering(
+    client: LanguageClient, project: Path
+) -> None:
+    uri = open_doc(client, project / "three_lines.py")
+    for command, args, says in [
+        ("kernelscope.try", [uri, "three_lines", {"variants": ["warp"]}], "options.variants"),
+        ("kernelscope.try", [uri, "no_such_fn"], "has no function"),
+        ("kernelscope.compare", [uri, "three_lines"], "no profile of three_lines.py yet"),
+    ]:
+        with pytest.raises(JsonRpcException, match=says):
+            await client.workspace_execute_command_async(lsp.ExecuteCommandParams(command, args))
+    assert (await profile(client, uri, "three_lines"))["ok"]
+    with pytest.raises(JsonRpcException, match="one run kept"):
+        await client.workspace_execute_command_async(
+            lsp.ExecuteCommandParams("kernelscope.compare", [uri, "three_lines"])
+        )
+    assert (await profile(client, uri, "three_lines"))["ok"]
+    reply = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams("kernelscope.compare", [uri, "three_lines"])
+    )
+    assert reply["text"].startswith("kernelscope diff · run ") and reply["previous_run_id"]
