@@ -564,6 +564,7 @@ class Job:
         sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
         self.progress("inputs")
         args, kwargs = self.find_inputs(module, fn, owner, device)
+        self.loaded = (module, owner, args, kwargs)  # what run_try builds its variants from
         return fn, self._guarded(fn, args, kwargs), device, sync
 
     def run_timing(self):
@@ -592,15 +593,9 @@ class Job:
         """Time the function and variants of it (torch.compile, CUDA Graphs, TF32, ...) on the
         same inputs, in turns, unprofiled; compare each variant's results with the function's."""
         torch = self.torch
-        self.progress("import")
-        module = self.load_module()
-        fn, owner = self.resolve(module)
-        device = self.select_device()
+        fn, base, device, sync = self.prepare()
+        module, owner, args, kwargs = self.loaded
         cuda = device.type == "cuda"
-        sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
-        self.progress("inputs")
-        args, kwargs = self.find_inputs(module, fn, owner, device)
-        base = self._guarded(fn, args, kwargs)
         self.progress("cold")
         self.warm_up(base, sync)
         reference = detach_outputs(torch, base())

@@ -480,19 +480,7 @@ function M.report()
     return
   end
   execute(client, bufnr, LAST_REPORT, cursor_arguments(client), function(result)
-    local name = 'kernelscope://report/' .. tostring(result.run_id)
-    local old = vim.fn.bufnr(name)
-    if old ~= -1 then
-      vim.api.nvim_buf_delete(old, { force = true })
-    end
-    vim.cmd('new')
-    local buf = vim.api.nvim_get_current_buf()
-    vim.bo[buf].buftype = 'nofile'
-    vim.bo[buf].bufhidden = 'wipe'
-    vim.bo[buf].swapfile = false
-    vim.api.nvim_buf_set_name(buf, name)
-    vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(result.text or '', '\n', { plain = true }))
-    vim.bo[buf].modifiable = false
+    scratch('kernelscope://report/' .. tostring(result.run_id), result.text)
   end)
 end
 
