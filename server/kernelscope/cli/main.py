@@ -7,8 +7,9 @@ import argparse
 import asyncio
 import sys
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 from kernelscope import __version__
 from kernelscope.analysis.diagnose import SidecarError
@@ -39,8 +40,8 @@ from kernelscope.cli.args import (
 from kernelscope.cli.progress import ProgressLine, ReadingBar
 from kernelscope.cli.scale import add_scale_parser, run_scale
 from kernelscope.engine.project import ProjectError, load_project
-from kernelscope.engine.remotes import RemoteError
-from kernelscope.engine.runner import JobFailed
+from kernelscope.engine.remotes import Remote, RemoteError
+from kernelscope.engine.runner import JobFailed, ProgressCallback
 from kernelscope.engine.targets import Schedule, TargetError, build_request, load_target
 from kernelscope.protocol import (
     DEFAULT_ACTIVE,
@@ -168,17 +169,14 @@ def _profile(args: argparse.Namespace) -> int:
         remote = resolve_remote(args.remote, target.project, python=args.python)
     except (TargetError, RemoteError) as e:
         return fail_usage(str(e), args.json)
-    progress = ProgressLine(sys.stderr, target.qualname)
-    progress.stage(f"worker start on {remote.name}" if remote else "worker start")
     try:
-        result = asyncio.run(
-            profile_once(request, args.python, remote, progress.on_progress, args.timeout)
+        result = _on_worker(
+            target.qualname,
+            remote,
+            lambda on: profile_once(request, args.python, remote, on, args.timeout),
         )
     except JobFailed as e:
-        progress.clear()
         return _fail_job(e.failure, args.target, args.json)
-    finally:
-        progress.clear()
     try:
         report = job_report(result, str(target.path), target.qualname, args.remote)
     except TraceError as e:
@@ -189,6 +187,23 @@ def _profile(args: argparse.Namespace) -> int:
     else:
         print(render_report(report, stages=args.verbose))
     return EXIT_OK
+
+
+T = TypeVar("T")
+
+
+def _on_worker(
+    qualname: str,
+    remote: Remote | None,
+    job: Callable[[ProgressCallback], Coroutine[Any, Any, T]],
+) -> T:
+    """Run a job with the progress line on stderr, cleared however it ends; raises JobFailed."""
+    progress = ProgressLine(sys.stderr, qualname)
+    progress.stage(f"worker start on {remote.name}" if remote else "worker start")
+    try:
+        return asyncio.run(job(progress.on_progress))
+    finally:
+        progress.clear()
 
 
 def _variants(text: str) -> list[str]:
@@ -213,17 +228,14 @@ def _try(args: argparse.Namespace) -> int:
         remote = resolve_remote(args.remote, target.project, python=args.python)
     except (TargetError, RemoteError) as e:
         return fail_usage(str(e), args.json)
-    progress = ProgressLine(sys.stderr, target.qualname)
-    progress.stage(f"worker start on {remote.name}" if remote else "worker start")
     try:
-        result = asyncio.run(
-            try_once(request, args.python, remote, progress.on_progress, args.timeout)
+        result = _on_worker(
+            target.qualname,
+            remote,
+            lambda on: try_once(request, args.python, remote, on, args.timeout),
         )
     except JobFailed as e:
-        progress.clear()
         return _fail_job(e.failure, args.target, args.json)
-    finally:
-        progress.clear()
     if args.json:
         print_json(result)
     else:
