@@ -16,11 +16,18 @@ def main() -> int:
         return 0
     from kernelscope.cli.main import main as cli
 
-    return cli(serve=serve)
+    return cli(serve=serve, mcp=serve_mcp)
 
 
 def serve() -> None:
     """The language server on stdio (pygls is imported only for it)."""
     from kernelscope.lsp.main import main
+
+    main()
+
+
+def serve_mcp() -> None:
+    """The MCP server on stdio (the MCP SDK is imported only for it)."""
+    from kernelscope.agents.server import main
 
     main()

@@ -148,6 +148,23 @@ STAGE_LABELS = {
 }
 
 
+#: How far along a job is at each stage: a progress bar's percentage (editor, MCP server).
+PERCENT = {
+    "import": 5,
+    "inputs": 10,
+    "cold": 15,
+    "timing": 20,
+    "variants": 20,
+    "wait": 25,
+    "warmup": 35,
+    "active": 50,
+    "export": 75,
+    "lines": 85,
+    "clean_timing": 90,
+    "analysis": 95,
+}
+
+
 class JobProgress(Message, tag="job_progress"):
     """A stage of a job (a key of STAGE_LABELS), with its step count where it has one."""
 

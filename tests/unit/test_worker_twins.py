@@ -17,8 +17,7 @@ import pytest
 from kernelscope.analysis import calls, checks, facts, trace_model
 from kernelscope.analysis.trace_model import load_trace
 from kernelscope.engine import launcher
-from kernelscope.lsp.progress import PERCENT
-from kernelscope.protocol import STAGE_LABELS
+from kernelscope.protocol import PERCENT, STAGE_LABELS
 from kernelscope.worker import worker_source
 
 from support import FIXTURES

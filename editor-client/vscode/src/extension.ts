@@ -29,6 +29,7 @@ import {
   pipCommand,
   resolveInterpreter,
 } from './interpreter';
+import { registerMcpServer } from './mcp';
 import { showProgressAsNotifications } from './progress';
 import type { CompareReply, ImportTraceReply, LastReportReply, OpenTraceReply, ProfileReply, TryReply } from './replies';
 import { Status } from './status';
@@ -72,9 +73,11 @@ class Kernelscope implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private readonly reports = new Map<string, string>();
   private readonly reportChanged = new vscode.EventEmitter<vscode.Uri>();
+  /** Fires when the MCP server's definition may have changed (interpreter, trust). */
+  readonly mcpChanged = new vscode.EventEmitter<void>();
 
   constructor(context: vscode.ExtensionContext) {
-    context.subscriptions.push(this.channel, this.status, this.reportChanged);
+    context.subscriptions.push(this.channel, this.status, this.reportChanged, this.mcpChanged);
     this.disposables.push(
       vscode.workspace.registerTextDocumentContentProvider(REPORT_SCHEME, {
         onDidChange: this.reportChanged.event,
@@ -97,6 +100,7 @@ class Kernelscope implements vscode.Disposable {
     await this.starting;
     await this.stop();
     await this.start();
+    this.mcpChanged.fire();
   }
 
   private async stop(): Promise<void> {
@@ -568,6 +572,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   extension = new Kernelscope(context);
   extension.registerCommands();
   extension.watchSettings();
+  const ks = extension;
+  registerMcpServer(context, String(context.extension.packageJSON.version), (l) => ks.channel.info(l), ks.mcpChanged.event);
   await extension.start();
 }
 

@@ -149,6 +149,7 @@ class ProfileService:
         spec: ProfileSpec,
         variants: list[str] | None = None,
         on_progress: Callable[[JobProgress], None] | None = None,
+        budget_s: float = 2.0,
     ) -> Experiments:
         """Time the function and its variants in turns on its warm runner (by default the
         variants its last run's verdict suggests); raises JobFailed/TargetError."""
@@ -162,6 +163,7 @@ class ProfileService:
             store.traces_dir,
             device=spec.device,
             batch_size=spec.batch_size,
+            budget_s=budget_s,
             source=spec.source,
         )
         runner = self.launcher(spec.python, remote)

@@ -1,5 +1,6 @@
 """The batch-doubling test, run: one short job per batch factor on one warm worker
-(``run_scaling``), then the pure verdict of analysis/scaling.py and its plot (``scale``)."""
+(``run_scaling``), then the pure verdict of analysis/scaling.py and its plot (``scale``,
+what the CLI and the MCP server call)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,16 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
-from kernelscope.analysis.scaling import ScalePoint, ScaleVerdict, growth
+import msgspec
+
+from kernelscope.analysis.scaling import ScalePoint, ScaleVerdict, classify, growth
 from kernelscope.engine.dispatch import runner_for
 from kernelscope.engine.runner import JobFailed, JobRunner
 from kernelscope.engine.targets import Schedule, Target, build_request
 from kernelscope.protocol import JobProgress, ProfileFailed
 from kernelscope.pyfunctions import def_line, stub_for
 from kernelscope.render.plot import render_png
+from kernelscope.units import fmt_us
 
 SCALE_SCHEDULE = Schedule(wait=0, warmup=1, active=2)
 """Each factor's job is short: only its unprofiled timing is used."""
@@ -32,6 +36,17 @@ class ScaleFailed(JobFailed):
         super().__init__(failure)
         self.factor = factor
         self.points = list(points)
+
+    def explained(self, base_batch: int = 1) -> ProfileFailed:
+        """The failure, naming the factor it failed at and what was measured before it."""
+        if not self.points or self.factor is None:
+            return self.failure
+        done = ", ".join(f"×{p.factor} {fmt_us(p.us_per_call)}" for p in self.points)
+        message = (
+            f"at ×{self.factor} (batch_size {self.factor * base_batch}): {self.failure.message}"
+            f" (measured before it: {done})"
+        )
+        return msgspec.structs.replace(self.failure, message=message)
 
 
 def check_factors(factors: Sequence[int]) -> list[int]:
@@ -145,26 +160,6 @@ def _top_level_names(tree: ast.Module) -> set[str]:
     return names
 
 
-async def measure(
-    target: Target,
-    factors: Sequence[int],
-    python: str | None = None,
-    device: str = "auto",
-    timeout: float = 120.0,
-    on_progress: ScaleProgress | None = None,
-    base_batch: int = 1,
-) -> list[ScalePoint]:
-    """`run_scaling` on a worker of its own, closed after; raises ScaleFailed."""
-    check_provider(target)
-    runner = runner_for(python=python, respawn=False)
-    try:
-        return await run_scaling(
-            target, factors, runner, device, timeout, on_progress, base_batch=base_batch
-        )
-    finally:
-        await runner.close()
-
-
 def write_plot(
     target: Target, points: Sequence[ScalePoint], verdict: ScaleVerdict, png: Path | None
 ) -> tuple[Path, OSError | None]:
@@ -174,14 +169,108 @@ def write_plot(
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(
-            render_png(points, verdict, f"{target.qualname} · {device_label(points[0])}")
+            render_png(points, verdict, f"{target.qualname} · {device_label(_device(points[0]))}")
         )
     except OSError as e:
         return path, e
     return path, None
 
 
-def device_label(point: ScalePoint) -> str:
-    """Where a point was measured: ``cuda:0 (NVIDIA H200)``."""
-    where = point.device_type + (f":{point.device_index}" if point.device_index is not None else "")
-    return f"{where} ({point.device_name})" if point.device_name else where
+def device_label(device: ScaleDevice) -> str:
+    """Where a scale test ran: ``cuda:0 (NVIDIA H200)``."""
+    where = device.type + (f":{device.index}" if device.index is not None else "")
+    return f"{where} ({device.name})" if device.name else where
+
+
+def _device(point: ScalePoint) -> ScaleDevice:
+    return ScaleDevice(point.device_type, point.device_name, point.device_index)
+
+
+class ScaleFunction(msgspec.Struct):
+    """The function a scale test timed."""
+
+    path: str
+    qualname: str
+    line: int | None
+
+
+class ScaleDevice(msgspec.Struct):
+    """Where it was timed."""
+
+    type: str
+    name: str
+    index: int | None
+
+
+class ScaleRow(msgspec.Struct):
+    """One factor's unprofiled time."""
+
+    factor: int
+    batch_size: int
+    us_per_call: float
+    us_per_item: float
+    growth: float | None
+    method: str
+    reps: int
+    trace: str | None
+
+
+class ScaleResult(msgspec.Struct, omit_defaults=True):
+    """A scale test: the points, the verdict and the chart (``png`` None when it could not
+    be written, ``png_error`` says why)."""
+
+    function: ScaleFunction
+    device: ScaleDevice
+    points: list[ScaleRow]
+    verdict: ScaleVerdict
+    png: str | None
+    png_error: str | None = None
+
+
+def rows(points: Sequence[ScalePoint]) -> list[ScaleRow]:
+    """The points as the result lists them."""
+    return [
+        ScaleRow(
+            p.factor,
+            p.batch_size,
+            p.us_per_call,
+            p.us_per_item,
+            p.growth,
+            p.method,
+            p.reps,
+            p.trace_path,
+        )
+        for p in points
+    ]
+
+
+async def scale(
+    target: Target,
+    factors: Sequence[int],
+    python: str | None = None,
+    device: str = "auto",
+    timeout: float = 120.0,
+    on_progress: ScaleProgress | None = None,
+    base_batch: int = 1,
+    png: Path | None = None,
+) -> ScaleResult:
+    """Measure every factor on a worker of its own (closed after), judge the growth and
+    draw the chart; raises ScaleFailed."""
+    check_provider(target)
+    runner = runner_for(python=python, respawn=False)
+    try:
+        points = await run_scaling(
+            target, factors, runner, device, timeout, on_progress, base_batch=base_batch
+        )
+    finally:
+        await runner.close()
+    verdict = classify(points)
+    png_path, error = write_plot(target, points, verdict, png)
+    return ScaleResult(
+        ScaleFunction(str(target.path), target.qualname, def_line(target.path, target.qualname)),
+        _device(points[0]),
+        rows(points),
+        verdict,
+        None if error else str(png_path),
+        None if error is None else f"cannot write {png_path}: {error.strerror or error}",
+    )

@@ -1,5 +1,6 @@
-"""Command line: ``kernelscope profile | analyze | calibrate | scale | serve``; each subcommand
-parses, calls its use case in ``kernelscope.app`` and prints the result."""
+"""Command line: ``kernelscope profile | try | diff | analyze | calibrate | scale | serve |
+mcp``; each subcommand parses, calls its use case in ``kernelscope.app`` and prints the
+result."""
 
 from __future__ import annotations
 
@@ -107,6 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
     sub.add_parser("serve", help="run the language server on stdio (for editors)")
+    sub.add_parser(
+        "mcp",
+        help="run the MCP server on stdio (for coding agents; relative paths from the cwd)",
+    )
     add_scale_parser(sub)
 
     c = sub.add_parser("calibrate", help="measure this GPU's matmul and copy ceilings")
@@ -128,9 +133,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None, serve: Callable[[], None] | None = None) -> int:
-    """Entry point; returns the exit status. ``serve`` runs the language server (the
-    ``kernelscope`` command passes it: the CLI does not import the server)."""
+def main(
+    argv: Sequence[str] | None = None,
+    serve: Callable[[], None] | None = None,
+    mcp: Callable[[], None] | None = None,
+) -> int:
+    """Entry point; returns the exit status. ``serve`` runs the language server and ``mcp``
+    the MCP server (the ``kernelscope`` command passes them: the CLI imports neither)."""
     args = build_parser().parse_args(argv)
     try:
         if args.command == "profile":
@@ -147,6 +156,11 @@ def main(argv: Sequence[str] | None = None, serve: Callable[[], None] | None = N
             if serve is None:
                 return fail_usage("the language server starts as `kernelscope serve`", False)
             serve()
+            return EXIT_OK
+        if args.command == "mcp":
+            if mcp is None:
+                return fail_usage("the MCP server starts as `kernelscope mcp`", False)
+            mcp()
             return EXIT_OK
         return _analyze(args)
     except KeyboardInterrupt:

@@ -7,16 +7,14 @@ import asyncio
 import sys
 from pathlib import Path
 
-import msgspec
-
-from kernelscope.analysis.scaling import ScalePoint, ScaleVerdict, classify
 from kernelscope.app.scale import (
     DEFAULT_FACTORS,
     ScaleFailed,
+    ScaleResult,
     check_factors,
     device_label,
-    measure,
-    write_plot,
+    rows,
+    scale,
 )
 from kernelscope.cli.args import (
     EXIT_FAILED,
@@ -28,9 +26,8 @@ from kernelscope.cli.args import (
     print_json,
 )
 from kernelscope.cli.progress import ProgressLine
-from kernelscope.engine.targets import Target, TargetError, load_target
+from kernelscope.engine.targets import TargetError, load_target
 from kernelscope.protocol import JobProgress
-from kernelscope.pyfunctions import def_line
 from kernelscope.render.plot import text_chart
 from kernelscope.render.text import render_failure, shorten, table
 from kernelscope.units import fmt_us
@@ -91,8 +88,8 @@ def run_scale(args: argparse.Namespace) -> int:
         progress.on_progress(msg)
 
     try:
-        points = asyncio.run(
-            measure(
+        result = asyncio.run(
+            scale(
                 target,
                 args.factors,
                 args.python,
@@ -100,6 +97,7 @@ def run_scale(args: argparse.Namespace) -> int:
                 args.timeout,
                 on_progress,
                 base_batch=args.base_batch,
+                png=Path(args.png) if args.png else None,
             )
         )
     except ScaleFailed as e:
@@ -107,31 +105,23 @@ def run_scale(args: argparse.Namespace) -> int:
         return _fail_job(e, args)
     finally:
         progress.clear()
-    verdict = classify(points)
-    png_path, error = write_plot(target, points, verdict, Path(args.png) if args.png else None)
-    if error is not None:
-        print(f"kernelscope: cannot write {png_path}: {error.strerror or error}", file=sys.stderr)
-    png = None if error else str(png_path)
+    if result.png_error is not None:
+        print(f"kernelscope: {result.png_error}", file=sys.stderr)
     if args.json:
-        print_json(_json(target, points, verdict, png))
+        print_json(result)
     else:
-        print(_render(target, points, verdict, png))
-    return EXIT_OK if png else EXIT_FAILED
+        print(render_scale(result))
+    return EXIT_OK if result.png else EXIT_FAILED
 
 
-def _function_line(target: Target) -> int | None:
-    return def_line(target.path, target.qualname)
-
-
-def _render(
-    target: Target, points: list[ScalePoint], verdict: ScaleVerdict, png: str | None
-) -> str:
-    line = _function_line(target)
-    where = shorten(str(target.path)) + (f":{line}" if line else "")
+def render_scale(result: ScaleResult) -> str:
+    """The scale test as the terminal shows it."""
+    fn, points = result.function, result.points
+    where = shorten(fn.path) + (f":{fn.line}" if fn.line else "")
     method = points[0].method.replace("_", " ")
     out = [
-        f"kernelscope scale · {target.qualname}  ({where})",
-        f"device    {device_label(points[0])} · unprofiled time per call ({method})",
+        f"kernelscope scale · {fn.qualname}  ({where})",
+        f"device    {device_label(result.device)} · unprofiled time per call ({method})",
         "",
         *table(
             ["factor", "batch", "per call", "per item", "growth"],
@@ -149,60 +139,19 @@ def _render(
         "",
         text_chart(points),
         "",
-        f"verdict   {verdict.summary}",
+        f"verdict   {result.verdict.summary}",
     ]
-    if png:
-        out.append(f"chart     {shorten(png)}")
+    if result.png:
+        out.append(f"chart     {shorten(result.png)}")
     return "\n".join(out)
 
 
-def _point_json(p: ScalePoint) -> dict[str, object]:
-    return {
-        "factor": p.factor,
-        "batch_size": p.batch_size,
-        "us_per_call": p.us_per_call,
-        "us_per_item": p.us_per_item,
-        "growth": p.growth,
-        "method": p.method,
-        "reps": p.reps,
-        "trace": p.trace_path,
-    }
-
-
-def _json(
-    target: Target, points: list[ScalePoint], verdict: ScaleVerdict, png: str | None
-) -> dict[str, object]:
-    first = points[0]
-    return {
-        "function": {
-            "path": str(target.path),
-            "qualname": target.qualname,
-            "line": _function_line(target),
-        },
-        "device": {
-            "type": first.device_type,
-            "name": first.device_name,
-            "index": first.device_index,
-        },
-        "points": [_point_json(p) for p in points],
-        "verdict": verdict,
-        "png": png,
-    }
-
-
 def _fail_job(e: ScaleFailed, args: argparse.Namespace) -> int:
-    failure = e.failure
-    if e.points and e.factor is not None:
-        done = ", ".join(f"×{p.factor} {fmt_us(p.us_per_call)}" for p in e.points)
-        message = (
-            f"at ×{e.factor} (batch_size {e.factor * args.base_batch}): {failure.message}"
-            f" (measured before it: {done})"
-        )
-        failure = msgspec.structs.replace(failure, message=message)
+    failure = e.explained(args.base_batch)
     if args.json:
         out: dict[str, object] = {"error": failure}
         if e.points:
-            out["points"] = [_point_json(p) for p in e.points]
+            out["points"] = rows(e.points)
         print_json(out)
     print(render_failure(failure, args.target), file=sys.stderr)
     return EXIT_FAILED

@@ -10,26 +10,9 @@ from typing import Any
 from lsprotocol import types as lsp
 
 from kernelscope.lsp.server import KernelscopeServer
-from kernelscope.protocol import STAGE_LABELS, JobProgress
+from kernelscope.protocol import PERCENT, STAGE_LABELS, JobProgress
 
 log = logging.getLogger(__name__)
-
-
-#: How far along a job is at each stage, as the progress bar's percentage.
-PERCENT = {
-    "import": 5,
-    "inputs": 10,
-    "cold": 15,
-    "timing": 20,
-    "variants": 20,
-    "wait": 25,
-    "warmup": 35,
-    "active": 50,
-    "export": 75,
-    "lines": 85,
-    "clean_timing": 90,
-    "analysis": 95,
-}
 
 
 def cancel_if(done: Any, task: asyncio.Future[Any]) -> None:

@@ -11,7 +11,7 @@ import math
 import struct
 import zlib
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, Protocol
 
 from kernelscope.analysis.scaling import ScalePoint, ScaleVerdict
 from kernelscope.units import fmt_us
@@ -251,7 +251,16 @@ def render_png(
 BLOCKS = " ▁▂▃▄▅▆▇█"
 
 
-def text_chart(points: Sequence[ScalePoint], rows: int = 5) -> str:
+class Timed(Protocol):
+    """A factor and its time per call (a ScalePoint, or a row of a scale result)."""
+
+    @property
+    def factor(self) -> int: ...
+    @property
+    def us_per_call(self) -> float: ...
+
+
+def text_chart(points: Sequence[Timed], rows: int = 5) -> str:
     """Time per call per factor as columns of block characters on a log scale."""
     pts = sorted(points, key=lambda p: p.factor)
     if not pts:

@@ -1,0 +1,1 @@
+"""The engine for coding agents: an MCP server over stdio (``kernelscope mcp``)."""
