@@ -138,7 +138,12 @@ class Kernelscope implements vscode.Disposable {
       options: { cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
     };
     const clientOptions: LanguageClientOptions = {
-      documentSelector: [{ scheme: 'file', language: 'python' }],
+      // Python files, and the Python cells of Jupyter notebooks (synced as notebooks: the
+      // server declares notebookDocumentSync, so the cells are not sent as text documents).
+      documentSelector: [
+        { scheme: 'file', language: 'python' },
+        { notebook: 'jupyter-notebook', language: 'python' },
+      ],
       synchronize: { configurationSection: 'kernelscope' },
       outputChannel: this.channel,
       // The hover's "Open trace in Perfetto" is a command: link; allow that one command.
@@ -451,8 +456,8 @@ class Kernelscope implements vscode.Disposable {
   /** The server's "Profile `fn`" actions at the cursor (the local one first), one per title. */
   private async profileActionsAtCursor(): Promise<ProfileAction[]> {
     const editor = vscode.window.activeTextEditor;
-    if (!editor || editor.document.languageId !== 'python' || editor.document.uri.scheme !== 'file') {
-      void vscode.window.showInformationMessage('Kernelscope: put the cursor in a function of a Python file first.');
+    if (!editor || !isProfilable(editor.document)) {
+      void vscode.window.showInformationMessage('Kernelscope: put the cursor in a function of a Python file or notebook cell first.');
       return [];
     }
     await this.starting;
@@ -484,7 +489,7 @@ class Kernelscope implements vscode.Disposable {
   /** (uri, cursor) in a Python editor: its function's last run, else this session's last run. */
   private runArgs(): unknown[] {
     const editor = vscode.window.activeTextEditor;
-    if (editor && editor.document.languageId === 'python' && editor.document.uri.scheme === 'file') {
+    if (editor && isProfilable(editor.document)) {
       const p = editor.selection.active;
       return [editor.document.uri.toString(), { line: p.line, character: p.character }];
     }
@@ -557,6 +562,11 @@ class Kernelscope implements vscode.Disposable {
     await this.stop();
     this.dispose();
   }
+}
+
+/** A Python file, or a Python cell of a notebook (the server syncs Jupyter notebooks). */
+function isProfilable(document: vscode.TextDocument): boolean {
+  return document.languageId === 'python' && (document.uri.scheme === 'file' || document.uri.scheme === 'vscode-notebook-cell');
 }
 
 function errorText(e: unknown): string {

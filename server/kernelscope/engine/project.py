@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from kernelscope.notebooks import MODULES_DIR
+
 ROOT_MARKERS = ("pyproject.toml", ".git", "setup.py", "setup.cfg")
 
 
@@ -40,6 +42,8 @@ class Project:
 def find_root(path: Path) -> Path:
     """The nearest folder above `path` with a project marker; else the file's folder."""
     start = path.resolve().parent
+    if start.name == MODULES_DIR and start.parent.name == ".kernelscope":
+        start = start.parent.parent  # a notebook's module belongs to the notebook's project
     for folder in (start, *start.parents):
         if any((folder / marker).exists() for marker in ROOT_MARKERS):
             return folder

@@ -32,7 +32,6 @@ from kernelscope.lsp.server import (
     PROFILE,
     TRY,
     KernelscopeServer,
-    uri_to_path,
 )
 from kernelscope.protocol import VARIANTS
 from kernelscope.pyfunctions import find, function_at
@@ -47,7 +46,7 @@ async def profile(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     """Profile (uri, qualname[, options]): progress while it runs, then diagnostics and views.
     options.remote names a remote to run on."""
     uri, qualname, options = _profile_args(args)
-    path, source = ls.source_of(uri)
+    path, source = _runnable(ls, uri)
     fn = find(source, qualname)
     if fn is None:
         raise JsonRpcInvalidParams(f"{path.name} has no function {qualname!r}")
@@ -136,7 +135,7 @@ async def try_variants(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     """Try (uri, qualname[, {variants: [...], ...}]): time the function and the variants (by
     default those its last run suggests) in turns; KS801 diagnostics and hover lines after."""
     uri, qualname, options = _profile_args(args, TRY)
-    path, source = ls.source_of(uri)
+    path, source = _runnable(ls, uri)
     fn = find(source, qualname)
     if fn is None:
         raise JsonRpcInvalidParams(f"{path.name} has no function {qualname!r}")
@@ -188,12 +187,28 @@ def _profile_args(args: tuple[Any, ...], command: str = PROFILE) -> tuple[str, s
         )
     uri, qualname = args[0], args[1]
     options: object = args[2] if len(args) == 3 else {}
-    uri_to_path(uri)
+    if not isinstance(uri, str):
+        raise JsonRpcInvalidParams(f"expected a document URI, got {uri!r}")
     if not isinstance(qualname, str) or not all(p.isidentifier() for p in qualname.split(".")):
         raise JsonRpcInvalidParams(f"qualname must be like fn or Class.method, got {qualname!r}")
     if not isinstance(options, dict):
         raise JsonRpcInvalidParams(f"options must be an object, got {type(options).__name__}")
     return uri, qualname, dict(options)  # pyright: ignore[reportUnknownArgumentType]
+
+
+def _runnable(ls: KernelscopeServer, uri: str) -> tuple[Path, str]:
+    """What a job runs for a document: the file as the editor has it; for a notebook cell,
+    the notebook's code cells up to it as one module (the whole module is written to its
+    path, so the report's lines and the trace can show its code)."""
+    doc = ls.document(uri)
+    if doc.notebook is None:
+        return doc.path, doc.source
+    try:
+        doc.path.parent.mkdir(parents=True, exist_ok=True)
+        doc.path.write_text(doc.source, encoding="utf-8")
+    except OSError as e:
+        raise JsonRpcInternalError(f"cannot write the notebook's module {doc.path}: {e}") from None
+    return doc.path, doc.notebook.module(upto=uri).source
 
 
 def _request_future(ls: KernelscopeServer) -> Any:
@@ -251,7 +266,7 @@ async def import_trace(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
 
     uri, qualname, trace = args[0], args[1], Path(args[2])
     sidecar = Path(args[3]) if len(args) == 4 else None
-    path, source = ls.source_of(uri)
+    path, source = _runnable(ls, uri)
     for file in (trace, sidecar):
         if file is not None and not file.is_file():
             raise JsonRpcInvalidParams(f"no such file: {file}")
@@ -321,19 +336,20 @@ def _record_from_args(ls: KernelscopeServer, args: tuple[Any, ...]) -> RunRecord
     if not args:
         raise JsonRpcInvalidParams("expected a run id, or a document URI [and qualname]")
     first = args[0]
-    if isinstance(first, str) and not first.startswith("file:"):
+    if isinstance(first, str) and ":" not in first:
         record = ls.service.find_run(first)
         if record is None:
             raise JsonRpcInvalidParams(f"no run {first!r} (runs are kept under .kernelscope/)")
         return record
-    path = uri_to_path(first)
+    doc = ls.document(first)
+    path = doc.path
     store = ls.service.store_for(path)
     if len(args) > 1 and isinstance(args[1], str):
         record = store.latest(str(path), args[1])
     elif len(args) > 1 and isinstance(args[1], dict):  # a position: the function at the cursor
         pos: dict[str, Any] = args[1]  # pyright: ignore[reportUnknownVariableType]
-        _, source = ls.source_of(first)
-        fn = function_at(source, int(pos.get("line", 0)) + 1)
+        line = doc.module_line(lsp.Position(int(pos.get("line", 0)), 0))
+        fn = function_at(doc.source, line)
         record = store.latest(str(path), fn.qualname) if fn else None
     else:
         record = None

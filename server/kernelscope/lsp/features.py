@@ -7,18 +7,14 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+import attrs
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
 
 from kernelscope.findings import Code
 from kernelscope.lsp import views as editor_views
-from kernelscope.lsp.server import (
-    OPEN_TRACE,
-    PROFILE,
-    TRY,
-    KernelscopeServer,
-    uri_to_path,
-)
+from kernelscope.lsp.documents import Document
+from kernelscope.lsp.server import OPEN_TRACE, PROFILE, TRY, KernelscopeServer
 from kernelscope.protocol import VARIANT_LABELS
 from kernelscope.pyfunctions import FunctionDef, find, function_at, functions, provider_stub
 
@@ -35,11 +31,11 @@ def code_actions(
     measured it faster with equal results."""
     uri = params.text_document.uri
     try:
-        _, source = ls.source_of(uri)
-        path = uri_to_path(uri)
+        doc = ls.document(uri)
     except JsonRpcInvalidParams:
         return None
-    fn = function_at(source, params.range.start.line + 1)
+    path, source = doc.path, doc.source
+    fn = function_at(source, doc.module_line(params.range.start))
     actions: list[lsp.CodeAction] = []
     only = params.context.only
     if fn is not None:
@@ -66,11 +62,28 @@ def code_actions(
         target = find(source, str(fields.get("qualname")))
         if target is None:
             continue
+        fix = None
         if diag.code == Code.MISSING_INPUTS:
-            actions.append(_create_inputs_action(uri, source, target, diag))
+            fix = _create_inputs_action(uri, source, target, diag)
         elif diag.code == Code.WHAT_IF and fields.get("apply") is True:
-            actions.append(_apply_variant_action(uri, source, target, diag, str(fields["variant"])))
+            fix = _apply_variant_action(uri, source, target, diag, str(fields["variant"]))
+        if fix is not None and (fix := _in_document(doc, fix)) is not None:
+            actions.append(fix)
     return actions or None
+
+
+def _in_document(doc: Document, action: lsp.CodeAction) -> lsp.CodeAction | None:
+    """The action with its edits in the document's lines; None when one falls outside it (an
+    import the notebook's module lacks would go above its first cell)."""
+    if doc.span is None or action.edit is None or action.edit.changes is None:
+        return action
+    edits: list[lsp.TextEdit] = []
+    for edit in action.edit.changes.get(doc.uri, []):
+        at = doc.to_editor(edit.range)
+        if at is None:
+            return None
+        edits.append(lsp.TextEdit(at, edit.new_text))
+    return attrs.evolve(action, edit=lsp.WorkspaceEdit(changes={doc.uri: edits}))
 
 
 def _try_targets(
@@ -160,11 +173,11 @@ def _fresh_record(ls: KernelscopeServer, path: Path, fn: FunctionDef) -> RunReco
 def hover(ls: KernelscopeServer, params: lsp.HoverParams) -> lsp.Hover | None:
     """The last run of the function under the cursor, on its def line or attributed lines."""
     try:
-        path = uri_to_path(params.text_document.uri)
-        _, source = ls.source_of(params.text_document.uri)
+        doc = ls.document(params.text_document.uri)
     except JsonRpcInvalidParams:
         return None
-    line = params.position.line + 1
+    path, source = doc.path, doc.source
+    line = doc.module_line(params.position)
     fn = function_at(source, line)
     if fn is None:
         return None
@@ -189,15 +202,17 @@ def hover(ls: KernelscopeServer, params: lsp.HoverParams) -> lsp.Hover | None:
 def code_lens(ls: KernelscopeServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens] | None:
     """ "▶ Profile" on every def; the last run's headline beside it."""
     try:
-        path = uri_to_path(params.text_document.uri)
-        _, source = ls.source_of(params.text_document.uri)
+        doc = ls.document(params.text_document.uri)
     except JsonRpcInvalidParams:
         return None
-    uri = params.text_document.uri
+    path, source, uri = doc.path, doc.source, doc.uri
     store = ls.service.store_for(path)
     lenses: list[lsp.CodeLens] = []
     for fn in functions(source):
-        at = lsp.Range(lsp.Position(fn.def_line - 1, 0), lsp.Position(fn.def_line - 1, 0))
+        here = lsp.Range(lsp.Position(fn.def_line - 1, 0), lsp.Position(fn.def_line - 1, 0))
+        at = doc.to_editor(here)
+        if at is None:  # in another cell
+            continue
         lenses.append(
             lsp.CodeLens(at, lsp.Command("▶ Profile", PROFILE, arguments=[uri, fn.qualname]))
         )
@@ -214,19 +229,23 @@ def code_lens(ls: KernelscopeServer, params: lsp.CodeLensParams) -> list[lsp.Cod
 def inlay_hint(ls: KernelscopeServer, params: lsp.InlayHintParams) -> list[lsp.InlayHint] | None:
     """Each attributed line's share of the function's CUDA and CPU time, at its end."""
     try:
-        path = uri_to_path(params.text_document.uri)
-        _, source = ls.source_of(params.text_document.uri)
+        doc = ls.document(params.text_document.uri)
     except JsonRpcInvalidParams:
         return None
+    path, source = doc.path, doc.source
     lines = source.splitlines()
     hints: list[lsp.InlayHint] = []
-    first, last = params.range.start.line + 1, params.range.end.line + 1
+    first, last = doc.module_line(params.range.start), doc.module_line(params.range.end)
     for fn in functions(source):
-        if fn.end_line < first or fn.def_line > last:
+        if fn.end_line < first or fn.def_line > last or not doc.holds(fn.def_line):
             continue
         record = _fresh_record(ls, path, fn)
         if record is not None:
-            hints += editor_views.inlay_hints(record, fn, str(path), lines)
+            for hint in editor_views.inlay_hints(record, fn, str(path), lines):
+                at = hint.position
+                moved = doc.to_editor(lsp.Range(at, at))
+                if moved is not None:
+                    hints.append(attrs.evolve(hint, position=moved.start))
     return hints
 
 

@@ -72,6 +72,30 @@ def _republish(ls: KernelscopeServer, uri: str) -> None:
         ls.publish(uri_to_path(uri))
 
 
+def notebook_opened(ls: KernelscopeServer, params: lsp.DidOpenNotebookDocumentParams) -> None:
+    """A notebook opened: its cells' diagnostics of earlier runs in this session."""
+    _republish_notebook(ls, params.notebook_document.uri)
+
+
+def notebook_changed(ls: KernelscopeServer, params: lsp.DidChangeNotebookDocumentParams) -> None:
+    """Cells edited, added, moved or removed: drop what is stale, move what moved."""
+    _republish_notebook(ls, params.notebook_document.uri)
+
+
+def notebook_closed(ls: KernelscopeServer, params: lsp.DidCloseNotebookDocumentParams) -> None:
+    """Forget the notebook's module (its runs stay in the store)."""
+    uri = params.notebook_document.uri
+    for module, notebook in list(ls.notebooks.items()):
+        if notebook == uri:
+            del ls.notebooks[module]
+
+
+def _republish_notebook(ls: KernelscopeServer, uri: str) -> None:
+    notebook = ls.notebook(uri)
+    if notebook is not None:
+        ls.publish(notebook.module_path)
+
+
 def register(server: KernelscopeServer) -> None:
     """Register this module's handlers on `server`."""
     server.feature(lsp.INITIALIZED)(initialized)
@@ -79,3 +103,6 @@ def register(server: KernelscopeServer) -> None:
     server.feature(lsp.SHUTDOWN)(shutdown)
     server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)(did_open)
     server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)(did_change)
+    server.feature(lsp.NOTEBOOK_DOCUMENT_DID_OPEN)(notebook_opened)
+    server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CHANGE)(notebook_changed)
+    server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)(notebook_closed)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote
 
+import attrs
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
@@ -17,6 +18,14 @@ from kernelscope.app import perfetto
 from kernelscope.app.settings import Settings
 from kernelscope.findings import Code
 from kernelscope.lsp import views as editor_views
+from kernelscope.lsp.documents import (
+    NOTEBOOK_SYNC,
+    Document,
+    Notebook,
+    cell_document,
+    file_path,
+    notebook_of,
+)
 from kernelscope.protocol import ProfileFailed
 from kernelscope.pyfunctions import FunctionDef, functions
 
@@ -42,13 +51,17 @@ class KernelscopeServer(LanguageServer):
     """The server and its state: settings, jobs, failures to show, the Perfetto one-shot."""
 
     def __init__(self) -> None:
-        super().__init__("kernelscope", __version__)  # pyright: ignore[reportUnknownMemberType]
+        super().__init__(  # pyright: ignore[reportUnknownMemberType]
+            "kernelscope", __version__, notebook_document_sync=NOTEBOOK_SYNC
+        )
         self.settings = Settings()
         self._service: ProfileService | None = None
         self.failures: dict[tuple[str, str], tuple[ProfileFailed, str]] = {}
         self.trace_server: perfetto.OneShot | None = None
         #: The last experiment of each (path, qualname), with the function's text hash then.
         self.experiments: dict[tuple[str, str], tuple[Experiments, str]] = {}
+        #: The notebook each notebook module (its path) was built from, by URI.
+        self.notebooks: dict[str, str] = {}
 
     @property
     def service(self) -> ProfileService:
@@ -91,7 +104,7 @@ class KernelscopeServer(LanguageServer):
     def source_of(self, uri: str) -> tuple[Path, str]:
         """The file's path and text as the editor has it (else as on disk)."""
         path = uri_to_path(uri)
-        doc = self.workspace.text_documents.get(uri)
+        doc = self.workspace.text_documents.get(unquote(uri))
         if doc is not None:
             return path, doc.source
         try:
@@ -99,13 +112,67 @@ class KernelscopeServer(LanguageServer):
         except (OSError, UnicodeDecodeError) as e:
             raise JsonRpcInvalidParams(f"cannot read {path}: {e}") from None
 
+    def document(self, uri: object) -> Document:
+        """A Python file, or a code cell of a synced notebook; JsonRpcInvalidParams else."""
+        if isinstance(uri, str) and not uri.startswith("file:"):
+            notebook = self.notebook(uri)
+            if notebook is not None:
+                return cell_document(notebook, uri)
+        if not isinstance(uri, str):
+            raise JsonRpcInvalidParams(f"expected a document URI, got {uri!r}")
+        path, source = self.source_of(uri)
+        return Document(uri, path, source)
+
+    def notebook(self, uri: str) -> Notebook | None:
+        """The synced notebook with URI `uri` or holding the cell `uri`, remembered by its
+        module's path (so a run of that module is published to its cells)."""
+        notebook = notebook_of(self.workspace, uri)
+        if notebook is not None:
+            self.notebooks[str(notebook.module_path)] = notebook.uri
+        return notebook
+
     def publish(self, path: Path) -> None:
-        """(Re)publish every kernelscope diagnostic of one file."""
+        """(Re)publish every kernelscope diagnostic of one file, or of a notebook's cells
+        when `path` is a notebook's module."""
+        notebook_uri = self.notebooks.get(str(path))
+        if notebook_uri is not None:
+            self._publish_notebook(path, notebook_uri)
+            return
         uri = path.as_uri()
         try:
             _, source = self.source_of(uri)
         except JsonRpcInvalidParams:
             return
+        self.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=self._diagnostics(path, source))
+        )
+
+    def _publish_notebook(self, path: Path, notebook_uri: str) -> None:
+        notebook = notebook_of(self.workspace, notebook_uri)
+        if notebook is None:  # closed
+            del self.notebooks[str(path)]
+            return
+        module = notebook.module()
+        diags = self._diagnostics(path, module.source, same_lines=True)
+        if diags:
+            diags += editor_views.note_diagnostics(module)
+        for span in module.spans:
+            doc = Document(span.uri, path, module.source, notebook, span)
+            mine: list[lsp.Diagnostic] = []
+            for d in diags:
+                at = doc.to_editor(d.range)
+                if at is not None:
+                    mine.append(attrs.evolve(d, range=at))
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(uri=span.uri, diagnostics=mine)
+            )
+
+    def _diagnostics(
+        self, path: Path, source: str, same_lines: bool = False
+    ) -> list[lsp.Diagnostic]:
+        """The diagnostics of one module's runs, failures and experiments, in its lines; with
+        `same_lines`, a run whose function has moved since is stale too (a notebook's module
+        is rebuilt from the cells, so an edit above shifts the lines the run recorded)."""
         lines = source.splitlines()
         current = {f.qualname: f for f in functions(source)}
         diags: list[lsp.Diagnostic] = []
@@ -115,29 +182,22 @@ class KernelscopeServer(LanguageServer):
             fn = current.get(record.qualname) if record.path == str(path) else None
             if record.path == str(path) and (fn is None or fn.text_hash != record.text_hash):
                 continue  # the function changed since the run: its numbers are stale
+            if same_lines and fn is not None and fn.def_line != record.report.function.line:
+                continue
             delta = self.service.delta(record)
             diags += editor_views.run_diagnostics(record, str(path), lines, options, delta)
         for (fpath, qualname), (failure, text_hash) in self.failures.items():
             fn = current.get(qualname)
             if fpath == str(path) and fn is not None and fn.text_hash == text_hash:
-                diags.append(failure_diagnostic(failure, fn, lines))
+                diags.append(failure_diagnostic(failure, fn, lines, anywhere=same_lines))
         for (fpath, qualname), (exp, text_hash) in self.experiments.items():
             fn = current.get(qualname)
             if fpath == str(path) and fn is not None and fn.text_hash == text_hash:
                 diags += editor_views.experiment_diagnostics(exp, str(path), lines)
-        self.text_document_publish_diagnostics(
-            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diags)
-        )
+        return diags
 
 
-def uri_to_path(uri: object) -> Path:
-    """A file: URI of a Python file as a path; JsonRpcInvalidParams otherwise."""
-    if not isinstance(uri, str) or not uri.startswith("file:"):
-        raise JsonRpcInvalidParams(f"expected a file: URI, got {uri!r}")
-    path = Path(unquote(urlparse(uri).path))
-    if path.suffix not in (".py", ".pyi"):
-        raise JsonRpcInvalidParams(f"{path.name} is not a Python file")
-    return path
+uri_to_path = file_path
 
 
 def _records_touching(runs: list[RunRecord], path: str) -> list[RunRecord]:
@@ -149,9 +209,14 @@ def _records_touching(runs: list[RunRecord], path: str) -> list[RunRecord]:
     return list(newest.values())
 
 
-def failure_diagnostic(failure: ProfileFailed, fn: FunctionDef, lines: list[str]) -> lsp.Diagnostic:
-    """A failed job at the user's line (the def line when the failure names none)."""
-    line = failure.line if failure.line and fn.contains(failure.line) else fn.def_line
+def failure_diagnostic(
+    failure: ProfileFailed, fn: FunctionDef, lines: list[str], anywhere: bool = False
+) -> lsp.Diagnostic:
+    """A failed job at the user's line in the function (the def line when the failure names
+    none or a line outside it); with `anywhere`, at its line wherever that is (a notebook's
+    earlier cell that failed while the module was built)."""
+    inside = failure.line is not None and (anywhere or fn.contains(failure.line))
+    line = failure.line if failure.line and inside else fn.def_line
     text = lines[line - 1] if 0 < line <= len(lines) else ""
     code = Code.MISSING_INPUTS if failure.kind == "missing_inputs" else Code.JOB_FAILED
     return lsp.Diagnostic(

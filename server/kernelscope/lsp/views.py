@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types as lsp
 
 from kernelscope.findings import DOCS_PAGE, Code, Finding, Severity
+from kernelscope.notebooks import NotebookModule
 from kernelscope.pyfunctions import FunctionDef
 from kernelscope.units import fmt_us
 
@@ -305,3 +306,23 @@ def experiment_markdown(exp: Experiments) -> str:
     out = ["", f"**Tried** (in turns with the function, {exp.rounds} rounds):"]
     out += [f"- {v.summary}" for v in [*best, *rest]]
     return "\n".join(out)
+
+
+def note_diagnostics(module: NotebookModule) -> list[lsp.Diagnostic]:
+    """What a notebook's module left out (magics, cells not in Python), as hints on their
+    lines, in module lines."""
+    out: list[lsp.Diagnostic] = []
+    for note in module.notes:
+        span = module.span_of(note.uri)
+        if span is None:
+            continue
+        line = span.first + note.line - 1
+        out.append(
+            lsp.Diagnostic(
+                range=_line_range(line),
+                message=f"not profiled as written: {note.message}",
+                severity=lsp.DiagnosticSeverity.Hint,
+                source=SOURCE,
+            )
+        )
+    return out

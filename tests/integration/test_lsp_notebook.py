@@ -1,0 +1,184 @@
+"""A function in a Jupyter notebook's cell, through pytest-lsp's real client and LSP 3.17's
+notebook messages: the code action on the cell, a profile of the cells up to it as one
+module (magics stripped, later cells not run), results on the right cells and lines,
+edits that make them stale, and a failing earlier cell reported on its own line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
+
+from support.lsp import profile
+
+CELLS: list[tuple[lsp.NotebookCellKind, str]] = [
+    (
+        lsp.NotebookCellKind.Code,
+        "import torch\n%matplotlib inline\n!echo never\n\n"
+        "def helper(n):\n    return torch.randn(n, n)",
+    ),
+    (lsp.NotebookCellKind.Markup, "# The model\nNot Python: `def nope():`"),
+    (
+        lsp.NotebookCellKind.Code,
+        "def matmul(n: int = 256):\n"
+        "    a = helper(n)\n"
+        "    b = a @ a @ a @ a\n"
+        "    return b.relu().sum()\n"
+        "\n"
+        "\n"
+        "def matmul_inputs():\n"
+        "    return (256,)\n"
+        "\n"
+        'if __name__ == "__main__":\n'
+        '    raise SystemExit("a guard runs only as a script")',
+    ),
+    (lsp.NotebookCellKind.Code, 'raise RuntimeError("after the function: never runs")'),
+]
+
+
+def cell_uri(notebook: Path, index: int) -> str:
+    # As VS Code names cells: the notebook's path, a fragment per cell (percent-encoded).
+    return f"vscode-notebook-cell:{notebook}#W{index}sZmlsZQ%3D%3D"
+
+
+def open_notebook(
+    client: LanguageClient, notebook: Path, cells: list[tuple[lsp.NotebookCellKind, str]]
+) -> list[str]:
+    uris = [cell_uri(notebook, i) for i in range(len(cells))]
+    pairs = list(zip(cells, uris, strict=True))
+    client.notebook_document_did_open(
+        lsp.DidOpenNotebookDocumentParams(
+            notebook_document=lsp.NotebookDocument(
+                uri=notebook.as_uri(),
+                notebook_type="jupyter-notebook",
+                version=1,
+                cells=[lsp.NotebookCell(kind, uri) for (kind, _), uri in pairs],
+            ),
+            cell_text_documents=[
+                lsp.TextDocumentItem(
+                    uri, "python" if kind == lsp.NotebookCellKind.Code else "markdown", 1, text
+                )
+                for (kind, text), uri in pairs
+            ],
+        )
+    )
+    return uris
+
+
+async def actions_at(client: LanguageClient, uri: str, line: int) -> list[Any]:
+    result = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            lsp.TextDocumentIdentifier(uri),
+            lsp.Range(lsp.Position(line, 4), lsp.Position(line, 4)),
+            lsp.CodeActionContext(diagnostics=[]),
+        )
+    )
+    return list(result or [])
+
+
+async def test_a_function_in_a_cell_profiles_and_shows_on_its_cell(
+    client: LanguageClient, project: Path
+) -> None:
+    notebook = project / "analysis.ipynb"
+    uris = open_notebook(client, notebook, CELLS)
+
+    actions = await actions_at(client, uris[2], 2)
+    profile_action = next(a for a in actions if a.title == "Profile `matmul`")
+    assert list(profile_action.command.arguments) == [uris[2], "matmul"]
+    assert not await actions_at(client, uris[1], 1)  # a markdown cell has no functions
+    helper = [a.title for a in await actions_at(client, uris[0], 5)]
+    assert "Profile `helper`" in helper
+
+    result = await profile(client, uris[2], "matmul")
+    assert result["ok"], result  # the last cell would raise: it did not run
+
+    diags = client.diagnostics[uris[2]]
+    codes = {d.code for d in diags}
+    assert {"KS100", "KS104", "KS110"} <= codes, codes
+    summary = next(d for d in diags if d.code == "KS100")
+    assert summary.range.start.line == 0  # the def line, in the cell's own lines
+    assert any(d.code == "KS110" and d.range.start.line == 2 for d in diags)  # a @ a @ a @ a
+    first = client.diagnostics.get(uris[0], [])
+    notes = [d for d in first if d.severity == lsp.DiagnosticSeverity.Hint and not d.code]
+    assert [d.range.start.line for d in notes] == [1, 2]  # %matplotlib, !echo
+    assert "stripped" in notes[0].message
+    assert all(d.range.start.line < 6 for d in first)
+    assert not client.diagnostics.get(uris[3])
+
+    hover = await client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uris[2]), lsp.Position(0, 5))
+    )
+    assert hover is not None and "CPU per step" in hover.contents.value  # type: ignore[union-attr]
+    lenses = await client.text_document_code_lens_async(
+        lsp.CodeLensParams(lsp.TextDocumentIdentifier(uris[2]))
+    )
+    by_line: dict[int, list[str]] = {}
+    for lens in lenses or []:
+        assert lens.command is not None
+        by_line.setdefault(lens.range.start.line, []).append(lens.command.title)
+    assert "▶ Profile" in by_line[0] and any("host-bound" in t for t in by_line[0])
+    assert by_line[6] == ["▶ Profile"]  # matmul_inputs, line 6 of the cell
+    other = await client.text_document_code_lens_async(
+        lsp.CodeLensParams(lsp.TextDocumentIdentifier(uris[0]))
+    )
+    assert [(c.range.start.line, c.command.title) for c in other or [] if c.command] == [
+        (4, "▶ Profile")
+    ]
+    hints = await client.text_document_inlay_hint_async(
+        lsp.InlayHintParams(
+            lsp.TextDocumentIdentifier(uris[2]), lsp.Range(lsp.Position(0, 0), lsp.Position(11, 0))
+        )
+    )
+    assert hints and all(0 < h.position.line < 4 for h in hints)
+
+    module = project / ".kernelscope" / "notebooks"
+    (written,) = module.glob("analysis_ipynb_*.py")
+    text = written.read_text()
+    assert "def matmul(" in text and "pass  # kernelscope: stripped" in text
+
+    # A line added to an earlier cell moves the function in the module (its text is the same):
+    # the run's lines no longer match, so its results go stale.
+    client.notebook_document_did_change(
+        lsp.DidChangeNotebookDocumentParams(
+            notebook_document=lsp.VersionedNotebookDocumentIdentifier(
+                version=2, uri=notebook.as_uri()
+            ),
+            change=lsp.NotebookDocumentChangeEvent(
+                cells=lsp.NotebookDocumentCellChanges(
+                    text_content=[
+                        lsp.NotebookDocumentCellContentChanges(
+                            document=lsp.VersionedTextDocumentIdentifier(version=2, uri=uris[0]),
+                            changes=[
+                                lsp.TextDocumentContentChangePartial(
+                                    range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)),
+                                    text="import math\n",
+                                )
+                            ],
+                        )
+                    ]
+                )
+            ),
+        )
+    )
+    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert not [d for d in client.diagnostics[uris[2]] if d.code == "KS100"]
+
+
+async def test_a_failing_earlier_cell_is_reported_on_its_line(
+    client: LanguageClient, project: Path
+) -> None:
+    notebook = project / "broken.ipynb"
+    cells = [
+        (lsp.NotebookCellKind.Code, "import torch\nweights = torch.load('missing.pt')"),
+        (
+            lsp.NotebookCellKind.Code,
+            "def f():\n    return torch.ones(2)\n\ndef f_inputs():\n    return ()",
+        ),
+    ]
+    uris = open_notebook(client, notebook, cells)
+    result = await profile(client, uris[1], "f")
+    assert not result["ok"] and result["error"]["kind"] == "import_error", result
+    (diag,) = [d for d in client.diagnostics[uris[0]] if d.code == "KS002"]
+    assert diag.range.start.line == 1 and "missing.pt" in diag.message
