@@ -8,7 +8,7 @@ import statistics
 import pytest
 
 from support import REPO_ROOT
-from support.gpu import NEEDS_GPU
+from support.gpu import NEEDS_GPU, fresh_us
 from support.jobs import LauncherDriver, failed, ok
 
 pytestmark = NEEDS_GPU
@@ -87,42 +87,12 @@ async def test_language_server_profiles_on_the_gpu(tmp_path) -> None:  # type: i
         await stop(client)
 
 
-FRESH_TIMER = r"""
-import importlib.util, json, statistics, sys, time, torch
-path, qual = sys.argv[1].split("::")
-spec = importlib.util.spec_from_file_location("wl", path)
-mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-args = getattr(mod, qual + "_inputs")(device="cuda")
-fn = getattr(mod, qual)
-for _ in range(10):
-    fn(*args)
-torch.cuda.synchronize()
-t = time.perf_counter()
-for _ in range(50):
-    fn(*args)
-torch.cuda.synchronize()
-print(json.dumps((time.perf_counter() - t) * 1e6 / 50))
-"""
-
-
-def _fresh_us(spec: str) -> float:
-    """Per-call time of `spec` back to back in a fresh process that never profiled."""
-    import json
-    import subprocess
-    import sys
-
-    done = subprocess.run(
-        [sys.executable, "-c", FRESH_TIMER, spec], capture_output=True, text=True, check=True
-    )
-    return float(json.loads(done.stdout))
-
-
 def test_host_bound_timing_agrees_with_fresh_processes(driver: LauncherDriver) -> None:
     """Within the spread of fresh processes: on the H200 host the same host-bound loop runs
     650-980 µs from one process to the next (docs/h200-run/host_bound_spread.txt), so one
     fresh process is no yardstick for another."""
     spec = f"{REPO_ROOT}/fixtures/workloads/host_bound.py::many_small"
-    fresh = sorted(_fresh_us(spec) for _ in range(5))
+    fresh = sorted(fresh_us(spec) for _ in range(5))
     timing = ok(driver.run(spec, device="cuda")).finished.sidecar.timing
     assert timing.process == "clean worker"
     print(f"fresh {' '.join(f'{f:.1f}' for f in fresh)} µs, clean worker "
@@ -135,7 +105,7 @@ def test_a_training_step_counts_its_backward(driver: LauncherDriver) -> None:
     from kernelscope.report.build import report_for_job
 
     spec = f"{REPO_ROOT}/fixtures/workloads/train_mlp.py::train_step"
-    fresh = _fresh_us(spec)  # GPU-bound: back to back, one call per GPU time
+    fresh = fresh_us(spec)  # GPU-bound: back to back, one call per GPU time
     result = ok(driver.run(spec, device="cuda", wait=1, warmup=3, active=5))
     report = report_for_job(result.finished, spec.split("::", maxsplit=1)[0], "train_step")
     assert report.timing.cuda_us_per_step == pytest.approx(fresh, rel=0.05)

@@ -11,7 +11,7 @@ from typing import Any
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from support.lsp import profile
+from support.lsp import open_notebook, profile
 
 CELLS: list[tuple[lsp.NotebookCellKind, str]] = [
     (
@@ -36,35 +36,6 @@ CELLS: list[tuple[lsp.NotebookCellKind, str]] = [
     ),
     (lsp.NotebookCellKind.Code, 'raise RuntimeError("after the function: never runs")'),
 ]
-
-
-def cell_uri(notebook: Path, index: int) -> str:
-    # As VS Code names cells: the notebook's path, a fragment per cell (percent-encoded).
-    return f"vscode-notebook-cell:{notebook}#W{index}sZmlsZQ%3D%3D"
-
-
-def open_notebook(
-    client: LanguageClient, notebook: Path, cells: list[tuple[lsp.NotebookCellKind, str]]
-) -> list[str]:
-    uris = [cell_uri(notebook, i) for i in range(len(cells))]
-    pairs = list(zip(cells, uris, strict=True))
-    client.notebook_document_did_open(
-        lsp.DidOpenNotebookDocumentParams(
-            notebook_document=lsp.NotebookDocument(
-                uri=notebook.as_uri(),
-                notebook_type="jupyter-notebook",
-                version=1,
-                cells=[lsp.NotebookCell(kind, uri) for (kind, _), uri in pairs],
-            ),
-            cell_text_documents=[
-                lsp.TextDocumentItem(
-                    uri, "python" if kind == lsp.NotebookCellKind.Code else "markdown", 1, text
-                )
-                for (kind, text), uri in pairs
-            ],
-        )
-    )
-    return uris
 
 
 async def actions_at(client: LanguageClient, uri: str, line: int) -> list[Any]:

@@ -14,10 +14,11 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 from mcp_types import CallToolResult, TextContent
 
 from support import FIXTURES, REPO_ROOT
+from support.mcp import server
 
 WORKLOAD = """
 import time
@@ -55,13 +56,6 @@ def project(tmp_path: Path) -> Path:
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "agent-demo"\n')
     (tmp_path / "work.py").write_text(textwrap.dedent(WORKLOAD))
     return tmp_path
-
-
-def server(cwd: Path) -> Client:
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "kernelscope", "mcp"], cwd=str(cwd)
-    )
-    return Client(params)
 
 
 def text(result: CallToolResult) -> str:

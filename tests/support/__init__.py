@@ -10,7 +10,8 @@ anywhere under tests/ imports these as `support` and `support.<module>`:
 - `support.sshd`: a throwaway OpenSSH server on 127.0.0.1;
 - `support.remote_project`: the remote tests' project and their driver of any job runner;
 - `support.traces`: builders of hand-made Kineto traces, and the traces several files use;
-- `support.png`: a reader of the PNG charts `kernelscope scale` draws.
+- `support.png`: a reader of the PNG charts `kernelscope scale` draws;
+- `support.mcp`: a client of `kernelscope mcp` over stdio (the MCP SDK's own).
 """
 
 from __future__ import annotations

@@ -78,6 +78,35 @@ def open_doc(client: LanguageClient, path: Path, text: str | None = None) -> str
     return uri
 
 
+def cell_uri(notebook: Path, index: int) -> str:
+    # As VS Code names cells: the notebook's path, a fragment per cell (percent-encoded).
+    return f"vscode-notebook-cell:{notebook}#W{index}sZmlsZQ%3D%3D"
+
+
+def open_notebook(
+    client: LanguageClient, notebook: Path, cells: list[tuple[lsp.NotebookCellKind, str]]
+) -> list[str]:
+    uris = [cell_uri(notebook, i) for i in range(len(cells))]
+    pairs = list(zip(cells, uris, strict=True))
+    client.notebook_document_did_open(
+        lsp.DidOpenNotebookDocumentParams(
+            notebook_document=lsp.NotebookDocument(
+                uri=notebook.as_uri(),
+                notebook_type="jupyter-notebook",
+                version=1,
+                cells=[lsp.NotebookCell(kind, uri) for (kind, _), uri in pairs],
+            ),
+            cell_text_documents=[
+                lsp.TextDocumentItem(
+                    uri, "python" if kind == lsp.NotebookCellKind.Code else "markdown", 1, text
+                )
+                for (kind, text), uri in pairs
+            ],
+        )
+    )
+    return uris
+
+
 async def profile(client: LanguageClient, uri: str, qualname: str, *extra: Any) -> Any:
     return await client.workspace_execute_command_async(
         lsp.ExecuteCommandParams("kernelscope.profile", [uri, qualname, *extra])

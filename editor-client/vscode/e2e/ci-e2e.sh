@@ -93,6 +93,20 @@ def noisy(n: int = 256):
     print(f"noisy: trace of y = {float(y.trace()):.0f}")
     return y
 EOF
+  "$PY" - "$1/analysis.ipynb" <<'EOF'
+import json, sys
+cells = [
+    "import torch\n\n\ndef helper(n):\n    return torch.randn(n, n)",
+    "def nb_matmul(n: int = 256):\n    a = helper(n)\n    b = a @ a @ a @ a\n    return b.relu().sum()\n\n\ndef nb_matmul_inputs():\n    return (256,)",
+]
+json.dump({
+    "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+               "source": c.splitlines(keepends=True)} for c in cells],
+    "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                 "language_info": {"name": "python"}},
+    "nbformat": 4, "nbformat_minor": 5,
+}, open(sys.argv[1], "w"), indent=1)
+EOF
 }
 make_ws "$WORK/ws"
 make_ws "$WORK/ws-untrusted"
@@ -101,6 +115,8 @@ settings() {  # $1: user-data-dir, $2: true to keep workspace trust on
   "$PY" - "$1/User/settings.json" "$2" "$PY" <<'EOF'
 import json, sys
 out, trust, python = sys.argv[1], sys.argv[2] == "true", sys.argv[3]
+import pathlib, jsonschema_specifications
+draft7 = json.loads((pathlib.Path(jsonschema_specifications.__file__).parent / "schemas" / "draft7" / "metaschema.json").read_text())
 json.dump({
     "workbench.startupEditor": "none",
     "security.workspace.trust.enabled": trust,
@@ -127,6 +143,9 @@ json.dump({
     "kernelscope.schedule.warmup": 1,
     "kernelscope.schedule.active": 3,
     "kernelscope.timeout": 60,
+    # VS Code checks an MCP tool's input schema against draft-07, which it fetches: offline,
+    # its own copy (the jsonschema package's, an MCP SDK dependency) stands in.
+    "json.schemas": [{"url": "https://json-schema.org/draft-07/schema", "schema": draft7}],
 }, open(out, "w"), indent=2)
 EOF
 }
@@ -167,5 +186,5 @@ t "drive the workbench"
 NODE_PATH="$CACHE/pw/node_modules" CHROMIUM="$CHROMIUM" SHOTS="$SHOTS" WS="$WORK/ws" \
   CS_URL="http://127.0.0.1:$PORT_TRUSTED/?folder=$WORK/ws" \
   CS_URL_UNTRUSTED="http://127.0.0.1:$PORT_UNTRUSTED/?folder=$WORK/ws-untrusted" \
-  BARE_PYTHON="$WORK/run/bare/bin/python" \
+  BARE_PYTHON="$WORK/run/bare/bin/python" USER_DATA="$WORK/run/ud" \
   node "$HERE/e2e.js"

@@ -2,7 +2,8 @@
 // playwright-core: the kernelscope extension profiles a function through the server's code
 // action, shows progress, the verdict squiggle, the hover, the code lens and the function's
 // output; opens Perfetto (the external open is intercepted); imports a recorded H200 run;
-// restarts its server; refuses to profile in Restricted Mode; and names the pip command when
+// profiles a function in a Jupyter notebook's cell; restarts its server; refuses to profile in
+// Restricted Mode; and names the pip command when
 // kernelscope is missing. Prints "N passed, N failed"; screenshots go to $SHOTS.
 'use strict';
 const fs = require('fs');
@@ -86,30 +87,35 @@ async function gotoLine(page, line, column) {
   await page.keyboard.press('Enter');
 }
 
-/** The severities of the squiggles on the editor line that contains `text` (null: no such line). */
-function squigglesOnLine(page, text) {
-  return page.evaluate((text) => {
-    const ed = document.querySelector('.editor-group-container.active .monaco-editor');
-    const line = [...ed.querySelectorAll('.view-lines .view-line')].find((l) => l.textContent.replace(/\u00a0/g, ' ').includes(text));
-    if (!line) {
-      return null;
-    }
-    const at = line.getBoundingClientRect();
-    const found = [];
-    for (const s of ed.querySelectorAll('.view-overlays [class*="squiggly-"]')) {
-      const r = s.getBoundingClientRect();
-      if (r.width > 0 && r.top >= at.top - 1 && r.bottom <= at.bottom + 1) {
-        found.push(/squiggly-(\w+)/.exec(s.className)[1]);
+/**
+ * The severities of the squiggles on the editor line that contains `text` (null: no such line),
+ * in the active editor or in any editor `editors` selects (a notebook's cells).
+ */
+function squigglesOnLine(page, text, editors = '.editor-group-container.active .monaco-editor') {
+  return page.evaluate(([text, editors]) => {
+    for (const ed of document.querySelectorAll(editors)) {
+      const line = [...ed.querySelectorAll('.view-lines .view-line')].find((l) => l.textContent.replace(/\u00a0/g, ' ').includes(text));
+      if (!line) {
+        continue;
       }
+      const at = line.getBoundingClientRect();
+      const found = [];
+      for (const s of ed.querySelectorAll('.view-overlays [class*="squiggly-"]')) {
+        const r = s.getBoundingClientRect();
+        if (r.width > 0 && r.top >= at.top - 1 && r.bottom <= at.bottom + 1) {
+          found.push(/squiggly-(\w+)/.exec(s.className)[1]);
+        }
+      }
+      return found;
     }
-    return found;
-  }, text);
+    return null;
+  }, [text, editors]);
 }
 
-async function waitForSquiggle(page, text, timeout = 60000) {
+async function waitForSquiggle(page, text, timeout = 60000, editors = undefined) {
   const deadline = Date.now() + timeout;
   for (;;) {
-    const found = await squigglesOnLine(page, text);
+    const found = await squigglesOnLine(page, text, editors);
     if (found && found.length) {
       return found;
     }
@@ -120,9 +126,25 @@ async function waitForSquiggle(page, text, timeout = 60000) {
   }
 }
 
-/** Hovers the word `word` on the line that contains `lineText`; the hover's text. */
-async function hoverWord(page, lineText, word, expect, within = 0) {
-  const line = activeEditor(page).locator('.view-lines .view-line', { hasText: lineText }).first();
+/** The first line of any file under `dir` that contains `text`, else null. */
+function findInLogs(dir, text) {
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile()) {
+      continue;
+    }
+    const file = path.join(entry.parentPath || entry.path, entry.name);
+    const line = fs.readFileSync(file, 'utf8').split('\n').find((l) => l.includes(text));
+    if (line) {
+      return line;
+    }
+  }
+  return null;
+}
+
+/** Hovers the word `word` on the line that contains `lineText` (in the active editor, or in
+ * `where`: a notebook's); the hover's text. */
+async function hoverWord(page, lineText, word, expect, within = 0, where = activeEditor(page)) {
+  const line = where.locator('.view-lines .view-line', { hasText: lineText }).first();
   const span = line.locator('span span', { hasText: word }).first();
   const hover = page.locator('.monaco-hover:not(.hidden)', { hasText: expect }).first();
   const deadline = Date.now() + within;
@@ -220,6 +242,42 @@ function fetchTrace(url) {
       await openFile(page, 'three_lines.py', 'def three_lines');
       await statusItem(page, 'kernelscope').waitFor({ timeout: 60000 });
       await waitForLens(page, /▶ Profile/);
+    });
+
+    await step('the MCP server is registered with VS Code, which starts it and finds its tools', async () => {
+      // The extension's log, from its file (the channel shows only its last lines).
+      const logged = findInLogs(path.join(process.env.USER_DATA, 'logs'), "MCP: kernelscope's tools are registered");
+      check(logged !== null, `the extension registered the server: ${logged}`);
+      await palette(page, 'MCP: List Servers');
+      const row = page.locator('.quick-input-list .monaco-list-row', { hasText: 'kernelscope' }).first();
+      await row.waitFor({ timeout: 20000 });
+      await row.click();
+      const start = page.locator('.quick-input-list .monaco-list-row', { hasText: /Start Server/ }).first();
+      await start.waitFor({ timeout: 10000 });
+      await start.click();
+      // Its log (VS Code's output channel for the server) says what it found.
+      await page.waitForTimeout(3000);
+      await palette(page, 'MCP: List Servers');
+      await page.locator('.quick-input-list .monaco-list-row', { hasText: 'kernelscope' }).first().click();
+      const output = page.locator('.quick-input-list .monaco-list-row', { hasText: /Show Output/ }).first();
+      await output.waitFor({ timeout: 10000 });
+      await output.click();
+      const tools = page.locator('.part.panel .view-lines', { hasText: 'Discovered 6 tools' }).first();
+      await tools.waitFor({ timeout: 60000 });
+      check(true, 'VS Code started `kernelscope mcp` and discovered its 6 tools');
+      // VS Code checks each tool's input schema (draft-07) and drops those it cannot use.
+      await page.waitForTimeout(3000);
+      const log = (await page.locator('.part.panel .view-lines').first().innerText()).replace(/\s+/g, ' ');
+      if (/invalid JSON schemas/.test(log)) {
+        // VS Code's notification opens why, per tool, in an editor.
+        await page.locator('.notifications-toasts .notification-toast', { hasText: 'invalid' }).first()
+          .locator('.monaco-button', { hasText: 'Show' }).first().click().catch(() => {});
+        const why = await activeEditor(page).locator('.view-lines').first().innerText({ timeout: 10000 }).catch(() => '');
+        throw new Error(`VS Code refused the tools' schemas: ${why.replace(/\s+/g, ' ').slice(0, 1500)}`);
+      }
+      check(true, 'VS Code took every tool (their input schemas pass its draft-07 check)');
+      await shot(page, 'mcp-server.png');
+      await palette(page, 'View: Hide Panel');
     });
 
     await step('code action "Profile `three_lines`" from the server (Ctrl+.)', async () => {
@@ -339,6 +397,32 @@ function fetchTrace(url) {
       check(res.status === 200, `the trace is served (${res.status})`);
       check(res.headers['access-control-allow-origin'] === 'https://ui.perfetto.dev', 'with CORS for ui.perfetto.dev');
       check(res.body[0] === 0x1f && res.body[1] === 0x8b, `a gzip'd trace (${res.body.length} bytes)`);
+    });
+
+    await step('a Jupyter notebook: "Profile `nb_matmul`" in a cell, its verdict on the cell, the hover', async () => {
+      await palette(page, 'View: Close All Editor Groups');
+      await page.keyboard.press('Control+P');
+      await page.locator('.quick-input-widget input').waitFor({ state: 'visible' });
+      await page.keyboard.type('analysis.ipynb');
+      await page.locator('.quick-input-list .monaco-list-row.focused', { hasText: 'analysis.ipynb' }).first().waitFor();
+      await page.keyboard.press('Enter');
+      const cellLine = page.locator('.notebook-editor .view-line', { hasText: 'b = a @ a @ a @ a' }).first();
+      await cellLine.waitFor({ timeout: 30000 });
+      await cellLine.click();
+      await page.keyboard.press('End');
+      await page.keyboard.press('Control+.');
+      const item = page.locator('.action-widget .monaco-list-row', { hasText: 'Profile `nb_matmul`' }).first();
+      await item.waitFor({ timeout: 30000 });
+      await page.keyboard.press('Enter');
+      const cells = '.notebook-editor .monaco-editor';
+      const squiggles = await waitForSquiggle(page, 'def nb_matmul', 120000, cells);
+      check(squiggles.length > 0, `the cell's def line has the verdict: ${squiggles.join(', ')}`);
+      const first = await squigglesOnLine(page, 'def helper', cells);
+      check(first !== null && first.length === 0, 'the first cell (not profiled) has no squiggle on its def');
+      const text = await hoverWord(page, 'def nb_matmul', 'nb_matmul', 'CPU per step', 0, page.locator('.notebook-editor'));
+      check(/[\d.]+ (µs|ms|s) CPU per step/.test(text) && /Verdict:/.test(text), 'the hover on the cell has the run');
+      await shot(page, 'notebook.png');
+      await page.mouse.move(5, 5);
     });
 
     await step('import a recorded H200 run (matmul_add, n=8192): GPU squiggle, hover, lens', async () => {

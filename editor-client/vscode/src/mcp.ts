@@ -1,15 +1,18 @@
 // `kernelscope mcp` for the editor's agents: registered with VS Code's MCP server-definition
-// API (VS Code 1.101 and newer), so agent mode finds kernelscope's tools without setup. The
+// API (VS Code 1.100 and newer), so agent mode finds kernelscope's tools without setup. The
 // server runs with the same Python as the language server, in the first workspace folder.
 // Older VS Code has no such API: the extension says so once in its log and goes on.
 
 import * as vscode from 'vscode';
 import { resolveInterpreter } from './interpreter';
 
-/** The provider's id; package.json's contributes.mcpServerDefinitionProviders names it. */
+/**
+ * The provider's id; package.json names it in contributes.mcpServerDefinitionProviders (VS Code
+ * 1.101+) and contributes.modelContextServerCollections (its name in 1.100).
+ */
 export const MCP_PROVIDER_ID = 'kernelscope.mcp';
 
-/** The parts of VS Code 1.101's MCP API used here (the extension builds against 1.91's types). */
+/** The parts of VS Code's MCP API used here (the extension builds against 1.91's types). */
 interface StdioDefinition {
   cwd?: vscode.Uri;
 }
@@ -49,7 +52,7 @@ export function registerMcpServer(
   const register = api.lm?.registerMcpServerDefinitionProvider;
   const Definition = api.McpStdioServerDefinition;
   if (!register || !Definition) {
-    log(`MCP: VS Code ${vscode.version} has no MCP server-definition API (1.101+); run \`kernelscope mcp\` from an MCP client instead`);
+    log(`MCP: VS Code ${vscode.version} has no MCP server-definition API (1.100+); run \`kernelscope mcp\` from an MCP client instead`);
     return false;
   }
   const provider: DefinitionProvider = {
@@ -70,7 +73,12 @@ export function registerMcpServer(
       return server;
     },
   };
-  context.subscriptions.push(register.call(api.lm, MCP_PROVIDER_ID, provider));
-  log(`MCP: kernelscope's tools are registered for agents (${MCP_PROVIDER_ID})`);
+  try {
+    context.subscriptions.push(register.call(api.lm, MCP_PROVIDER_ID, provider));
+  } catch (e) {
+    log(`MCP: VS Code ${vscode.version} refused the server definition: ${String(e)}`);
+    return false;
+  }
+  log(`MCP: kernelscope's tools are registered for agents (${MCP_PROVIDER_ID}, VS Code ${vscode.version})`);
   return true;
 }
