@@ -35,6 +35,8 @@ class Code(StrEnum):
     GRAPH_REPLAY = "KS702"
     WHAT_IF = "KS801"
     REGRESSION = "KS802"
+    COMMUNICATION_BOUND = "KS901"
+    STRAGGLER = "KS902"
 
 
 #: The verdict's codes: overhead, memory, compute, host, transfer, mixed.

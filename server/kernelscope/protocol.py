@@ -148,6 +148,13 @@ STAGE_LABELS = {
 }
 
 
+#: A rank of a distributed job: torchrun's variables, set by engine/ranks.py for each worker.
+DIST_RANK, DIST_WORLD_SIZE, DIST_LOCAL_RANK = "RANK", "WORLD_SIZE", "LOCAL_RANK"
+DIST_MASTER_ADDR, DIST_MASTER_PORT = "MASTER_ADDR", "MASTER_PORT"
+#: Seconds a collective waits before it fails (on its line) instead of hanging.
+DIST_TIMEOUT_ENV = "KERNELSCOPE_DIST_TIMEOUT"
+
+
 #: How far along a job is at each stage: a progress bar's percentage (editor, MCP server).
 PERCENT = {
     "import": 5,

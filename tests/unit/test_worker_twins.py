@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from kernelscope import protocol
 from kernelscope.analysis import calls, checks, facts, trace_model
 from kernelscope.analysis.trace_model import load_trace
 from kernelscope.engine import launcher
@@ -24,7 +25,7 @@ from support import FIXTURES
 
 COLD_TRACES = sorted(FIXTURES.glob("*/cold.json.gz"))
 RECORDED = [*COLD_TRACES, *sorted(FIXTURES.glob("*/trace.json.gz"))]
-TWINS = ("CALL_RANGE", "COLD_RANGE", "TIMING_WORKER_ENV")
+TWINS = ("CALL_RANGE", "COLD_RANGE", "TIMING_WORKER_ENV", "DIST_TIMEOUT_ENV")
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +54,11 @@ def test_the_call_range_is_the_one_the_server_finds_calls_by(worker) -> None:
 
 def test_the_timing_worker_env_is_the_one_the_launcher_sets(worker) -> None:
     assert worker["TIMING_WORKER_ENV"] == launcher.TIMING_WORKER_ENV
+
+
+def test_the_rank_variables_are_the_ones_the_engine_sets(worker) -> None:
+    for name in ("DIST_RANK", "DIST_WORLD_SIZE", "DIST_LOCAL_RANK", "DIST_TIMEOUT_ENV"):
+        assert worker[name] == getattr(protocol, name), name
 
 
 def test_gpu_categories_are_the_trace_models(worker) -> None:

@@ -17,6 +17,7 @@ from kernelscope.analysis.diagnose import SidecarError
 from kernelscope.analysis.peaks import datasheet_peaks, save_calibrated
 from kernelscope.analysis.trace_model import TraceError
 from kernelscope.app import calibrate
+from kernelscope.app.distributed import profile_distributed
 from kernelscope.app.experiments import (
     UnknownVariant,
     check_variants,
@@ -36,6 +37,7 @@ from kernelscope.cli.args import (
     fail,
     fail_usage,
     positive_float,
+    positive_int,
     print_json,
 )
 from kernelscope.cli.progress import ProgressLine, ReadingBar
@@ -43,7 +45,13 @@ from kernelscope.cli.scale import add_scale_parser, run_scale
 from kernelscope.engine.project import ProjectError, load_project
 from kernelscope.engine.remotes import Remote, RemoteError
 from kernelscope.engine.runner import JobFailed, ProgressCallback
-from kernelscope.engine.targets import Schedule, TargetError, build_request, load_target
+from kernelscope.engine.targets import (
+    Schedule,
+    Target,
+    TargetError,
+    build_request,
+    load_target,
+)
 from kernelscope.protocol import (
     DEFAULT_ACTIVE,
     DEFAULT_WAIT,
@@ -51,8 +59,10 @@ from kernelscope.protocol import (
     VARIANTS,
     ProfileFailed,
     RunCalibration,
+    RunProfile,
 )
 from kernelscope.render.compare import render_comparison
+from kernelscope.render.distributed import render_distributed
 from kernelscope.render.experiments import render_experiments
 from kernelscope.render.text import render_failure, render_report, render_trace_analysis, table
 from kernelscope.report.schema import Report
@@ -76,6 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--remote", metavar="NAME", help="run on [tool.kernelscope.remotes.NAME]")
     p.add_argument("--no-stack", action="store_true", help="record without Python stacks")
     p.add_argument("--no-lines", action="store_true", help="skip the per-line attribution pass")
+    p.add_argument(
+        "--nproc",
+        type=positive_int,
+        default=1,
+        help="ranks on this host, as torchrun starts them (gloo on the CPU, NCCL and one GPU "
+        "each on GPUs; default 1)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument(
         "-v", "--verbose", action="store_true", help="also print how long each stage took"
@@ -181,8 +198,12 @@ def _profile(args: argparse.Namespace) -> int:
             line_pass=not args.no_lines,
         )
         remote = resolve_remote(args.remote, target.project, python=args.python)
+        if args.nproc > 1 and remote is not None:
+            raise TargetError("--nproc runs its ranks on this host; a remote does not take it yet")
     except (TargetError, RemoteError) as e:
         return fail_usage(str(e), args.json)
+    if args.nproc > 1:
+        return _profile_ranks(args, target, request)
     try:
         result = _on_worker(
             target.qualname,
@@ -200,6 +221,27 @@ def _profile(args: argparse.Namespace) -> int:
         print_json(report)
     else:
         print(render_report(report, stages=args.verbose))
+    return EXIT_OK
+
+
+def _profile_ranks(args: argparse.Namespace, target: Target, request: RunProfile) -> int:
+    path, qualname = str(target.path), target.qualname
+    try:
+        report = _on_worker(
+            f"{qualname} ×{args.nproc}",
+            None,
+            lambda on: profile_distributed(
+                request, args.nproc, path, qualname, args.python, on, args.timeout
+            ),
+        )
+    except JobFailed as e:
+        return _fail_job(e.failure, args.target, args.json)
+    except TraceError as e:
+        return fail("bad_trace", f"cannot read the trace: {e}", args.json)
+    if args.json:
+        print_json(report)
+    else:
+        print(render_distributed(report))
     return EXIT_OK
 
 

@@ -46,6 +46,9 @@ GENERATED_CODE = ("/torchinductor_", "/.triton/", "/triton/cache", "<eval_with_k
 # Twins of server-side names this program cannot import (tests/unit/test_worker_twins.py):
 CALL_RANGE = "ks:call"  # kernelscope.analysis.calls.CALL_RANGE
 COLD_RANGE = "ks:cold"  # what kernelscope.analysis.checks looks up in the cold trace
+# A rank of a distributed job: torchrun's variables (kernelscope.protocol.DIST_*).
+DIST_RANK, DIST_WORLD_SIZE, DIST_LOCAL_RANK = "RANK", "WORLD_SIZE", "LOCAL_RANK"
+DIST_TIMEOUT_ENV = "KERNELSCOPE_DIST_TIMEOUT"
 TIMING_WORKER_ENV = "KERNELSCOPE_TIMING_WORKER"  # kernelscope.engine.launcher
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")  # kernelscope.analysis.trace_model
 # Runtime calls the line pass counts as syncs: a name containing one of these, not "Async"
@@ -446,6 +449,9 @@ class Job:
             )
         if "device" in params:
             kw["device"] = device
+        for key, env in (("rank", DIST_RANK), ("world_size", DIST_WORLD_SIZE)):
+            if key in params and env in os.environ:
+                kw[key] = int(os.environ[env])
         # A provider that does not place its values itself builds them on the job's device:
         # they would be moved there anyway, and a model built on the CPU and copied takes
         # much longer (ResNet-50: 0.73 s against 0.03 s on an H200). One that fails so (a CPU
@@ -551,7 +557,48 @@ class Job:
 
     # running ------------------------------------------------------------------------------
     def select_device(self):
-        return select_device(self.torch, self.req.get("device") or "auto")
+        device = select_device(self.torch, self.req.get("device") or "auto")
+        local = os.environ.get(DIST_LOCAL_RANK)
+        if local is not None and device.type == "cuda" and device.index in (None, 0):
+            device = self.torch.device("cuda", int(local))  # one GPU per rank, as torchrun
+        return device
+
+    def init_ranks(self, device):
+        """Join this job's process group when the launcher started the worker as one of N
+        ranks (torchrun's variables): NCCL on a GPU, gloo on the CPU; collectives time out
+        after KERNELSCOPE_DIST_TIMEOUT seconds, so a hang fails on its line."""
+        if int(os.environ.get(DIST_WORLD_SIZE, "1")) <= 1:
+            return
+        import datetime
+
+        dist = self.torch.distributed
+        if device.type == "cuda":
+            self.torch.cuda.set_device(device)
+        if not dist.is_initialized():
+            timeout = float(os.environ.get(DIST_TIMEOUT_ENV, "60"))
+            dist.init_process_group(
+                "nccl" if device.type == "cuda" else "gloo",
+                timeout=datetime.timedelta(seconds=timeout),
+            )
+        self.dist = dist
+        self.dist_device = device if device.type == "cuda" else self.torch.device("cpu")
+
+    def agree(self, value, op="max"):
+        """The same number on every rank (the largest or smallest of theirs), so all ranks
+        make as many calls of the function, and so as many collectives; the value itself
+        in a job of one process."""
+        dist = getattr(self, "dist", None)
+        if dist is None:
+            return value
+        t = self.torch.tensor([float(value)], device=self.dist_device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.MIN)
+        return type(value)(t.item())
+
+    def barrier(self):
+        """Wait for every rank (the active window opens and closes in lockstep)."""
+        dist = getattr(self, "dist", None)
+        if dist is not None:
+            dist.barrier()
 
     def prepare(self):
         """Import the module, find the function and its inputs: (fn, call, device, sync)."""
@@ -560,6 +607,7 @@ class Job:
         module = self.load_module()
         fn, owner = self.resolve(module)
         device = self.select_device()
+        self.init_ranks(device)
         cuda = device.type == "cuda"
         sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
         self.progress("inputs")
@@ -884,6 +932,7 @@ class Job:
                 # Drain the warmup steps' GPU work before the window opens: with the CPU
                 # running ahead, their kernels would otherwise land in the active steps.
                 sync()
+                self.barrier()
                 if cuda:
                     torch.cuda.reset_peak_memory_stats(device)
                 marks["active0"] = time.perf_counter()
@@ -900,6 +949,7 @@ class Job:
                 if i == total - 1:
                     sync()  # the last steps' kernels must finish before the profiler collects
                     marks["active1"] = time.perf_counter()
+                    self.barrier()
                 prof.step()
         return trace_tmp, marks
 
@@ -925,7 +975,7 @@ class Job:
         if not self.req.get("line_pass", True):
             return []
         self.progress("lines")
-        calls = line_pass_calls(steps[2], timing)
+        calls = self.agree(line_pass_calls(steps[2], timing), "min")
         return self.attribute_lines(call, sync, activities, self.trace_dir, stem, calls)
 
     def finished(self, fn, device, steps, cold, timing, trace_path, wall_us, lines, memory):
@@ -989,6 +1039,7 @@ class Job:
         if reps <= 0:
             # ~0.1 s of calls: long sustained runs drift as the GPU's clocks settle lower
             reps = int(min(100, max(5, 0.1e6 / max(probe_us, 1.0))))
+            reps = self.agree(reps)
         samples = []
         sampler = GpuSampler(self.torch, device) if cuda else None
         if sampler is not None:
@@ -1877,6 +1928,10 @@ class Worker:
                 "traceback": traceback.format_exc().splitlines()[-12:],
             }
         finally:
+            dist = getattr(job, "dist", None)
+            if dist is not None and dist.is_initialized():
+                with contextlib.suppress(Exception):
+                    dist.destroy_process_group()
             self.current_job = None
             sys.settrace(None)
             sys.path[:] = saved_path

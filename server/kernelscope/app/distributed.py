@@ -1,0 +1,81 @@
+"""Profile one function on N ranks of this host (`--nproc N`): the ranks run in lockstep
+(engine/ranks.py), each rank's trace becomes its report, the traces are merged into one for
+Perfetto (one process per rank, on one clock), and the step is judged across the ranks."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any, cast
+
+from kernelscope.app.profile import job_report
+from kernelscope.engine.ranks import profile_ranks
+from kernelscope.engine.runner import JobResult, ProgressCallback
+from kernelscope.protocol import RunProfile
+from kernelscope.report.distributed import DistributedReport, analyze_ranks
+from kernelscope.report.schema import Report
+
+#: Process ids of rank r's events in the merged trace: r * RANK_PID + the rank's own pid.
+RANK_PID = 10_000_000
+
+
+async def profile_distributed(
+    request: RunProfile,
+    nproc: int,
+    path: str,
+    qualname: str,
+    python: str | None = None,
+    on_progress: ProgressCallback | None = None,
+    timeout: float = 120.0,
+) -> DistributedReport:
+    """Run the ranks, build each one's report and the step's; raises JobFailed (naming the
+    ranks) or TraceError."""
+    results = await profile_ranks(request, nproc, python, on_progress, timeout)
+    reports = [job_report(r, path, qualname) for r in results]
+    merged = merge_traces([Path(r.finished.trace_path) for r in results], request)
+    return analyze_ranks(reports, _backend(results, reports), str(merged) if merged else None)
+
+
+def _backend(results: list[JobResult], reports: list[Report]) -> str:
+    del results
+    return "nccl" if reports and reports[0].device.type == "cuda" else "gloo"
+
+
+def merge_traces(traces: list[Path], request: RunProfile) -> Path | None:
+    """The ranks' traces as one: rank r's processes renumbered r × RANK_PID + pid and named
+    "rank r · …", its times shifted onto rank 0's clock (Kineto's baseTimeNanoseconds); None
+    when a trace cannot be read."""
+    stem = f"{request.qualname.replace('.', '_')}-{request.job_id}"
+    out = Path(request.trace_dir) / f"{stem}.ranks.pt.trace.json.gz"
+    events: list[dict[str, Any]] = []
+    head: dict[str, Any] = {}
+    base0: float | None = None
+    for rank, trace in enumerate(traces):
+        try:
+            with gzip.open(trace, "rb") as f:
+                data = cast(dict[str, Any], json.load(f))
+        except (OSError, ValueError, EOFError):
+            return None
+        base = float(data.get("baseTimeNanoseconds") or 0) / 1000.0
+        base0 = base if base0 is None else base0
+        shift = base - base0
+        if not head:
+            head = {k: v for k, v in data.items() if k != "traceEvents"}
+        for event in cast(list[dict[str, Any]], data.get("traceEvents", [])):
+            pid = event.get("pid")
+            if isinstance(pid, int):
+                event["pid"] = rank * RANK_PID + pid
+                if event.get("ph") == "M" and event.get("name") == "process_name":
+                    args = cast(dict[str, Any], event.setdefault("args", {}))
+                    args["name"] = f"rank {rank} · {args.get('name', pid)}"
+            if shift and isinstance(event.get("ts"), int | float):
+                event["ts"] = float(event["ts"]) + shift
+            events.append(event)
+    head["traceEvents"] = events
+    try:
+        with gzip.open(out, "wt", compresslevel=1) as f:
+            json.dump(head, f)
+    except OSError:
+        return None
+    return out

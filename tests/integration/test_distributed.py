@@ -1,0 +1,108 @@
+"""`kernelscope profile --nproc N` on the CPU: real ranks under torch.distributed with gloo
+(tests/workloads/distributed.py): a DDP training step on 2 and 4 ranks, a straggler made by
+the input provider (it takes `rank` and `world_size`), a rank that raises, and a hang in a
+collective."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelscope.cli.main import main
+
+from support import WORKLOADS
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'dist'\n")
+    shutil.copy(WORKLOADS / "distributed.py", tmp_path / "distributed.py")
+    return tmp_path
+
+
+def profile(
+    project: Path, qualname: str, nproc: int, capsys: pytest.CaptureFixture[str], *extra: str
+) -> tuple[int, Any, str]:
+    status = main(
+        [
+            "profile",
+            f"{project}/distributed.py::{qualname}",
+            "--nproc",
+            str(nproc),
+            "--device",
+            "cpu",
+            "--wait",
+            "0",
+            "--warmup",
+            "1",
+            "--active",
+            "3",
+            "--json",
+            *extra,
+        ]
+    )
+    out = capsys.readouterr()
+    return status, json.loads(out.out), out.err
+
+
+@pytest.mark.parametrize("nproc", [2, 4])
+def test_a_ddp_step_on_ranks(project: Path, capsys: pytest.CaptureFixture[str], nproc: int) -> None:
+    status, report, err = profile(project, "train_step", nproc, capsys)
+    assert status == 0, err
+    assert report["world_size"] == nproc and report["backend"] == "gloo"
+    assert [r["rank"] for r in report["ranks"]] == list(range(nproc))
+    assert len(report["reports"]) == nproc
+    for row, rank_report in zip(report["ranks"], report["reports"], strict=True):
+        assert row["comm_us_per_step"] > 0  # DDP's gradient all-reduce, found by name
+        names = {op["name"] for op in rank_report["ops"]}
+        assert "gloo:all_reduce" in names and "aten::mm" in names
+        reps = rank_report["timing"]["unprofiled_reps"]
+        assert reps == report["reports"][0]["timing"]["unprofiled_reps"]  # agreed: lockstep
+    assert report["verdict"]["bound"] in {"straggler", "communication", "host"}
+    with gzip.open(report["merged_trace"], "rt") as f:
+        merged = json.load(f)
+    processes = {
+        e["args"]["name"] for e in merged["traceEvents"] if e.get("name") == "process_name"
+    }
+    assert {f"rank {r} · python" for r in range(nproc)} <= processes
+
+
+def test_the_rank_the_others_wait_for(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, report, err = profile(project, "uneven", 2, capsys)
+    assert status == 0, err
+    rows = [(r["rank"], r["us_per_call"], r["comm_us_per_step"]) for r in report["ranks"]]
+    assert report["straggler"] == 1, rows  # the provider gave the last rank 16x the rows
+    assert report["verdict"]["bound"] == "straggler"
+    (finding,) = report["findings"]
+    assert finding["code"] == "KS902" and finding["evidence"]["rank"] == 1
+    assert finding["path"].endswith("distributed.py") and finding["line"] in range(24, 30)
+    waits = [r["comm_us_per_step"] for r in report["ranks"]]
+    assert waits[0] > waits[1]  # rank 0 waits in all_reduce, rank 1 computes
+
+
+def test_a_rank_that_raises_stops_all_and_is_named(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, err = profile(project, "raises", 2, capsys)
+    assert status == 1
+    error = out["error"]
+    assert error["message"].startswith("rank 1 of 2 failed: ")
+    assert "rank 1: ValueError: rank 1 has a bad shard" in error["message"]
+    assert error["line"] == 42 and error["path"].endswith("distributed.py")  # the raise
+    assert "rank 1 of 2 failed" in err and "Traceback" not in err
+
+
+def test_a_hang_in_a_collective_times_out_naming_it(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, err = profile(project, "hangs", 2, capsys, "--timeout", "16")
+    assert status == 1, err
+    message = out["error"]["message"]
+    assert message.startswith("rank 0 of 2 failed: rank 0: ")
+    assert "Timed out" in message and "distributed.py:54" in message  # dist.all_reduce(x)
+    assert "rank 1: never arrived" in message
