@@ -106,3 +106,40 @@ def test_a_hang_in_a_collective_times_out_naming_it(
     assert message.startswith("rank 0 of 2 failed: rank 0: ")
     assert "Timed out" in message and "distributed.py:54" in message  # dist.all_reduce(x)
     assert "rank 1: never arrived" in message
+
+
+def test_the_projects_nproc_is_the_default(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "pyproject.toml").write_text(
+        "[project]\nname = 'dist'\n\n[tool.kernelscope]\nnproc = 2\n"
+    )
+    status = main(["profile", f"{project}/distributed.py::uneven", "--device", "cpu", "--json"])
+    out = capsys.readouterr()
+    assert status == 0, out.err
+    assert json.loads(out.out)["world_size"] == 2
+
+
+async def test_the_editor_profiles_on_ranks(project: Path) -> None:
+    from lsprotocol import types as lsp
+
+    from support.lsp import open_doc, start, stop
+
+    settings = {"device": "cpu", "schedule": {"wait": 0, "warmup": 1, "active": 3}}
+    client = await start(project, settings=settings)
+    try:
+        uri = open_doc(client, project / "distributed.py")
+        result = await client.workspace_execute_command_async(
+            lsp.ExecuteCommandParams("kernelscope.profile", [uri, "uneven", {"nproc": 2}])
+        )
+        assert result["ok"], result
+        assert result["summary"].startswith("2 ranks (gloo): straggler-bound")
+        diags = client.diagnostics[uri]
+        (straggler,) = [d for d in diags if d.code == "KS902"]
+        assert straggler.range.start.line + 1 in range(24, 30)
+        with pytest.raises(Exception, match=r"options.nproc must be an integer >= 1"):
+            await client.workspace_execute_command_async(
+                lsp.ExecuteCommandParams("kernelscope.profile", [uri, "uneven", {"nproc": 0}])
+            )
+    finally:
+        await stop(client)

@@ -9,7 +9,10 @@ import json
 from pathlib import Path
 from typing import Any, cast
 
+import msgspec
+
 from kernelscope.app.profile import job_report
+from kernelscope.app.store import RunRecord, now
 from kernelscope.engine.ranks import profile_ranks
 from kernelscope.engine.runner import JobResult, ProgressCallback
 from kernelscope.protocol import RunProfile
@@ -18,6 +21,38 @@ from kernelscope.report.schema import Report
 
 #: Process ids of rank r's events in the merged trace: r * RANK_PID + the rank's own pid.
 RANK_PID = 10_000_000
+
+
+def distributed_job(
+    results: list[JobResult], path: Path, qualname: str, request: RunProfile, text_hash: str
+) -> RunRecord:
+    """In the analysis process: the ranks' reports, the step's, and the run the editor
+    keeps: rank 0's report with the step's verdict first and its findings added, its trace
+    the merged one (every rank in Perfetto)."""
+    d = step_report(results, str(path), qualname, request)
+    return RunRecord(request.job_id, str(path), qualname, now(), text_hash, run_report(d))
+
+
+def run_report(d: DistributedReport) -> Report:
+    """Rank 0's report standing for the step."""
+    first = d.reports[0]
+    summary = f"{d.world_size} ranks ({d.backend}): {d.verdict.summary}"
+    verdict = first.verdict and msgspec.structs.replace(first.verdict, summary=summary)
+    trace = (
+        msgspec.structs.replace(first.trace, path=d.merged_trace) if d.merged_trace else first.trace
+    )
+    return msgspec.structs.replace(
+        first, verdict=verdict, findings=[*d.findings, *first.findings], trace=trace
+    )
+
+
+def step_report(
+    results: list[JobResult], path: str, qualname: str, request: RunProfile
+) -> DistributedReport:
+    """Each rank's report, the merged trace, and the step judged across them."""
+    reports = [job_report(r, path, qualname) for r in results]
+    merged = merge_traces([Path(r.finished.trace_path) for r in results], request)
+    return analyze_ranks(reports, _backend(reports), str(merged) if merged else None)
 
 
 async def profile_distributed(
@@ -32,13 +67,10 @@ async def profile_distributed(
     """Run the ranks, build each one's report and the step's; raises JobFailed (naming the
     ranks) or TraceError."""
     results = await profile_ranks(request, nproc, python, on_progress, timeout)
-    reports = [job_report(r, path, qualname) for r in results]
-    merged = merge_traces([Path(r.finished.trace_path) for r in results], request)
-    return analyze_ranks(reports, _backend(results, reports), str(merged) if merged else None)
+    return step_report(results, path, qualname, request)
 
 
-def _backend(results: list[JobResult], reports: list[Report]) -> str:
-    del results
+def _backend(reports: list[Report]) -> str:
     return "nccl" if reports and reports[0].device.type == "cuda" else "gloo"
 
 

@@ -9,6 +9,7 @@ so the event loop keeps answering hovers and lenses meanwhile.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import sys
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from kernelscope.analysis.experiments import Experiments, suggested
 from kernelscope.app.analysis_pool import AnalysisFailed, AnalysisPool
+from kernelscope.app.distributed import distributed_job
 from kernelscope.app.experiments import run_experiments, try_request
 from kernelscope.app.history import Delta, delta
 from kernelscope.app.profile import job_report, resolve_remote
@@ -25,10 +27,18 @@ from kernelscope.app.store import RunRecord, Store, now
 from kernelscope.app.traces import import_job
 from kernelscope.engine.dispatch import runner_for
 from kernelscope.engine.project import ProjectError, load_project
+from kernelscope.engine.ranks import profile_ranks
 from kernelscope.engine.remotes import Remote, RemoteError
 from kernelscope.engine.runner import JobFailed, JobResult, JobRunner
 from kernelscope.engine.targets import Schedule, Target, TargetError, build_request
-from kernelscope.protocol import VARIANTS, JobProgress, ProfileFailed, ProfileFinished, WorkerReady
+from kernelscope.protocol import (
+    VARIANTS,
+    JobProgress,
+    ProfileFailed,
+    ProfileFinished,
+    RunProfile,
+    WorkerReady,
+)
 from kernelscope.pyfunctions import FunctionDef, find
 from kernelscope.report.files import companions
 from kernelscope.units import stages_line
@@ -49,6 +59,8 @@ class ProfileSpec:
     python: str | None
     batch_size: int | None = None
     remote: str | None = None
+    nproc: int | None = None
+    """Ranks (None: the project's [tool.kernelscope] nproc, else the settings')."""
 
 
 @dataclass
@@ -135,8 +147,8 @@ class ProfileService:
         except ProjectError as e:
             raise TargetError(str(e)) from None
         if self.settings.inputs:
-            project = type(project)(
-                project.root, {**project.inputs, **self.settings.inputs}, project.remotes
+            project = dataclasses.replace(
+                project, inputs={**project.inputs, **self.settings.inputs}
             )
         try:
             remote = resolve_remote(spec.remote, project, self.settings.remotes)
@@ -190,6 +202,10 @@ class ProfileService:
             source=spec.source,
             batch_size=spec.batch_size,
         )
+        nproc = spec.nproc or (target.project.nproc if target.project.nproc > 1 else None)
+        nproc = nproc or self.settings.nproc
+        if nproc > 1:
+            return await self._run_ranks(spec, request, remote, store, fn, nproc, on_progress)
         launcher = self.launcher(spec.python, remote)
         self.analysis.warm()  # starts meanwhile, if it is not running
         result = await launcher.profile(request, on_progress, spec.timeout)
@@ -206,6 +222,30 @@ class ProfileService:
             result.stages_s,
         )
         log.info("profiled %s: %s", spec.qualname, stages_line(record.report.stages_s))
+        store.add(record)
+        return record
+
+    async def _run_ranks(
+        self,
+        spec: ProfileSpec,
+        request: RunProfile,
+        remote: Remote | None,
+        store: Store,
+        fn: FunctionDef,
+        nproc: int,
+        on_progress: Callable[[JobProgress], None] | None,
+    ) -> RunRecord:
+        """A distributed job: its ranks on workers of their own (closed after), then rank 0's
+        report carrying the step's verdict and findings as the run."""
+        if remote is not None:
+            raise TargetError("nproc runs its ranks on this host; a remote does not take it yet")
+        self.analysis.warm()
+        results = await profile_ranks(request, nproc, spec.python, on_progress, spec.timeout)
+        if on_progress:
+            on_progress(JobProgress(job_id=request.job_id, stage="analysis"))
+        record = await self._analyze(
+            distributed_job, results, spec.path, spec.qualname, request, fn.text_hash
+        )
         store.add(record)
         return record
 

@@ -25,6 +25,7 @@ class Settings:
     warmup: int = DEFAULT_WARMUP
     active: int = DEFAULT_ACTIVE
     timeout: float = 120.0
+    nproc: int = 1
     top_lines: int = 5
     inputs: dict[str, str] = field(default_factory=dict[str, str])
     remotes: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
@@ -121,6 +122,7 @@ RULES: tuple[tuple[str, str, Check, Callable[[Any], Any] | None], ...] = (
     ("warmup", "schedule.warmup", _count(0), int),
     ("active", "schedule.active", _count(1), int),
     ("timeout", "timeout", _positive, float),
+    ("nproc", "nproc", _count(1), int),
     ("top_lines", "diagnostics.topLines", _count(0), int),
     ("inputs", "inputs", _str_map, None),
     ("remotes", "remotes", _table, None),

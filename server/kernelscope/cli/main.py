@@ -89,9 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--nproc",
         type=positive_int,
-        default=1,
+        default=None,
         help="ranks on this host, as torchrun starts them (gloo on the CPU, NCCL and one GPU "
-        "each on GPUs; default 1)",
+        "each on GPUs; default: nproc in [tool.kernelscope], else 1)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument(
@@ -198,6 +198,7 @@ def _profile(args: argparse.Namespace) -> int:
             line_pass=not args.no_lines,
         )
         remote = resolve_remote(args.remote, target.project, python=args.python)
+        args.nproc = args.nproc or target.project.nproc
         if args.nproc > 1 and remote is not None:
             raise TargetError("--nproc runs its ranks on this host; a remote does not take it yet")
     except (TargetError, RemoteError) as e:

@@ -117,6 +117,9 @@ def _spec(
     remote = options.get("remote")
     if remote is not None and not isinstance(remote, str):
         raise JsonRpcInvalidParams(f"options.remote must be a remote's name, got {remote!r}")
+    nproc: object = options.get("nproc")
+    if nproc is not None and (not isinstance(nproc, int) or isinstance(nproc, bool) or nproc < 1):
+        raise JsonRpcInvalidParams(f"options.nproc must be an integer >= 1, got {nproc!r}")
     from kernelscope.app.jobs import ProfileSpec
 
     return ProfileSpec(
@@ -128,6 +131,7 @@ def _spec(
         timeout=float(options.get("timeout", s.timeout)),
         python=s.worker_python,
         remote=remote,
+        nproc=nproc,
     )
 
 
