@@ -37,6 +37,8 @@ from kernelscope.protocol import (
 
 #: What a rank raises when a peer went away: a consequence, not the cause.
 _PEER_GONE = re.compile(r"Connection (closed|reset) by peer|remote worker crash|NCCL.*abort", re.I)
+#: What a collective raises when a rank never joined it (gloo's and NCCL's words).
+_TIMED_OUT = re.compile(r"timed out|timeout", re.I)
 #: Seconds the other ranks get to end on their own after one fails (they usually fail too,
 #: on a closed connection, which says more than a kill).
 GRACE_S = 3.0
@@ -153,6 +155,7 @@ def _failure(ranks: list[_Rank], failed: list[_Rank]) -> ProfileFailed:
     rank did."""
     first = failed[0].outcome
     assert isinstance(first, ProfileFailed)
+    hang = _TIMED_OUT.search(first.message) is not None  # a collective waited for them
     parts: list[str] = []
     for rank in ranks:
         outcome = rank.outcome
@@ -161,7 +164,9 @@ def _failure(ranks: list[_Rank], failed: list[_Rank]) -> ProfileFailed:
             parts.append(f"rank {rank.rank}: {outcome.message}{where}")
         elif isinstance(outcome, JobResult):
             parts.append(f"rank {rank.rank}: finished")
-        else:
+        elif hang:
             parts.append(f"rank {rank.rank}: never arrived (still at {rank.stage}; stopped)")
+        else:
+            parts.append(f"rank {rank.rank}: stopped at {rank.stage}")
     message = f"rank {failed[0].rank} of {len(ranks)} failed: " + "; ".join(parts)
     return msgspec.structs.replace(first, message=message)

@@ -557,11 +557,19 @@ class Job:
 
     # running ------------------------------------------------------------------------------
     def select_device(self):
-        device = select_device(self.torch, self.req.get("device") or "auto")
+        want = self.req.get("device") or "auto"
         local = os.environ.get(DIST_LOCAL_RANK)
-        if local is not None and device.type == "cuda" and device.index in (None, 0):
-            device = self.torch.device("cuda", int(local))  # one GPU per rank, as torchrun
-        return device
+        if local is not None and want in ("auto", "cuda") and self.torch.cuda.is_available():
+            count = self.torch.cuda.device_count()
+            if int(local) >= count:  # one GPU per rank, as torchrun
+                raise JobError(
+                    "bad_device",
+                    "rank %s needs cuda:%s, but %s has %d CUDA device(s): use --nproc %d or "
+                    "fewer, or --device cpu (gloo)"
+                    % (local, local, socket.gethostname(), count, count),
+                )
+            want = "cuda:%s" % local
+        return select_device(self.torch, want)
 
     def init_ranks(self, device):
         """Join this job's process group when the launcher started the worker as one of N
