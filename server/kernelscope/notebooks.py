@@ -1,15 +1,17 @@
 """A notebook's code cells as one Python module, and its lines mapped back to the cells.
 
 The worker imports a module; a notebook is cells. ``build_module`` joins the code cells in
-order (up to a cell, when one is given) into one source text, each IPython-only line (line
-magics ``%time``, shell escapes ``!ls``, ``x = !ls``, help ``obj?``) replaced by a ``pass``
-of the same indentation so every other line keeps its number; a cell magic that is not
+order (up to a cell, when one is given) into one source text. In a cell that is not Python
+as it is, each IPython-only line (line magics ``%matplotlib``, shell escapes ``!ls``,
+``x = !ls``, help ``obj?``) is replaced by a ``pass`` of the same indentation, so every
+other line keeps its number (``%time stmt`` keeps its statement); a cell magic that is not
 Python (``%%bash``) leaves its whole cell out, with a note. The first line puts the
 notebook's folder on ``sys.path`` (Jupyter runs there); cells follow from line 2.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import re
@@ -24,6 +26,7 @@ PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
 MODULES_DIR = "notebooks"
 
 _LINE_MAGIC = re.compile(r"^(\s*)(%|!)")
+_TIMED = re.compile(r"^(\s*)%(?:time|timeit|prun)\s+(\S.*)$")
 _ASSIGNED_MAGIC = re.compile(r"^(\s*[\w.,\s\[\]]+?=\s*)(%|!)(.*)$")
 _HELP = re.compile(r"^(\s*)(\?\??[\w.]+|[\w.]+\?\??)\s*$")
 
@@ -117,6 +120,8 @@ def _python_lines(cell: Cell) -> tuple[list[str], list[Note]]:
             return ["pass  # kernelscope: left out"] + ["#"] * (len(lines) - 1), notes
         notes.append(Note(cell.uri, 1, f"%%{name} stripped: the cell's body runs as it is"))
         return ["pass  # kernelscope: %%" + name + " stripped", *lines[1:]], notes
+    if _parses(cell.text):  # Python as it is: `(a\n % b)` or a `!` in a string stay
+        return lines, notes
     out: list[str] = []
     for number, line in enumerate(lines, 1):
         replaced = _replace(line)
@@ -128,8 +133,18 @@ def _python_lines(cell: Cell) -> tuple[list[str], list[Note]]:
     return out, notes
 
 
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
 def _replace(line: str) -> str | None:
     """The Python that stands in for an IPython-only line, or None for a Python line."""
+    if m := _TIMED.match(line):  # `%time y = f()`: the statement runs, untimed
+        return f"{m.group(1)}{m.group(2)}"
     if m := _LINE_MAGIC.match(line):
         return f"{m.group(1)}pass  # kernelscope: stripped"
     if (m := _ASSIGNED_MAGIC.match(line)) and "==" not in m.group(1):

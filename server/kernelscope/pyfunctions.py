@@ -31,6 +31,8 @@ class FunctionDef:
     params: tuple[Param, ...]
     is_method: bool
     text_hash: str  # of the function's source lines: changes when the body is edited
+    first_line: int = 0
+    """Its first decorator's line (the def line when it has none): code objects start there."""
 
     def contains(self, line: int) -> bool:
         """Whether 1-based `line` lies in the function (decorators excluded)."""
@@ -62,8 +64,9 @@ def function_at(source: str, line: int) -> FunctionDef | None:
 
 
 def find(source: str, qualname: str) -> FunctionDef | None:
-    """The function named `qualname`, if the source defines it."""
-    return next((f for f in functions(source) if f.qualname == qualname), None)
+    """The function named `qualname`, if the source defines it: its last definition, the one
+    the module binds (a notebook often redefines a function in a later cell)."""
+    return next((f for f in reversed(functions(source)) if f.qualname == qualname), None)
 
 
 def _walk(
@@ -87,6 +90,7 @@ def _walk(
                     params=_params(node.args, lines),
                     is_method=in_class,
                     text_hash=hashlib.blake2b(text.encode(), digest_size=8).hexdigest(),
+                    first_line=min((d.lineno for d in node.decorator_list), default=node.lineno),
                 )
             )
 

@@ -6,6 +6,7 @@ edits that make them stale, and a failing earlier cell reported on its own line.
 from __future__ import annotations
 
 import asyncio
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,21 @@ async def test_a_function_in_a_cell_profiles_and_shows_on_its_cell(
     )
     assert hints and all(0 < h.position.line < 4 for h in hints)
 
+    # The trace opens in Perfetto as a file's does: served once, fetched as Perfetto would.
+    opened = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams("kernelscope.openTrace", [uris[2], "matmul"])
+    )
+    assert opened["ok"] and opened["shown"], opened
+    url = client.shown_documents[-1].uri.split("?url=", 1)[1]
+
+    def fetch() -> tuple[int, bytes]:
+        request = urllib.request.Request(url, headers={"Origin": "https://ui.perfetto.dev"})
+        with urllib.request.urlopen(request, timeout=5) as r:
+            return r.status, r.read()
+
+    status, body = await asyncio.to_thread(fetch)
+    assert status == 200 and body[:2] == b"\x1f\x8b"  # the run's gzip'd trace
+
     module = project / ".kernelscope" / "notebooks"
     (written,) = module.glob("analysis_ipynb_*.py")
     text = written.read_text()
@@ -145,6 +161,46 @@ async def test_a_function_in_a_cell_profiles_and_shows_on_its_cell(
             client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), 10
         )
     assert not summaries()
+
+
+async def test_a_redefined_decorated_function_and_a_missing_provider(
+    client: LanguageClient, project: Path
+) -> None:
+    notebook = project / "again.ipynb"
+    step = (
+        "@torch.no_grad()\ndef step(n: int = 64):\n"
+        "    return (torch.ones(n, n) @ torch.ones(n, n)).sum()"
+    )
+    cells = [
+        (
+            lsp.NotebookCellKind.Code,
+            f"import torch\n\n{step}\n\n\ndef step_inputs():\n    return ()",
+        ),
+        (lsp.NotebookCellKind.Code, f"# edited\n{step.replace('64', '128')}"),
+        (lsp.NotebookCellKind.Code, "def bare(x):\n    return x"),
+    ]
+    uris = open_notebook(client, notebook, cells)
+    result = await profile(client, uris[1], "step")  # the later, decorated definition
+    assert result["ok"], result
+    summary = [d for d in client.diagnostics[uris[1]] if d.code == "KS100"]
+    assert summary and summary[0].range.start.line == 1  # its first line (the decorator), cell 2
+    assert not [d for d in client.diagnostics.get(uris[0], []) if d.code == "KS100"]
+
+    result = await profile(client, uris[2], "bare")
+    assert not result["ok"] and result["error"]["kind"] == "missing_inputs"
+    (missing,) = [d for d in client.diagnostics[uris[2]] if d.code == "KS001"]
+    actions = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            lsp.TextDocumentIdentifier(uris[2]),
+            missing.range,
+            lsp.CodeActionContext(diagnostics=[missing]),
+        )
+    )
+    create = next(a for a in actions or [] if a.title == "Create `bare_inputs()`")
+    assert create.edit is not None and create.edit.changes is not None
+    (edit,) = create.edit.changes[uris[2]]  # in the cell, after its last line
+    assert edit.range.start == lsp.Position(1, len("    return x"))
+    assert edit.new_text.startswith("\n\n\ndef bare_inputs(")  # two blank lines, then the stub
 
 
 async def test_a_failing_earlier_cell_is_reported_on_its_line(

@@ -18,6 +18,7 @@ from kernelscope.notebooks import (
     cells_of_ipynb,
     module_path,
 )
+from kernelscope.pyfunctions import find, functions
 
 
 def test_cells_join_with_their_lines_kept_and_ipython_replaced() -> None:
@@ -57,6 +58,29 @@ def test_python_that_looks_like_ipython_is_kept() -> None:
     module = build_module([Cell("c", text)])
     assert module.source.splitlines()[1:5] == text.splitlines()
     assert not module.notes
+
+
+def test_a_cell_that_parses_is_left_alone_and_time_keeps_its_statement() -> None:
+    python = 'x = (1\n % 2)\ns = """\n!not a shell escape\n"""'
+    timed = "%time y = f(3)\n!ls\nprint(y)"
+    module = build_module([Cell("a", python), Cell("b", timed)])
+    lines = module.source.splitlines()
+    assert lines[1:6] == python.splitlines()
+    b = module.spans[1]
+    assert lines[b.first - 1 : b.first + 2] == [
+        "y = f(3)",
+        "pass  # kernelscope: stripped",
+        "print(y)",
+    ]
+    assert [(n.uri, n.line) for n in module.notes] == [("b", 1), ("b", 2)]
+
+
+def test_the_last_definition_is_the_one_found() -> None:
+    source = "@deco\n@other\ndef f():\n    return 1\n\n\ndef f():\n    return 2\n"
+    fn = find(source, "f")
+    assert fn is not None and fn.def_line == 7 and fn.first_line == 7
+    (first, _) = functions(source)
+    assert first.def_line == 3 and first.first_line == 1
 
 
 def test_ipynb_cells_and_bad_files(tmp_path: Path) -> None:

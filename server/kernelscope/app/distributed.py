@@ -11,16 +11,21 @@ from typing import Any, cast
 
 import msgspec
 
+from kernelscope.analysis.verdict import Verdict
 from kernelscope.app.profile import job_report
 from kernelscope.app.store import RunRecord, now
 from kernelscope.engine.ranks import profile_ranks
 from kernelscope.engine.runner import JobResult, ProgressCallback
 from kernelscope.protocol import RunProfile
 from kernelscope.report.distributed import DistributedReport, analyze_ranks
+from kernelscope.report.files import sidecar_path
 from kernelscope.report.schema import Report
 
-#: Process ids of rank r's events in the merged trace: r * RANK_PID + the rank's own pid.
+#: Process ids of rank r's events in the merged trace: r * RANK_PID + the rank's own pid;
+#: its flow and async ids likewise (they are per process, so ranks repeat each other's).
 RANK_PID = 10_000_000
+RANK_FLOW = 1 << 40
+_LINKED = frozenset("stfbenSTF")
 
 
 def distributed_job(
@@ -30,14 +35,32 @@ def distributed_job(
     keeps: rank 0's report with the step's verdict first and its findings added, its trace
     the merged one (every rank in Perfetto)."""
     d = step_report(results, str(path), qualname, request)
-    return RunRecord(request.job_id, str(path), qualname, now(), text_hash, run_report(d))
+    report = run_report(d)
+    _forget_ranks(results, report)
+    return RunRecord(request.job_id, str(path), qualname, now(), text_hash, report)
+
+
+def _forget_ranks(results: list[JobResult], kept: Report) -> None:
+    """Delete the ranks' own traces and sidecars once merged (the store keeps and prunes
+    the run's: the merged trace and rank 0's cold one)."""
+    keep = {kept.trace.path, kept.trace.cold_path}
+    for r in results:
+        trace = Path(r.finished.trace_path)
+        cold = r.finished.sidecar.cold.trace_path
+        for file in (trace, sidecar_path(trace), Path(cold) if cold else None):
+            if file is not None and str(file) not in keep:
+                file.unlink(missing_ok=True)
 
 
 def run_report(d: DistributedReport) -> Report:
     """Rank 0's report standing for the step."""
     first = d.reports[0]
     summary = f"{d.world_size} ranks ({d.backend}): {d.verdict.summary}"
-    verdict = first.verdict and msgspec.structs.replace(first.verdict, summary=summary)
+    verdict = msgspec.structs.replace(
+        first.verdict or Verdict(bound=d.verdict.bound, summary=summary),
+        bound=d.verdict.bound,
+        summary=summary,
+    )
     trace = (
         msgspec.structs.replace(first.trace, path=d.merged_trace) if d.merged_trace else first.trace
     )
@@ -101,6 +124,9 @@ def merge_traces(traces: list[Path], request: RunProfile) -> Path | None:
                 if event.get("ph") == "M" and event.get("name") == "process_name":
                     args = cast(dict[str, Any], event.setdefault("args", {}))
                     args["name"] = f"rank {rank} · {args.get('name', pid)}"
+            flow = event.get("id")
+            if isinstance(flow, int) and event.get("ph") in _LINKED:
+                event["id"] = rank * RANK_FLOW + flow  # flows link within their rank only
             if shift and isinstance(event.get("ts"), int | float):
                 event["ts"] = float(event["ts"]) + shift
             events.append(event)

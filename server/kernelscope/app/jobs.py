@@ -202,8 +202,7 @@ class ProfileService:
             source=spec.source,
             batch_size=spec.batch_size,
         )
-        nproc = spec.nproc or (target.project.nproc if target.project.nproc > 1 else None)
-        nproc = nproc or self.settings.nproc
+        nproc = spec.nproc or target.project.nproc or self.settings.nproc
         if nproc > 1:
             return await self._run_ranks(spec, request, remote, store, fn, nproc, on_progress)
         launcher = self.launcher(spec.python, remote)

@@ -17,7 +17,7 @@ from kernelscope.analysis.diagnose import SidecarError
 from kernelscope.analysis.peaks import datasheet_peaks, save_calibrated
 from kernelscope.analysis.trace_model import TraceError
 from kernelscope.app import calibrate
-from kernelscope.app.distributed import profile_distributed
+from kernelscope.app.distributed import profile_distributed, run_report
 from kernelscope.app.experiments import (
     UnknownVariant,
     check_variants,
@@ -198,7 +198,7 @@ def _profile(args: argparse.Namespace) -> int:
             line_pass=not args.no_lines,
         )
         remote = resolve_remote(args.remote, target.project, python=args.python)
-        args.nproc = args.nproc or target.project.nproc
+        args.nproc = args.nproc or target.project.nproc or 1
         if args.nproc > 1 and remote is not None:
             raise TargetError("--nproc runs its ranks on this host; a remote does not take it yet")
     except (TargetError, RemoteError) as e:
@@ -239,6 +239,7 @@ def _profile_ranks(args: argparse.Namespace, target: Target, request: RunProfile
         return _fail_job(e.failure, args.target, args.json)
     except TraceError as e:
         return fail("bad_trace", f"cannot read the trace: {e}", args.json)
+    record_run(target, request.job_id, run_report(report))  # rank 0's, with the step's verdict
     if args.json:
         print_json(report)
     else:

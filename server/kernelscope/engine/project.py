@@ -23,8 +23,8 @@ class Project:
     root: Path
     inputs: dict[str, str] = field(default_factory=dict[str, str])
     remotes: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
-    nproc: int = 1
-    """Ranks a profile runs on by default (`nproc` under [tool.kernelscope])."""
+    nproc: int | None = None
+    """Ranks a profile runs on by default (`nproc` under [tool.kernelscope]; None: unset)."""
 
     def module_name(self, path: Path) -> str:
         """Dotted name of `path` relative to the root, through packages; else the file's stem."""
@@ -77,8 +77,8 @@ def load_project(path: Path) -> Project:
         )
     if not isinstance(remotes, dict):
         raise ProjectError(f"{config}: [tool.kernelscope.remotes] must be a table")
-    nproc = table.get("nproc", 1)
-    if not isinstance(nproc, int) or isinstance(nproc, bool) or nproc < 1:
+    nproc = table.get("nproc")
+    if nproc is not None and (not isinstance(nproc, int) or isinstance(nproc, bool) or nproc < 1):
         raise ProjectError(f"{config}: [tool.kernelscope] nproc must be an integer >= 1")
     return Project(
         root, cast(dict[str, str], inputs), cast(dict[str, dict[str, Any]], remotes), nproc

@@ -160,7 +160,8 @@ def _failure(ranks: list[_Rank], failed: list[_Rank]) -> ProfileFailed:
     for rank in ranks:
         outcome = rank.outcome
         if isinstance(outcome, ProfileFailed):
-            where = f" at {os.path.basename(outcome.path)}:{outcome.line}" if outcome.path else ""
+            where = f" at {os.path.basename(outcome.path)}" if outcome.path else ""
+            where += f":{outcome.line}" if outcome.path and outcome.line else ""
             parts.append(f"rank {rank.rank}: {outcome.message}{where}")
         elif isinstance(outcome, JobResult):
             parts.append(f"rank {rank.rank}: finished")

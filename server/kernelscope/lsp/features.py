@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import attrs
@@ -14,7 +13,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from kernelscope.findings import Code
 from kernelscope.lsp import views as editor_views
 from kernelscope.lsp.documents import Document
-from kernelscope.lsp.server import OPEN_TRACE, PROFILE, TRY, KernelscopeServer
+from kernelscope.lsp.server import OPEN_TRACE, PROFILE, TRY, KernelscopeServer, in_place
 from kernelscope.protocol import VARIANT_LABELS
 from kernelscope.pyfunctions import FunctionDef, find, function_at, functions, provider_stub
 
@@ -44,7 +43,7 @@ def code_actions(
             (f"Profile `{fn.qualname}` on {name}", [uri, fn.qualname, {"remote": name}])
             for name in ls.service.remote_names(path)
         ]
-        tries = _try_targets(ls, path, uri, fn)
+        tries = _try_targets(ls, doc, fn)
         # Both kinds, as the Profile ones: VS Code's Ctrl+. lists quick fixes, its Source
         # Action menu and Neovim's code_action the source ones.
         for kind in (lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.Source):
@@ -78,26 +77,32 @@ def _in_document(doc: Document, action: lsp.CodeAction) -> lsp.CodeAction | None
     if doc.span is None or action.edit is None or action.edit.changes is None:
         return action
     edits: list[lsp.TextEdit] = []
+    lines = doc.source.splitlines()
+    last = doc.span.first + doc.span.count - 1  # the cell's last module line
     for edit in action.edit.changes.get(doc.uri, []):
-        at = doc.to_editor(edit.range)
+        r, text = edit.range, edit.new_text
+        if r.start == r.end and r.start.line == last:  # the line after the cell: its end
+            end = lsp.Position(last - 1, len(lines[last - 1]) if last <= len(lines) else 0)
+            r, text = lsp.Range(end, end), "\n" + text.rstrip("\n")
+        at = doc.to_editor(r)
         if at is None:
             return None
-        edits.append(lsp.TextEdit(at, edit.new_text))
+        edits.append(lsp.TextEdit(at, text))
     return attrs.evolve(action, edit=lsp.WorkspaceEdit(changes={doc.uri: edits}))
 
 
 def _try_targets(
-    ls: KernelscopeServer, path: Path, uri: str, fn: FunctionDef
+    ls: KernelscopeServer, doc: Document, fn: FunctionDef
 ) -> list[tuple[str, str, list[Any]]]:
     """After a fresh run: one "Try X" per suggested variant, and "Try all suggested"."""
-    record = _fresh_record(ls, path, fn)
+    record = _fresh_record(ls, doc, fn)
     if record is None:
         return []
     variants = ls.service.suggested_variants(record)
     chosen = [([v], f"Try {VARIANT_LABELS.get(v, v)} on `{fn.qualname}`") for v in variants]
     if len(variants) > 1:
         chosen.append((variants, f"Try all suggested on `{fn.qualname}`"))
-    return [(title, TRY, [uri, fn.qualname, {"variants": vs}]) for vs, title in chosen]
+    return [(title, TRY, [doc.uri, fn.qualname, {"variants": vs}]) for vs, title in chosen]
 
 
 def _apply_variant_action(
@@ -165,9 +170,13 @@ def _class_end(source: str, fn: FunctionDef) -> int:
     return fn.end_line
 
 
-def _fresh_record(ls: KernelscopeServer, path: Path, fn: FunctionDef) -> RunRecord | None:
-    record = ls.service.store_for(path).latest(str(path), fn.qualname)
-    return record if record is not None and record.text_hash == fn.text_hash else None
+def _fresh_record(ls: KernelscopeServer, doc: Document, fn: FunctionDef) -> RunRecord | None:
+    """The function's last run, unless its text changed since (or, in a notebook's module, it
+    moved: an earlier cell grew or shrank)."""
+    record = ls.service.store_for(doc.path).latest(str(doc.path), fn.qualname)
+    if record is None or record.text_hash != fn.text_hash:
+        return None
+    return record if doc.span is None or in_place(fn, record) else None
 
 
 def hover(ls: KernelscopeServer, params: lsp.HoverParams) -> lsp.Hover | None:
@@ -181,7 +190,7 @@ def hover(ls: KernelscopeServer, params: lsp.HoverParams) -> lsp.Hover | None:
     fn = function_at(source, line)
     if fn is None:
         return None
-    record = _fresh_record(ls, path, fn)
+    record = _fresh_record(ls, doc, fn)
     if record is None:
         return None
     attributed = any(r.line == line and r.path == str(path) for r in record.report.lines)
@@ -239,7 +248,7 @@ def inlay_hint(ls: KernelscopeServer, params: lsp.InlayHintParams) -> list[lsp.I
     for fn in functions(source):
         if fn.end_line < first or fn.def_line > last or not doc.holds(fn.def_line):
             continue
-        record = _fresh_record(ls, path, fn)
+        record = _fresh_record(ls, doc, fn)
         if record is not None:
             for hint in editor_views.inlay_hints(record, fn, str(path), lines):
                 at = hint.position

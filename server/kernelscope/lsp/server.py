@@ -26,6 +26,7 @@ from kernelscope.lsp.documents import (
     file_path,
     notebook_of,
 )
+from kernelscope.notebooks import MODULES_DIR
 from kernelscope.protocol import ProfileFailed
 from kernelscope.pyfunctions import FunctionDef, functions
 
@@ -138,6 +139,8 @@ class KernelscopeServer(LanguageServer):
         if notebook_uri is not None:
             self._publish_notebook(path, notebook_uri)
             return
+        if path.parent.name == MODULES_DIR and path.parent.parent.name == ".kernelscope":
+            return  # a closed notebook's module: not a file the user edits
         uri = path.as_uri()
         try:
             _, source = self.source_of(uri)
@@ -182,14 +185,14 @@ class KernelscopeServer(LanguageServer):
             fn = current.get(record.qualname) if record.path == str(path) else None
             if record.path == str(path) and (fn is None or fn.text_hash != record.text_hash):
                 continue  # the function changed since the run: its numbers are stale
-            if same_lines and fn is not None and fn.def_line != record.report.function.line:
+            if same_lines and fn is not None and not in_place(fn, record):
                 continue
             delta = self.service.delta(record)
             diags += editor_views.run_diagnostics(record, str(path), lines, options, delta)
         for (fpath, qualname), (failure, text_hash) in self.failures.items():
             fn = current.get(qualname)
             if fpath == str(path) and fn is not None and fn.text_hash == text_hash:
-                diags.append(failure_diagnostic(failure, fn, lines, anywhere=same_lines))
+                diags.append(failure_diagnostic(failure, fn, lines, same_lines, path))
         for (fpath, qualname), (exp, text_hash) in self.experiments.items():
             fn = current.get(qualname)
             if fpath == str(path) and fn is not None and fn.text_hash == text_hash:
@@ -198,6 +201,12 @@ class KernelscopeServer(LanguageServer):
 
 
 uri_to_path = file_path
+
+
+def in_place(fn: FunctionDef, record: RunRecord) -> bool:
+    """Whether the function starts on the line it did in the run (else the run's line numbers
+    point elsewhere now); the run records its code object's first line, a decorator's."""
+    return record.report.function.line in (fn.def_line, fn.first_line)
 
 
 def _records_touching(runs: list[RunRecord], path: str) -> list[RunRecord]:
@@ -210,12 +219,17 @@ def _records_touching(runs: list[RunRecord], path: str) -> list[RunRecord]:
 
 
 def failure_diagnostic(
-    failure: ProfileFailed, fn: FunctionDef, lines: list[str], anywhere: bool = False
+    failure: ProfileFailed,
+    fn: FunctionDef,
+    lines: list[str],
+    anywhere: bool = False,
+    path: Path | None = None,
 ) -> lsp.Diagnostic:
     """A failed job at the user's line in the function (the def line when the failure names
-    none or a line outside it); with `anywhere`, at its line wherever that is (a notebook's
-    earlier cell that failed while the module was built)."""
-    inside = failure.line is not None and (anywhere or fn.contains(failure.line))
+    none or a line outside it); with `anywhere`, at its line anywhere in the module `path`
+    (a notebook's earlier cell that failed while the module was built)."""
+    here = anywhere and failure.path is not None and Path(failure.path) == path
+    inside = failure.line is not None and (here or fn.contains(failure.line))
     line = failure.line if failure.line and inside else fn.def_line
     text = lines[line - 1] if 0 < line <= len(lines) else ""
     code = Code.MISSING_INPUTS if failure.kind == "missing_inputs" else Code.JOB_FAILED

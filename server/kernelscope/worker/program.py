@@ -564,8 +564,8 @@ class Job:
             if int(local) >= count:  # one GPU per rank, as torchrun
                 raise JobError(
                     "bad_device",
-                    "rank %s needs cuda:%s, but %s has %d CUDA device(s): use --nproc %d or "
-                    "fewer, or --device cpu (gloo)"
+                    "rank %s needs cuda:%s, but %s has %d CUDA device(s): profile on %d "
+                    "ranks or fewer (nproc), or on the CPU (gloo)"
                     % (local, local, socket.gethostname(), count, count),
                 )
             want = "cuda:%s" % local
