@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
 
 #: Cell magics whose body is Python: the magic line goes, the body stays.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
@@ -45,7 +43,6 @@ class Span:
     """Where a cell sits in the module: module lines ``first`` to ``first + count - 1``."""
 
     uri: str
-    index: int
     first: int
     count: int
 
@@ -76,13 +73,6 @@ class NotebookModule:
         """The span of the cell with document ``uri``."""
         return next((s for s in self.spans if s.uri == uri), None)
 
-    def cell_at(self, line: int) -> tuple[Span, int] | None:
-        """The cell holding module line ``line`` and the 1-based line in it."""
-        for s in self.spans:
-            if s.contains(line):
-                return s, line - s.first + 1
-        return None
-
 
 def build_module(
     cells: Sequence[Cell], folder: Path | None = None, upto: str | None = None
@@ -95,11 +85,11 @@ def build_module(
     )
     lines = [prologue + "  # kernelscope: the notebook's folder, as Jupyter has it"]
     module = NotebookModule("")
-    for index, cell in enumerate(cells):
+    for cell in cells:
         if not cell.code:
             continue
         body, notes = _python_lines(cell)
-        module.spans.append(Span(cell.uri, index, len(lines) + 1, len(body)))
+        module.spans.append(Span(cell.uri, len(lines) + 1, len(body)))
         module.notes += notes
         lines += body
         if cell.uri == upto:
@@ -160,36 +150,3 @@ def module_path(notebook: Path, root: Path) -> Path:
     tag = hashlib.sha1(str(notebook.parent).encode()).hexdigest()[:6]
     stem = re.sub(r"\W", "_", notebook.stem)
     return root / ".kernelscope" / MODULES_DIR / f"{stem}_ipynb_{tag}.py"
-
-
-class NotebookError(ValueError):
-    """An ``.ipynb`` file that is not a notebook; the message says why."""
-
-
-def cells_of_ipynb(text: str, uri_prefix: str) -> list[Cell]:
-    """The cells of an nbformat 4 file (``uri_prefix#N`` as each cell's URI)."""
-    try:
-        raw_data: object = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise NotebookError(f"not JSON: {e}") from None
-    if not isinstance(raw_data, dict):
-        raise NotebookError("not an nbformat 4 notebook (not an object)")
-    data = cast(dict[str, Any], raw_data)
-    if not isinstance(data.get("cells"), list):
-        raise NotebookError("no cells: not an nbformat 4 notebook")
-    meta = data.get("metadata")
-    language = "python"
-    if isinstance(meta, dict):
-        info = cast(dict[str, Any], meta).get("language_info")
-        if isinstance(info, dict):
-            language = str(cast(dict[str, Any], info).get("name", "python"))
-    cells: list[Cell] = []
-    for index, raw in enumerate(cast(list[Any], data["cells"])):
-        if not isinstance(raw, dict):
-            raise NotebookError(f"cell {index} is not an object")
-        cell = cast(dict[str, Any], raw)
-        source = cell.get("source", "")
-        text = "".join(cast(list[str], source)) if isinstance(source, list) else str(source)
-        code = cell.get("cell_type") == "code" and language == "python"
-        cells.append(Cell(f"{uri_prefix}#{index}", text, code))
-    return cells

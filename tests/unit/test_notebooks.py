@@ -5,17 +5,12 @@ tests/integration/test_lsp_notebook.py)."""
 from __future__ import annotations
 
 import ast
-import json
 from pathlib import Path
-
-import pytest
 
 from kernelscope.engine.project import find_root
 from kernelscope.notebooks import (
     Cell,
-    NotebookError,
     build_module,
-    cells_of_ipynb,
     module_path,
 )
 from kernelscope.pyfunctions import find, functions
@@ -46,8 +41,7 @@ def test_cells_join_with_their_lines_kept_and_ipython_replaced() -> None:
     assert c3.count == 3 and lines[c3.first - 1].startswith("pass") and lines[c3.first] == "#"
     assert lines[c4.first - 1].startswith("pass") and lines[c4.first] == "y = f(3)"
     assert "SystemExit" not in module.source
-    assert module.cell_at(c2.first + 2) == (c2, 3)
-    assert module.cell_at(1) is None  # the prologue is in no cell
+    assert c2.contains(c2.first + 2) and not c0.contains(1)  # the prologue is in no cell
     notes = {(n.uri, n.line): n.message for n in module.notes}
     assert set(notes) == {("c0", 2), ("c0", 3), ("c0", 4), ("c2", 2), ("c3", 1), ("c4", 1)}
     assert notes[("c3", 1)] == "a %%bash cell is not Python: left out"
@@ -81,30 +75,6 @@ def test_the_last_definition_is_the_one_found() -> None:
     assert fn is not None and fn.def_line == 7 and fn.first_line == 7
     (first, _) = functions(source)
     assert first.def_line == 3 and first.first_line == 1
-
-
-def test_ipynb_cells_and_bad_files(tmp_path: Path) -> None:
-    nb = {
-        "cells": [
-            {"cell_type": "markdown", "source": ["# t"]},
-            {"cell_type": "code", "source": ["def f():\n", "    return 1"]},
-            {"cell_type": "code", "source": "g = 2"},
-        ],
-        "metadata": {"language_info": {"name": "python"}},
-        "nbformat": 4,
-    }
-    cells = cells_of_ipynb(json.dumps(nb), "file:///p/a.ipynb")
-    assert [(c.uri, c.code) for c in cells] == [
-        ("file:///p/a.ipynb#0", False),
-        ("file:///p/a.ipynb#1", True),
-        ("file:///p/a.ipynb#2", True),
-    ]
-    assert cells[1].text == "def f():\n    return 1"
-    r_nb = {**nb, "metadata": {"language_info": {"name": "R"}}}
-    assert not any(c.code for c in cells_of_ipynb(json.dumps(r_nb), "x"))
-    for bad, message in [("{", "not JSON"), ("[]", "not an object"), ("{}", "no cells")]:
-        with pytest.raises(NotebookError, match=message):
-            cells_of_ipynb(bad, "x")
 
 
 def test_the_module_lives_in_the_notebooks_project(tmp_path: Path) -> None:

@@ -23,14 +23,12 @@ from pydantic import Field
 
 from kernelscope.analysis.diagnose import SidecarError
 from kernelscope.analysis.trace_model import TraceError
-from kernelscope.app.analysis_pool import AnalysisFailed, report_read
 from kernelscope.app.experiments import UnknownVariant, check_variants
 from kernelscope.app.history import DiffError, diff
 from kernelscope.app.jobs import ProfileService, ProfileSpec
 from kernelscope.app.profile import with_hint
 from kernelscope.app.scale import DEFAULT_FACTORS, ScaleFailed, ScaleResult, check_factors, scale
 from kernelscope.app.store import Store
-from kernelscope.app.traces import analyze_path
 from kernelscope.engine.remotes import RemoteError
 from kernelscope.engine.runner import JobFailed
 from kernelscope.engine.targets import Schedule, Target, TargetError, load_target
@@ -84,9 +82,8 @@ class Tools:
 
     def _target(self, path: str, qualname: str) -> tuple[Target, str]:
         """The function to run and its file's text; ToolError when either is not there."""
-        full = Path(path) if Path(path).is_absolute() else self.root / path
         try:
-            target = load_target(f"{full}::{qualname}")
+            target = load_target(f"{self._path(path)}::{qualname}")
         except TargetError as e:
             raise ToolError(str(e)) from None
         try:
@@ -107,10 +104,6 @@ class Tools:
         batch_size: int | None,
         remote: str | None,
     ) -> ProfileSpec:
-        try:
-            schedule.check()
-        except TargetError as e:
-            raise ToolError(str(e).replace("--", "")) from None
         return ProfileSpec(
             path=target.path,
             qualname=target.qualname,
@@ -179,23 +172,24 @@ class Tools:
         side = self._path(sidecar) if sidecar else None
         if side is not None and not side.is_file():
             raise ToolError(f"no such file: {side}")
-        pool = self.service.analysis
-        job = asyncio.ensure_future(pool.run(analyze_path, path, side, trace_only, report_read))
+        sending: set[asyncio.Task[None]] = set()
+        sent = [-1.0]
+
+        def on_read(share: float) -> None:  # called on the event loop, ten times a second
+            value = round(share * 90, 1)
+            if value <= sent[0]:  # MCP progress only goes up
+                return
+            sent[0] = value
+            task = asyncio.ensure_future(_report(ctx, value, f"reading the trace: {share:.0%}"))
+            sending.add(task)
+            task.add_done_callback(sending.discard)
+
         try:
-            while not job.done():
-                await asyncio.wait([job], timeout=0.25)
-                if not job.done():
-                    share = pool.read_share
-                    await ctx.report_progress(
-                        round(share * 90), 100, f"reading the trace: {share:.0%}"
-                    )
-            out = await job
+            out = await _detached(self.service.analyze_trace(path, side, trace_only, on_read))
         except (TraceError, SidecarError) as e:
             raise ToolError(f"{path}: {e}") from None
-        except AnalysisFailed as e:
-            raise ToolError(str(e)) from None
-        finally:
-            job.cancel()  # a queued analysis does not start; a running one ends on its own
+        except JobFailed as e:
+            raise ToolError(e.failure.message) from None
         return result(out, report_summary(out))
 
     async def scale(

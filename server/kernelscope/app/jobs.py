@@ -12,19 +12,20 @@ import asyncio
 import dataclasses
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from kernelscope.analysis.experiments import Experiments, suggested
-from kernelscope.app.analysis_pool import AnalysisFailed, AnalysisPool
+from kernelscope.app.analysis_pool import AnalysisFailed, AnalysisPool, report_read
 from kernelscope.app.distributed import distributed_job
 from kernelscope.app.experiments import run_experiments, try_request
 from kernelscope.app.history import Delta, delta
 from kernelscope.app.profile import job_report, resolve_remote
 from kernelscope.app.settings import Settings
 from kernelscope.app.store import RunRecord, Store, now
-from kernelscope.app.traces import import_job
+from kernelscope.app.traces import analyze_path, import_job
 from kernelscope.engine.dispatch import runner_for
 from kernelscope.engine.project import ProjectError, load_project
 from kernelscope.engine.ranks import profile_ranks
@@ -41,9 +42,11 @@ from kernelscope.protocol import (
 )
 from kernelscope.pyfunctions import FunctionDef, find
 from kernelscope.report.files import companions
+from kernelscope.report.schema import Report, TraceAnalysis
 from kernelscope.units import stages_line
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -248,7 +251,7 @@ class ProfileService:
         store.add(record)
         return record
 
-    async def _analyze(self, job: Callable[..., RunRecord], *args: object) -> RunRecord:
+    async def _analyze(self, job: Callable[..., T], *args: object) -> T:
         """Run an analysis job in the analysis process; its death is a job failure."""
         big = any(isinstance(a, Path) and _size(a) > BIG_TRACE_BYTES for a in args) or any(
             isinstance(a, ProfileFinished) and _size(Path(a.trace_path)) > BIG_TRACE_BYTES // 8
@@ -275,29 +278,48 @@ class ProfileService:
         if fn is None:
             raise TargetError(f"{path.name} has no function {qualname!r}")
         store = self.store_for(path)
-        job = asyncio.ensure_future(
-            self._analyze(
-                import_job,
-                path,
-                qualname,
-                fn.def_line,
-                fn.text_hash,
-                trace,
-                sidecar or companions(trace)[0],
-                store.traces_dir,
-            )
+        job = self._analyze(
+            import_job,
+            path,
+            qualname,
+            fn.def_line,
+            fn.text_hash,
+            trace,
+            sidecar or companions(trace)[0],
+            store.traces_dir,
         )
+        record = await self._reading(job, on_read)
+        store.add(record)
+        return record
+
+    async def analyze_trace(
+        self,
+        trace: Path,
+        sidecar: Path | None = None,
+        trace_only: bool = False,
+        on_read: Callable[[float], None] | None = None,
+    ) -> Report | TraceAnalysis:
+        """`kernelscope analyze` of a trace, off the event loop (nothing is stored); raises
+        TraceError, SidecarError or JobFailed (the analysis process died)."""
+        return await self._reading(
+            self._analyze(analyze_path, trace, sidecar, trace_only, report_read), on_read
+        )
+
+    async def _reading(
+        self, analysis: Coroutine[Any, Any, T], on_read: Callable[[float], None] | None
+    ) -> T:
+        """Await an analysis, telling `on_read` the share of its trace read, ten times a
+        second; cancelled, a queued analysis does not start (a running one ends on its own)."""
+        job = asyncio.ensure_future(analysis)
         try:
             while on_read is not None and not job.done():
                 await asyncio.wait([job], timeout=READ_POLL_S)
                 if not job.done():
                     on_read(self.analysis.read_share)
-            record = await job
+            return await job
         except asyncio.CancelledError:
-            job.cancel()  # a queued analysis does not start; a running one ends on its own
+            job.cancel()
             raise
-        store.add(record)
-        return record
 
     async def close(self) -> None:
         """Stop every worker."""

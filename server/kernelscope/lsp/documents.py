@@ -5,6 +5,7 @@ a Document turns the editor's positions into them and back."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -93,10 +94,6 @@ def notebook_of(workspace: Workspace, uri: str) -> Notebook | None:
     if nb is None:
         return None
     path = Path(unquote(urlparse(nb.uri).path))
-    try:
-        root = load_project(path).root
-    except ProjectError:
-        root = path.parent
     cells: list[Cell] = []
     for cell in nb.cells:
         doc = workspace.text_documents.get(unquote(cell.document))
@@ -108,7 +105,18 @@ def notebook_of(workspace: Workspace, uri: str) -> Notebook | None:
                 cell.kind == lsp.NotebookCellKind.Code and language in (None, "python"),
             )
         )
-    return Notebook(nb.uri, path, module_path(path, root), cells)
+    return Notebook(nb.uri, path, _module_path(path), cells)
+
+
+@lru_cache(maxsize=64)
+def _module_path(notebook: Path) -> Path:
+    """Where the notebook's module goes: looked up once per notebook, not per hover (its
+    project's pyproject.toml is read to find the root)."""
+    try:
+        root = load_project(notebook).root
+    except ProjectError:
+        root = notebook.parent
+    return module_path(notebook, root)
 
 
 def cell_document(notebook: Notebook, uri: str) -> Document:

@@ -180,9 +180,10 @@ def analyze_ranks(
 
 
 def _costliest_line(report: Report) -> tuple[str, str, int] | None:
-    """The costliest attributed line that is not a collective: (`code` (file:line), path, line)."""
+    """The costliest attributed line whose top ops are no collectives: (`code` (file:line),
+    path, line)."""
     cuda = _cuda(report)
-    rows = [r for r in report.lines if not re.search(r"\b(all_reduce|barrier|broadcast)", r.code)]
+    rows = [r for r in report.lines if not any(COLLECTIVE.match(op) for op in r.top_ops)]
     if not rows:
         return None
     top = max(rows, key=lambda r: r.cuda_us if cuda else r.self_cpu_us)
@@ -191,7 +192,8 @@ def _costliest_line(report: Report) -> tuple[str, str, int] | None:
 
 
 def _collective_line(report: Report) -> tuple[str, str, int] | None:
-    """The costliest attributed line of the function (where its collectives are issued)."""
+    """The costliest attributed line (in a communication-bound step, where the collectives
+    are waited on)."""
     cuda = _cuda(report)
     if not report.lines:
         return None

@@ -184,6 +184,8 @@ class Job:
         self.path = os.path.abspath(req["path"])
         self.trace_dir = req["trace_dir"]
         self.own_trace_dir = None
+        self.dist = None  # torch.distributed, in a job of several ranks (init_ranks)
+        self.dist_device = None
         self._set_user_dirs()
         self._user_cache = {}
         self.torch = worker.torch
@@ -595,7 +597,7 @@ class Job:
         """The same number on every rank (the largest or smallest of theirs), so all ranks
         make as many calls of the function, and so as many collectives; the value itself
         in a job of one process."""
-        dist = getattr(self, "dist", None)
+        dist = self.dist
         if dist is None:
             return value
         t = self.torch.tensor([float(value)], device=self.dist_device)
@@ -604,9 +606,8 @@ class Job:
 
     def barrier(self):
         """Wait for every rank (the active window opens and closes in lockstep)."""
-        dist = getattr(self, "dist", None)
-        if dist is not None:
-            dist.barrier()
+        if self.dist is not None:
+            self.dist.barrier()
 
     def prepare(self):
         """Import the module, find the function and its inputs: (fn, call, device, sync)."""
@@ -1936,7 +1937,7 @@ class Worker:
                 "traceback": traceback.format_exc().splitlines()[-12:],
             }
         finally:
-            dist = getattr(job, "dist", None)
+            dist = job.dist
             if dist is not None and dist.is_initialized():
                 with contextlib.suppress(Exception):
                     dist.destroy_process_group()
