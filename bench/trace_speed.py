@@ -206,6 +206,25 @@ def _analyze(path: Path) -> object:
     return analyze_file(path)
 
 
+def _analyze_one_stream(path: Path) -> object:
+    """(b) with the file read by this process alone, as below MIN_BYTES."""
+    from kernelscope.analysis import trace_model
+    from kernelscope.analysis.diagnose import analyze_file
+
+    apart = trace_model.processes
+    trace_model.processes = lambda _size, _gzipped=False: 1
+    try:
+        return analyze_file(path)
+    finally:
+        trace_model.processes = apart
+
+
+def _readers(size: int, gzipped: bool) -> int:
+    from kernelscope.analysis.trace_segments import processes
+
+    return processes(size, gzipped)
+
+
 def _hta() -> tuple[str, Callable[[Path], object] | None]:
     """HTA's parser proper: the JSON file to its events DataFrame (symbols compressed, times
     rounded), as ``TraceAnalysis`` runs it per rank. Its ``parse_trace_file`` adds passes
@@ -230,7 +249,9 @@ def _hta() -> tuple[str, Callable[[Path], object] | None]:
     )
 
 
-def _columns(with_hta: bool = True) -> dict[str, tuple[str, Callable[[Path], object]]]:
+def _columns(
+    with_hta: bool = True, parallel: bool = False
+) -> dict[str, tuple[str, Callable[[Path], object]]]:
     """key: (what, function), in the order they are timed."""
     columns: dict[str, tuple[str, Callable[[Path], object]]] = {
         "a": ("bare msgspec decode into a plain Struct (args: Raw), incl. file read", bare_decode),
@@ -238,6 +259,11 @@ def _columns(with_hta: bool = True) -> dict[str, tuple[str, Callable[[Path], obj
         "b": ("kernelscope.analysis.diagnose.analyze_file(path), incl. file read", _analyze),
         "b2": ("kernelscope trace_model.load_trace(path) (info: the trace model's share)", _load),
     }
+    if parallel:
+        columns["b1"] = (
+            "(b) read in one stream, by this process alone (info)",
+            _analyze_one_stream,
+        )
     if with_hta:
         name, hta = _hta()
         if hta is not None:
@@ -277,23 +303,57 @@ print(next(line.split()[1] for line in status.splitlines() if line.startswith("V
 """
 
 
-def in_child(key: str, path: Path, cap: int = 0, run: bool = True) -> tuple[int, float] | str:
-    """(peak RSS bytes, wall s) of column ``key`` on ``path`` in a fresh child (address space
-    capped at ``cap`` bytes when non-zero); a one-line reason when the child failed. Read from
-    VmHWM: Linux carries ``ru_maxrss`` over fork and exec, so a child's would start at this
-    (large) process's peak."""
+class ChildRun(msgspec.Struct):
+    """A column run once in a fresh process."""
+
+    peak: int
+    """Its peak RSS, bytes (VmHWM)."""
+    wall: float
+    tree: int
+    """The peak of the summed PSS of it and its children (each page shared by n processes
+    counted 1/n in each), sampled every 10 ms, bytes."""
+
+
+def in_child(key: str, path: Path, cap: int = 0, run: bool = True) -> ChildRun | str:
+    """Column ``key`` on ``path`` in a fresh child (address space capped at ``cap`` bytes when
+    non-zero); a one-line reason when the child failed. The peak is VmHWM: Linux carries
+    ``ru_maxrss`` over fork and exec, so a child's would start at this (large) process's."""
     code = _CHILD.format(bench=str(Path(__file__).parent))
-    done = subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-c", code, key, "run" if run else "idle", str(path), str(cap)],
-        check=False,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return f"failed (exit {done.returncode}): {last}"
-    peak, wall = done.stdout.split()
-    return int(peak) * 1024, float(wall)
+    tree = 0
+    while proc.poll() is None:
+        tree = max(tree, _tree_pss(proc.pid))
+        time.sleep(0.01)
+    out, err = proc.communicate()
+    if proc.returncode != 0:
+        last = (err.strip().splitlines() or ["no output"])[-1]
+        return f"failed (exit {proc.returncode}): {last}"
+    peak, wall = out.split()
+    return ChildRun(int(peak) * 1024, float(wall), tree)
+
+
+def _tree_pss(pid: int) -> int:
+    """The summed PSS of a process and its descendants, bytes (0 for those gone meanwhile)."""
+    total = 0
+    pending = [pid]
+    while pending:
+        p = pending.pop()
+        try:
+            rollup = Path(f"/proc/{p}/smaps_rollup").read_text()
+            children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:
+            continue
+        for line in rollup.splitlines():
+            if line.startswith("Pss:"):
+                total += int(line.split()[1]) * 1024
+                break
+        pending += map(int, children)
+    return total
 
 
 def _available() -> int:
@@ -312,7 +372,10 @@ def measure(path: Path, json_size: int, options: argparse.Namespace) -> None:
     size = path.stat().st_size
     print(f"\n=== {path.name}: {size / 1e6:.1f} MB on disk, {json_size / 1e6:.1f} MB of JSON ===")
     inline_hta = not options.no_hta and json_size <= options.hta_inline_mb * 1e6
-    columns = _columns(with_hta=inline_hta)
+    readers = _readers(json_size, size != json_size)
+    columns = _columns(with_hta=inline_hta, parallel=readers > 1)
+    if readers > 1:
+        print(f"  (b) reads this file in {readers} processes (trace_segments)")
     if not options.no_hta and not inline_hta and "c" not in columns:
         hta_name, hta = _hta()
         if hta is None:
@@ -344,9 +407,9 @@ def measure(path: Path, json_size: int, options: argparse.Namespace) -> None:
         if isinstance(got, str):
             print(f"c   HTA once in a child capped at {cap / 1e9:.1f} GB: {got}")
         else:
-            median["c"] = got[1]
-            print(f"c   {got[1]:13.3f} (once, in a child capped at {cap / 1e9:.1f} GB; peak "
-                  f"{got[0] / 1e9:.1f} GB)  HolisticTraceAnalysis's parser")  # fmt: skip
+            median["c"] = got.wall
+            print(f"c   {got.wall:13.3f} (once, in a child capped at {cap / 1e9:.1f} GB; peak "
+                  f"{got.peak / 1e9:.1f} GB)  HolisticTraceAnalysis's parser")  # fmt: skip
 
     memory: dict[str, int] = {}
     idle = in_child("b", path, run=False)
@@ -356,10 +419,16 @@ def measure(path: Path, json_size: int, options: argparse.Namespace) -> None:
         if isinstance(got, str):
             print(f"peak memory of ({key}): {got}")
             continue
-        memory[key] = got[0] - idle[0]
-        print(f"peak memory of ({key}) in a fresh process: {got[0] / 1e6:.0f} MB RSS, less "
-              f"{idle[0] / 1e6:.0f} MB for the interpreter and imports = "
+        memory[key] = got.peak - idle.peak
+        print(f"peak memory of ({key}) in a fresh process: {got.peak / 1e6:.0f} MB RSS, less "
+              f"{idle.peak / 1e6:.0f} MB for the interpreter and imports = "
               f"{memory[key] / 1e6:.0f} MB = {memory[key] / json_size:.2f}x the JSON")  # fmt: skip
+        if key == "b" and readers > 1:  # with the processes that read it
+            memory[key] = max(memory[key], got.tree - idle.tree)
+            print(f"    with its {readers} reading processes: peak summed PSS {got.tree / 1e6:.0f}"
+                  f" MB (sampled every 10 ms), less {idle.tree / 1e6:.0f} MB idle = "
+                  f"{(got.tree - idle.tree) / 1e6:.0f} MB = "
+                  f"{(got.tree - idle.tree) / json_size:.2f}x the JSON")  # fmt: skip
 
     ratio = median["b"] / median["a"]
     print(f"(b)/(a) kernelscope analysis vs bare decode, median wall: {ratio:.2f}x "
@@ -367,6 +436,9 @@ def measure(path: Path, json_size: int, options: argparse.Namespace) -> None:
     print(f"    info: by median CPU time {median_cpu['b'] / median_cpu['a']:.2f}x "
           "(CPU time counts the reader thread too); (b2)/(a), the trace model alone: "
           f"{median['b2'] / median['a']:.2f}x")  # fmt: skip
+    if "b1" in median:
+        print(f"    info: read in one stream (b1)/(a) {median['b1'] / median['a']:.2f}x; the "
+              f"processes made (b) {median['b1'] / median['b']:.2f}x faster")  # fmt: skip
     if "c" in median:
         speedup = median["c"] / median["b"]
         print(f"(c)/(b) HTA's parser vs kernelscope analysis: {speedup:.1f}x slower "

@@ -14,22 +14,35 @@ the JSON, and a trace that needs more than the machine has is refused with its s
 
 from __future__ import annotations
 
+import builtins
 import gzip
 import json
 import re
 import zlib
+from array import array
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from itertools import compress, groupby, islice
 from operator import attrgetter, eq, le
 from pathlib import Path
 from sys import intern
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar, Union, cast
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar, Union, cast, overload
 
 import msgspec
 
 from kernelscope.analysis.memory_budget import OutOfMemory, available_bytes, require, rss_bytes
+from kernelscope.analysis.trace_segments import (
+    CHILD_BYTES,
+    SEGMENT_BYTES,
+    Segment,
+    layout,
+    piece,
+    processes,
+    segments,
+)
+from kernelscope.analysis.trace_segments import run as run_apart
 from kernelscope.analysis.trace_stream import (
     GZIP_MAGIC,
     Chunk,
@@ -52,6 +65,7 @@ __all__ = [
     "STEP_PREFIX",
     "USER_ANNOTATION",
     "Event",
+    "FrameColumns",
     "GpuEvent",
     "Op",
     "OpInputs",
@@ -132,6 +146,9 @@ _TS = attrgetter("ts")
 _DUR = attrgetter("dur")
 _INDEX = attrgetter("index")
 _CAT = attrgetter("cat")
+_NAME = attrgetter("name")
+_PID = attrgetter("pid")
+_TID = attrgetter("tid")
 _HALF_NS_US = 0.0005  # Kineto writes µs with 3 decimals: times this close are equal
 
 
@@ -277,7 +294,7 @@ class GpuEvent(msgspec.Struct, gc=False):
     correlation: int
     external_id: int
     bytes: int
-    args: bytes
+    args: builtins.bytes  # the field above shadows the type in this class's namespace
     launch: int = -1
     op: int = -1
 
@@ -300,6 +317,129 @@ class Step(msgspec.Struct, frozen=True, gc=False):
         return self.ts + self.dur
 
 
+Thread = tuple[int | str, int | str]
+
+
+class FrameColumns(Sequence[Event]):
+    """``python_function`` frames as columns (a name and a thread index per frame, its
+    start and duration): a tenth of their size as Events, and sent between processes as
+    a few arrays. Indexing makes the Event."""
+
+    __slots__ = ("_name_ids", "_thread_ids", "dur", "name", "names", "thread", "threads", "ts")
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.threads: list[Thread] = []
+        self.name = array("I")
+        self.thread = array("I")
+        self.ts = array("d")
+        self.dur = array("d")
+        self._name_ids: dict[str, int] = {}
+        self._thread_ids: dict[Thread, int] = {}
+
+    def add(self, frames: list[Event]) -> None:
+        """Appends frames (C-level passes over them: no Python per frame)."""
+        names: list[str] = list(map(_NAME, frames))
+        threads: list[Thread] = list(zip(map(_PID, frames), map(_TID, frames), strict=True))
+        for name in set(names).difference(self._name_ids):
+            self._id(self._name_ids, self.names, name)
+        for thread in set(threads).difference(self._thread_ids):
+            self._id(self._thread_ids, self.threads, thread)
+        self.name.extend(map(self._name_ids.__getitem__, names))
+        self.thread.extend(map(self._thread_ids.__getitem__, threads))
+        self.ts.extend(map(_TS, frames))
+        self.dur.extend(map(_DUR, frames))
+
+    def extend(self, other: FrameColumns) -> None:
+        """Appends another's frames (its names and threads mapped to this one's)."""
+        names = [self._id(self._name_ids, self.names, intern(n)) for n in other.names]
+        threads = [self._id(self._thread_ids, self.threads, t) for t in other.threads]
+        self.name.extend(map(names.__getitem__, other.name))
+        self.thread.extend(map(threads.__getitem__, other.thread))
+        self.ts.extend(other.ts)
+        self.dur.extend(other.dur)
+
+    @staticmethod
+    def _id(ids: dict[Any, int], values: list[Any], value: Any) -> int:
+        i = ids.get(value)
+        if i is None:
+            i = ids[value] = len(values)
+            values.append(value)
+        return i
+
+    def by_start(self) -> FrameColumns:
+        """The frames sorted by start (itself when they are)."""
+        ts = self.ts
+        if all(map(le, ts, islice(ts, 1, None))):
+            return self
+        order = sorted(range(len(ts)), key=ts.__getitem__)
+        out = FrameColumns()
+        out.names, out.threads = self.names, self.threads
+        out._name_ids, out._thread_ids = self._name_ids, self._thread_ids
+        out.name = array("I", map(self.name.__getitem__, order))
+        out.thread = array("I", map(self.thread.__getitem__, order))
+        out.ts = array("d", map(ts.__getitem__, order))
+        out.dur = array("d", map(self.dur.__getitem__, order))
+        return out
+
+    def around(self, op: Event | Op, last: int) -> Iterator[Event]:
+        """The frames up to ``last`` (by start) that hold ``op`` on its thread, innermost
+        first (``Trace.python_frames``)."""
+        thread = self._thread_ids.get((op.pid, op.tid))
+        if thread is None:
+            return
+        ts, dur, threads = self.ts, self.dur, self.thread
+        for i in range(last, -1, -1):
+            if threads[i] == thread and op.ts - ts[i] + op.dur <= dur[i] + _HALF_NS_US:
+                yield self[i]
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    @overload
+    def __getitem__(self, i: int) -> Event: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Event]: ...
+    def __getitem__(self, i: int | slice) -> Event | list[Event]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        pid, tid = self.threads[self.thread[i]]
+        return Event(self.names[self.name[i]], self.ts[i], self.dur[i], PYTHON_FUNCTION, pid, tid)
+
+    def encode(self) -> _FrameArrays:
+        """The columns as bytes, to send."""
+        return _FrameArrays(
+            self.names, self.threads, self.name.tobytes(), self.thread.tobytes(),
+            self.ts.tobytes(), self.dur.tobytes(),
+        )  # fmt: skip
+
+    @classmethod
+    def decode(cls, sent: _FrameArrays) -> FrameColumns:
+        """The columns ``encode`` sent."""
+        out = cls()
+        for name in sent.names:
+            cls._id(out._name_ids, out.names, name)
+        for pid, tid in sent.threads:
+            cls._id(out._thread_ids, out.threads, (pid, tid))
+        for column, data in zip(
+            (out.name, out.thread, out.ts, out.dur), sent.columns(), strict=True
+        ):
+            column.frombytes(data)
+        return out
+
+
+class _FrameArrays(msgspec.Struct, array_like=True, gc=False):
+    names: list[str]
+    threads: list[tuple[int | str, int | str]]
+    name: bytes
+    thread: bytes
+    ts: bytes
+    dur: bytes
+
+    def columns(self) -> tuple[bytes, bytes, bytes, bytes]:
+        return self.name, self.thread, self.ts, self.dur
+
+
 class Trace(msgspec.Struct):
     """A Kineto trace with host spans nested and GPU work linked. Times are µs floats."""
 
@@ -311,9 +451,9 @@ class Trace(msgspec.Struct):
     """The ops of ``ops`` that are ``record_function`` ranges, in the same order."""
     launches: list[Op]
     """The ops of ``ops`` that are runtime/driver calls (launches, copies, syncs)."""
-    python_functions: list[Event]
+    python_functions: Sequence[Event]
     """``with_stack`` frames, in file order (Kineto writes them sorted by ts), without their
-    args."""
+    args: a list, or FrameColumns when the file was read by several processes."""
     gpu_events: list[GpuEvent]
     """Kernels, memcpys and memsets, sorted by ts."""
     gpu_annotations: list[Event]
@@ -323,7 +463,7 @@ class Trace(msgspec.Struct):
     base_time_ns: int | None
     warnings: list[str]
     _threads: dict[tuple[int | str, int | str], list[int]] | None = None
-    _frames: list[Event] | None = None
+    _frames: tuple[Sequence[Event], Sequence[float]] | None = None
 
     def children(self, op: Op) -> list[Op]:
         """The ops directly inside ``op``, in time order (a scan of the ops in its span)."""
@@ -365,19 +505,31 @@ class Trace(msgspec.Struct):
         """The ``python_function`` frames around ``op`` on its thread, innermost first (none
         without ``with_stack``). Lazy: it walks back from the op's start through the frames
         that began before it, as far as it is iterated; the innermost frame is near."""
-        frames = self._frames
-        if frames is None:
-            frames = self.python_functions
-            starts = list(map(_TS, frames))
-            if not all(map(le, starts, islice(starts, 1, None))):
-                frames = sorted(frames, key=_TS)
-            self._frames = frames
-        for i in range(bisect_right(frames, op.ts + _HALF_NS_US, key=_TS) - 1, -1, -1):
+        if self._frames is None:
+            self._frames = _by_start(self.python_functions)
+        frames, starts = self._frames
+        last = bisect_right(starts, op.ts + _HALF_NS_US) - 1
+        if isinstance(frames, FrameColumns):
+            yield from frames.around(op, last)
+            return
+        for i in range(last, -1, -1):
             frame = frames[i]
             # relative times: exact at Kineto's ~5e12 µs timestamps, where an ulp is ~1 ns
             inside = op.ts - frame.ts + op.dur <= frame.dur + _HALF_NS_US
             if inside and frame.tid == op.tid and frame.pid == op.pid:
                 yield frame
+
+
+def _by_start(frames: Sequence[Event]) -> tuple[Sequence[Event], Sequence[float]]:
+    """Frames sorted by start, and their starts."""
+    if isinstance(frames, FrameColumns):
+        frames = frames.by_start()
+        return frames, frames.ts
+    starts = list(map(_TS, frames))
+    if all(map(le, starts, islice(starts, 1, None))):
+        return frames, starts
+    frames = sorted(frames, key=_TS)
+    return frames, list(map(_TS, frames))
 
 
 class _TraceView(msgspec.Struct, rename="camel"):
@@ -427,9 +579,22 @@ def load_trace(path: str | Path, progress: Progress | None = None) -> Trace:
     _require_memory(int(inflated * MEMORY_PER_BYTE), size, gzipped)
     watch = _MemoryWatch(gzipped, progress)
     try:
+        workers = processes(inflated, gzipped)
+        room = available_bytes()
+        need = int(inflated * MEMORY_PER_BYTE) + workers * CHILD_BYTES
+        if workers > 1 and (room is None or need <= room):
+            if gzipped:
+                chunks = file_chunks(path, watch, SEGMENT_BYTES, gzipped=True)
+                trace = _load_pieces(chunks, workers)
+            else:
+                trace = _load_segments(path, size, workers, watch)
+            if trace is not None:
+                return trace
         return _Builder().stream(file_chunks(path, watch, gzipped=gzipped))
     except NotStreamable:
         pass
+    except BrokenProcessPool:  # a child killed, by the system running out of memory
+        raise TraceError(_out_of_memory(size, gzipped)) from None
     except (EOFError, zlib.error) as exc:
         raise TraceError(f"corrupt or truncated gzip: {exc}") from None
     except OSError as exc:
@@ -445,6 +610,52 @@ def load_trace(path: str | Path, progress: Progress | None = None) -> Trace:
         raise TraceError(f"cannot read {path}: {exc.strerror or exc}") from None
     except MemoryError:
         raise TraceError(_out_of_memory(size, gzipped)) from None
+
+
+def _load_segments(path: Path, size: int, workers: int, progress: Progress) -> Trace | None:
+    """The trace read by ``workers`` processes, a segment each at a time (``trace_segments``);
+    None when the file is not laid out for it or a segment does not decode."""
+    where = layout(path, size)
+    if where is None:
+        return None
+    tasks = segments(path, where, workers)
+    builder = _Builder(columnar=True)
+    for task, sent in zip(tasks, run_apart(_filed_segment, tasks, workers), strict=True):
+        if sent is None:
+            return None
+        builder.take(sent)
+        progress(task.hi, size)
+    return builder.finish_top(where.top_level)
+
+
+def _load_pieces(chunks: Iterator[Chunk], workers: int) -> Trace | None:
+    """The trace of a stream of chunks (an inflating gzip), its pieces decoded by ``workers``
+    processes; None when a piece does not decode. The pieces are cut as they come, where a
+    decode would be tried first (``EventPieces`` with no decode), so a wrong cut shows in a
+    child; NotStreamable as the stream raises it."""
+    pieces = EventPieces(chunks, bytes)
+    builder = _Builder(columnar=True)
+    for sent in run_apart(_filed_piece, pieces, workers):
+        if sent is None:
+            return None
+        builder.take(sent)
+    return builder.finish_top(pieces.top_level)
+
+
+def _filed_segment(segment: Segment) -> bytes | None:
+    """In a child: the segment's events filed, to send; None when they do not decode."""
+    return _filed_piece(piece(segment))
+
+
+def _filed_piece(events: bytes | bytearray) -> bytes | None:
+    """In a child: a piece's events (a JSON array) filed, to send; None when they do not
+    decode."""
+    builder = _Builder(columnar=True)
+    try:
+        builder.add(builder.decode(memoryview(events)))
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return builder.sent()
 
 
 def _out_of_memory(size: int, gzipped: bool) -> str:
@@ -632,7 +843,7 @@ class _Builder:
     """Files the events of each piece as they come (names shared, only the
     args that analyses read kept, as copies: the pieces are freed), then links them."""
 
-    def __init__(self) -> None:
+    def __init__(self, columnar: bool = False) -> None:
         self.warnings: Counter[str] = Counter()
         self._decoded = 0
         self._cpu_ops: list[Op] = []
@@ -640,14 +851,18 @@ class _Builder:
         self._launches: list[Op] = []
         self._gpu: list[GpuEvent] = []
         self._frames: list[Event] = []
+        self._columns = FrameColumns() if columnar else None
         self._gpu_annotations: list[Event] = []
 
     def stream(self, chunks: Iterator[Chunk]) -> Trace:
         """The trace of a document's chunks; raises NotStreamable (nothing kept)."""
-        pieces = EventPieces(chunks, self._decode)
+        pieces = EventPieces(chunks, self.decode)
         for events in pieces:
             self.add(events)
-        top = pieces.top_level
+        return self.finish_top(pieces.top_level)
+
+    def finish_top(self, top: dict[str, msgspec.Raw]) -> Trace:
+        """``finish`` with what the document's other fields give."""
         properties: list[dict[str, Any]] = []
         if "deviceProperties" in top:
             try:
@@ -663,7 +878,7 @@ class _Builder:
             base = value if isinstance(value, int) and not isinstance(value, bool) else None
         return self.finish(properties, base)
 
-    def _decode(self, piece: memoryview) -> list[_AnyEvent]:
+    def decode(self, piece: memoryview) -> list[_AnyEvent]:
         """Events of one piece; bad events skipped and counted. DecodeError on bad JSON."""
         for decoder in (_KINETO_EVENTS, _EVENTS):
             try:
@@ -677,7 +892,9 @@ class _Builder:
         self._decoded += len(events)
         buckets = _bucket_by_cat(cast("list[Event]", events))
         for cat, bucket in buckets.items():
-            if cat in (PYTHON_FUNCTION, GPU_USER_ANNOTATION):
+            if cat == PYTHON_FUNCTION and self._columns is not None:
+                self._columns.add(bucket)
+            elif cat in (PYTHON_FUNCTION, GPU_USER_ANNOTATION):
                 for e in bucket:
                     e.name = intern(e.name)
                     e.args = _NO_RAW  # nothing reads them; they would hold the piece
@@ -709,7 +926,7 @@ class _Builder:
             cpu_ops=cpu_ops,
             user_annotations=annotations,
             launches=launches,
-            python_functions=self._frames,
+            python_functions=self._frames if self._columns is None else self._columns,
             gpu_events=gpu,
             gpu_annotations=self._gpu_annotations,
             steps=_steps(annotations, cpu_ops),
@@ -717,6 +934,58 @@ class _Builder:
             base_time_ns=base_time_ns,
             warnings=[f"{reason}: {n}" for reason, n in sorted(self.warnings.items())],
         )
+
+    def sent(self) -> bytes:
+        """In a child: what it filed, to send to the parent (``take``)."""
+        assert self._columns is not None
+        return _FILED_ENCODER.encode(
+            _Filed(
+                self._decoded, dict(self.warnings), self._cpu_ops, self._annotations,
+                self._launches, self._gpu,
+                [(e.name, e.ts, e.dur, e.pid, e.tid) for e in self._gpu_annotations],
+                self._columns.encode(),
+            )
+        )  # fmt: skip
+
+    def take(self, sent: bytes) -> None:
+        """Files what a child filed (``sent``), after what was filed before."""
+        assert self._columns is not None
+        filed = _FILED_DECODER.decode(sent)
+        self._decoded += filed.decoded
+        self.warnings.update(filed.warnings)
+        for kept, more in (
+            (self._cpu_ops, filed.cpu_ops),
+            (self._annotations, filed.annotations),
+            (self._launches, filed.launches),
+        ):
+            for op in more:
+                op.name = intern(op.name)
+            kept.extend(more)
+        for event in filed.gpu:
+            event.name = intern(event.name)
+        self._gpu += filed.gpu
+        self._gpu_annotations += [
+            Event(intern(name), ts, dur, GPU_USER_ANNOTATION, pid, tid)
+            for name, ts, dur, pid, tid in filed.gpu_annotations
+        ]
+        self._columns.extend(FrameColumns.decode(filed.frames))
+
+
+class _Filed(msgspec.Struct, array_like=True, gc=False):
+    """What a child read of its segment."""
+
+    decoded: int
+    warnings: dict[str, int]
+    cpu_ops: list[Op]
+    annotations: list[Op]
+    launches: list[Op]
+    gpu: list[GpuEvent]
+    gpu_annotations: list[tuple[str, float, float, int | str, int | str]]
+    frames: _FrameArrays
+
+
+_FILED_ENCODER = msgspec.msgpack.Encoder()
+_FILED_DECODER = msgspec.msgpack.Decoder(_Filed)
 
 
 def _bucket_by_cat(events: list[Event]) -> defaultdict[str, list[Event]]:

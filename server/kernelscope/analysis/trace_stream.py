@@ -22,7 +22,7 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-__all__ = ["CHUNK_BYTES", "EventPieces", "NotStreamable", "Progress", "file_chunks"]
+__all__ = ["CHUNK_BYTES", "EventPieces", "NotStreamable", "Progress", "array_start", "file_chunks"]
 
 T = TypeVar("T")
 #: Bytes of JSON decoded at a time.
@@ -218,7 +218,7 @@ class EventPieces(Generic[T]):
                 raise NotStreamable("not a JSON object")
             data = head + chunk.bytes() if head else chunk.buffer
             lo, hi = (0, len(data)) if head else (chunk.start, chunk.end)
-            start = _array_start(data, lo, hi)
+            start = array_start(data, lo, hi)
             if start >= 0:
                 self._head = bytes(data[lo : start - 1])
                 return Chunk.of(bytes(data[start:hi])) if head else Chunk(chunk.buffer, start, hi)
@@ -285,7 +285,7 @@ def _skip_space(data: bytes | bytearray, i: int, end: int) -> int:
     return i
 
 
-def _array_start(data: bytes | bytearray, lo: int, hi: int) -> int:
+def array_start(data: bytes | bytearray, lo: int, hi: int) -> int:
     """The index after the ``[`` of ``"traceEvents": [``, -1 if not (yet) there."""
     key = data.find(_KEY, lo, hi)
     if key < 0:
