@@ -22,6 +22,16 @@ def fmt_bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
+def fmt_rate(gbps: float) -> str:
+    """A bandwidth given in GB/s (10⁹ bytes): 12.3 GB/s, 80.5 MB/s, 150 kB/s."""
+    for unit, scale in (("GB/s", 1.0), ("MB/s", 1e-3), ("kB/s", 1e-6)):
+        if gbps >= scale:
+            return (
+                f"{gbps / scale:.1f} {unit}" if unit != "GB/s" or gbps < 100 else f"{gbps:.0f} GB/s"
+            )
+    return f"{gbps * 1e9:.0f} B/s"
+
+
 def stages_line(stages_s: dict[str, float]) -> str:
     """ "import 0.01 s · inputs 0.52 s · …", in the order the stages ran."""
     return " · ".join(f"{name} {s:.2f} s" for name, s in stages_s.items())

@@ -50,6 +50,10 @@ def profile(
     return status, json.loads(out.out), out.err
 
 
+#: The workload's DDP model: Linear(128, 256), ReLU, Linear(256, 128), weights and biases.
+DDP_PARAMETERS = 128 * 256 + 256 + 256 * 128 + 128
+
+
 @pytest.mark.parametrize("nproc", [2, 4])
 def test_a_ddp_step_on_ranks(project: Path, capsys: pytest.CaptureFixture[str], nproc: int) -> None:
     status, report, err = profile(project, "train_step", nproc, capsys)
@@ -63,6 +67,19 @@ def test_a_ddp_step_on_ranks(project: Path, capsys: pytest.CaptureFixture[str], 
         assert "gloo:all_reduce" in names and "aten::mm" in names
         reps = rank_report["timing"]["unprofiled_reps"]
         assert reps == report["reports"][0]["timing"]["unprofiled_reps"]  # agreed: lockstep
+        comm = rank_report["communication"]
+        assert (comm["world_size"], comm["rank"], comm["backend"]) == (nproc, row["rank"], "gloo")
+        (grads,) = comm["collectives"]  # one DDP bucket: every gradient in one all-reduce
+        assert grads["kind"] == "all_reduce" and grads["dtype"] == "float"
+        assert grads["bytes"] == DDP_PARAMETERS * 4 and grads["calls"] == 1
+        assert grads["busbw_gbps"] == pytest.approx(grads["algbw_gbps"] * 2 * (nproc - 1) / nproc)
+        assert grads["algbw_gbps"] == pytest.approx(grads["bytes"] / grads["us"] / 1e3)
+        assert 0 <= comm["overlap_us"] <= comm["comm_us"] <= comm["window_us"]
+        assert comm["idle_us"] + comm["comm_us"] + comm["compute_us"] - comm["overlap_us"] == (
+            pytest.approx(comm["window_us"])
+        )
+        assert 0 <= row["overlap_share"] <= 1 and row["busbw_gbps"] > 0
+    assert report["collectives"] == report["reports"][0]["communication"]["collectives"]
     assert report["verdict"]["bound"] in {"straggler", "communication", "host"}
     with gzip.open(report["merged_trace"], "rt") as f:
         merged = json.load(f)

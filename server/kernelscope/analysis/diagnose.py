@@ -12,6 +12,7 @@ import msgspec
 
 from kernelscope.analysis.calls import find_calls
 from kernelscope.analysis.checks import DEFAULT_CHECKS
+from kernelscope.analysis.collectives import Communication, communication
 from kernelscope.analysis.facts import Options, facts_of, first_kernel_delay
 from kernelscope.analysis.roofline import OpRoof
 from kernelscope.analysis.timeline import build_timeline
@@ -32,6 +33,7 @@ class Analysis(msgspec.Struct):
     roofline: list[OpRoof] = []
     calls_found_by: str = ""
     """How the calls were found in the trace: ks:call, profiler steps, annotations, trace."""
+    communication: Communication | None = None
 
 
 def analyze(
@@ -48,6 +50,7 @@ def analyze(
         timeline = build_timeline(trace, options.min_gap_us, calls)
         facts = facts_of(trace, sidecar, timeline, options, function_path, cold_trace, calls)
         findings = [f for check in DEFAULT_CHECKS for f in check(facts, options)]
+        comm = communication(trace, calls)
     entry = first_kernel_delay(cold_trace) if cold_trace is not None else first_kernel_delay(trace)
     return Analysis(
         facts.verdict,
@@ -57,6 +60,7 @@ def analyze(
         list(trace.warnings),
         roofline=facts.roofline,
         calls_found_by=calls.source,
+        communication=comm,
     )
 
 

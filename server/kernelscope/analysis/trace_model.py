@@ -462,6 +462,10 @@ class Trace(msgspec.Struct):
     device_properties: list[dict[str, Any]]
     base_time_ns: int | None
     warnings: list[str]
+    world_size: int | None = None
+    """The process group's size, from Kineto's ``distributedInfo`` (None outside one)."""
+    rank: int | None = None
+    backend: str | None = None
     _threads: dict[tuple[int | str, int | str], list[int]] | None = None
     _frames: tuple[Sequence[Event], Sequence[float]] | None = None
 
@@ -532,10 +536,22 @@ def _by_start(frames: Sequence[Event]) -> tuple[Sequence[Event], Sequence[float]
     return frames, list(map(_TS, frames))
 
 
+class _Distributed(msgspec.Struct):
+    """Kineto's ``distributedInfo``: the process group the trace's process was in."""
+
+    backend: str | None = None
+    rank: int | None = None
+    world_size: int | None = None
+
+
+_DISTRIBUTED = msgspec.json.Decoder(_Distributed)
+
+
 class _TraceView(msgspec.Struct, rename="camel"):
     trace_events: list[_AnyEvent]
     device_properties: list[dict[str, Any]] = []
     base_time_nanoseconds: int | None = None
+    distributed_info: _Distributed | None = None
 
 
 class _LooseTraceView(msgspec.Struct, rename="camel"):
@@ -680,7 +696,7 @@ def _decode_whole(data: bytes) -> Trace:
     builder = _Builder()
     builder.warnings.update(warnings)
     builder.add(view.trace_events)
-    return builder.finish(view.device_properties, view.base_time_nanoseconds)
+    return builder.finish(view.device_properties, view.base_time_nanoseconds, view.distributed_info)
 
 
 def _decompress(data: bytes) -> bytes:
@@ -876,7 +892,13 @@ class _Builder:
             except msgspec.MsgspecError:  # 1e999 and such
                 value = None
             base = value if isinstance(value, int) and not isinstance(value, bool) else None
-        return self.finish(properties, base)
+        distributed: _Distributed | None = None
+        if "distributedInfo" in top:
+            try:
+                distributed = _DISTRIBUTED.decode(top["distributedInfo"])
+            except msgspec.MsgspecError:
+                self.warnings["ignored a malformed distributedInfo"] += 1
+        return self.finish(properties, base, distributed)
 
     def decode(self, piece: memoryview) -> list[_AnyEvent]:
         """Events of one piece; bad events skipped and counted. DecodeError on bad JSON."""
@@ -908,7 +930,12 @@ class _Builder:
             elif cat in GPU_CATS:
                 self._gpu += _gpu_events(bucket, self.warnings)
 
-    def finish(self, device_properties: list[dict[str, Any]], base_time_ns: int | None) -> Trace:
+    def finish(
+        self,
+        device_properties: list[dict[str, Any]],
+        base_time_ns: int | None,
+        distributed: _Distributed | None = None,
+    ) -> Trace:
         """Nests the host spans, links the GPU work, and makes the Trace."""
         if not self._decoded:
             raise TraceError("the trace has no readable events")
@@ -933,6 +960,9 @@ class _Builder:
             device_properties=device_properties,
             base_time_ns=base_time_ns,
             warnings=[f"{reason}: {n}" for reason, n in sorted(self.warnings.items())],
+            world_size=distributed.world_size if distributed else None,
+            rank=distributed.rank if distributed else None,
+            backend=distributed.backend if distributed else None,
         )
 
     def sent(self) -> bytes:

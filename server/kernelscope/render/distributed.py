@@ -2,9 +2,31 @@
 
 from __future__ import annotations
 
+from kernelscope.analysis.collectives import Collective
 from kernelscope.render.text import MARKS, shorten, table
 from kernelscope.report.distributed import DistributedReport
-from kernelscope.units import fmt_us
+from kernelscope.units import fmt_bytes, fmt_rate, fmt_us
+
+
+def _collectives(rows: list[Collective], limit: int = 6) -> list[str]:
+    """Rank 0's collectives: size, time, bandwidths."""
+    if not rows:
+        return []
+    return [
+        "",
+        "collectives (rank 0, per step; bus bandwidth as nccl-tests counts it)",
+        *table(
+            ["collective", "dtype", "size", "calls", "time", "algbw", "busbw"],
+            [
+                [
+                    c.kind, c.dtype, fmt_bytes(c.bytes) if c.bytes else "?", str(c.calls),
+                    fmt_us(c.us), fmt_rate(c.algbw_gbps), fmt_rate(c.busbw_gbps),
+                ]
+                for c in rows[:limit]
+            ],
+            align="llrrrrr",
+        ),
+    ]  # fmt: skip
 
 
 def render_distributed(d: DistributedReport) -> str:
@@ -15,7 +37,16 @@ def render_distributed(d: DistributedReport) -> str:
         f"kernelscope profile · {where} · {d.world_size} ranks ({d.backend})",
         "",
         *table(
-            ["rank", "per call", "wall/step", "collectives/step", "share", "top op"],
+            [
+                "rank",
+                "per call",
+                "wall/step",
+                "collectives/step",
+                "share",
+                "hidden",
+                "idle",
+                "top op",
+            ],
             [
                 [
                     str(r.rank) + (" (straggler)" if r.rank == d.straggler else ""),
@@ -23,12 +54,15 @@ def render_distributed(d: DistributedReport) -> str:
                     fmt_us(r.wall_us_per_step),
                     fmt_us(r.comm_us_per_step),
                     f"{r.comm_share:.0%}",
+                    f"{r.overlap_share:.0%}",
+                    fmt_us(r.idle_us_per_call),
                     r.top_op[:40],
                 ]
                 for r in d.ranks
             ],
-            align="lrrrrl",
+            align="lrrrrrrl",
         ),
+        *_collectives(d.collectives),
         "",
         f"skew      arrival {fmt_us(d.arrival_skew_us)} per step · time per call "
         f"{d.step_skew:.0%} between ranks",

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from kernelscope.analysis.collectives import Communication
 from kernelscope.analysis.roofline import OpRoof
 from kernelscope.findings import BOUND_CODES, Finding
 from kernelscope.protocol import ProfileFailed
 from kernelscope.report.schema import OpRow, Report, Timing, TraceAnalysis
-from kernelscope.units import fmt_us, stages_line
+from kernelscope.units import fmt_bytes, fmt_rate, fmt_us, stages_line
 
 DASH = "-"
 __all__ = [
@@ -97,6 +98,7 @@ def render_report(
         out.append(
             f"memory      peak {report.memory.peak_allocated_bytes / 2**20:.1f} MiB allocated"
         )
+    out += communication_lines(report.communication)
     out += _verdict(report.verdict.summary if report.verdict else None, report.findings)
     out += _roofline(report.roofline)
     steps = report.steps.active
@@ -130,6 +132,24 @@ def render_report(
     if stages and report.stages_s:
         out.append(f"stages      {stages_line(report.stages_s)}")
     return "\n".join(out)
+
+
+def communication_lines(c: Communication | None) -> list[str]:
+    """Per call: time in collectives, how much of it compute hid, idle; the costliest."""
+    if c is None:
+        return []
+    out = [
+        f"collectives {fmt_us(c.comm_us)} per call"
+        + (f" on rank {c.rank} of {c.world_size}" if c.rank is not None else "")
+        + f" ({c.backend}) · {c.overlap_share:.0%} hidden under compute · idle {fmt_us(c.idle_us)}"
+    ]
+    for row in c.collectives[:3]:
+        size = fmt_bytes(row.bytes) if row.bytes else "size unknown"
+        out.append(
+            f"            {row.kind} {row.dtype} {size} × {row.calls}: {fmt_us(row.us)}, "
+            f"bus {fmt_rate(row.busbw_gbps)} (algorithm {fmt_rate(row.algbw_gbps)})"
+        )
+    return out
 
 
 def _verdict(summary: str | None, findings: list[Finding]) -> list[str]:
@@ -184,6 +204,7 @@ def render_trace_analysis(result: TraceAnalysis, max_ops: int = 15) -> str:
         + fmt_us(result.dead_window.get("entry_to_first_kernel_us"))
         + " (from the start of the first region)",
     ]
+    out += communication_lines(result.communication)
     out += _verdict(v.summary, result.findings)
     out += _roofline(result.roofline)
     out += ["", f"ops (totals over {result.steps} steps)", *_ops_table(result.ops, cuda, max_ops)]

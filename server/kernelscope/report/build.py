@@ -99,6 +99,7 @@ def build_report(
         created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         roofline=analysis.roofline if analysis else [],
         stages_s=dict(side.stages_s),
+        communication=analysis.communication if analysis else None,
     )
 
 
@@ -124,6 +125,7 @@ def analyze_trace(
         warnings=analysis.warnings,
         roofline=analysis.roofline,
         calls_found_by=analysis.calls_found_by,
+        communication=analysis.communication,
     )
 
 
@@ -160,6 +162,7 @@ def trace_only_report(
         warnings=analysis.warnings,
         created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         roofline=analysis.roofline,
+        communication=analysis.communication,
     )
 
 

@@ -16,9 +16,10 @@ from collections.abc import Sequence
 
 import msgspec
 
+from kernelscope.analysis.collectives import Collective
 from kernelscope.findings import Code, Finding, Severity
 from kernelscope.report.schema import OpRow, Report
-from kernelscope.units import fmt_us
+from kernelscope.units import fmt_bytes, fmt_rate, fmt_us
 
 #: Op names of collectives and their kernels: torch.distributed's record functions (gloo:,
 #: nccl:), c10d's ops, and NCCL's kernels.
@@ -40,6 +41,11 @@ class RankRow(msgspec.Struct):
     comm_share: float
     top_op: str
     trace: str
+    overlap_share: float = 0.0
+    """The share of its collectives' time hidden under its compute (``Communication``)."""
+    idle_us_per_call: float = 0.0
+    busbw_gbps: float = 0.0
+    """The bus bandwidth of its costliest collective."""
 
 
 class StepVerdict(msgspec.Struct):
@@ -65,6 +71,8 @@ class DistributedReport(msgspec.Struct):
     findings: list[Finding]
     merged_trace: str | None
     reports: list[Report]
+    collectives: list[Collective] = []
+    """Rank 0's collectives: kind, size, time per step, algorithm and bus bandwidth."""
 
 
 def _cuda(report: Report) -> bool:
@@ -84,6 +92,7 @@ def rank_row(rank: int, report: Report) -> RankRow:
     busy = sum(_self_us(op, cuda) for op in report.ops if not COLLECTIVE.match(op.name)) / steps
     others = [op for op in report.ops if not COLLECTIVE.match(op.name)]
     top = max(others, key=lambda op: _self_us(op, cuda)).name if others else ""
+    c = report.communication
     return RankRow(
         rank=rank,
         us_per_call=report.timing.unprofiled_us_per_call,
@@ -93,6 +102,9 @@ def rank_row(rank: int, report: Report) -> RankRow:
         comm_share=min(1.0, comm / wall) if wall > 0 else 0.0,
         top_op=top,
         trace=report.trace.path,
+        overlap_share=c.overlap_share if c else 0.0,
+        idle_us_per_call=c.idle_us if c else 0.0,
+        busbw_gbps=c.collectives[0].busbw_gbps if c and c.collectives else 0.0,
     )
 
 
@@ -135,13 +147,22 @@ def analyze_ranks(
             )
         )
     elif least is not None and least.comm_share >= COMM_BOUND_SHARE:
+        first = reports[least.rank]
         summary = (
             f"communication-bound: even the rank that waits least spends {least.comm_share:.0%} "
-            f"of the step ({fmt_us(least.comm_us_per_step)}) in collectives"
+            f"of the step ({fmt_us(least.comm_us_per_step)}) in collectives" + _moved(first)
         )
         verdict = StepVerdict("communication", summary)
-        first = reports[least.rank]
         site = _collective_line(first)
+        overlap = [
+            "overlap communication with compute (DDP buckets: bucket_cap_mb; FSDP "
+            "forward/backward prefetch)",
+        ]
+        less = [
+            "communicate less often: gradient accumulation under model.no_sync()",
+            "send less: bf16 gradients (a DDP comm hook) or larger batches per rank",
+        ]
+        hidden = least.overlap_share >= 0.5
         findings.append(
             Finding(
                 Code.COMMUNICATION_BOUND,
@@ -149,13 +170,13 @@ def analyze_ranks(
                 summary.split(": ", 1)[1],
                 site[1] if site else first.function.path,
                 site[2] if site else first.function.line,
-                try_=[
-                    "overlap communication with compute (DDP buckets: bucket_cap_mb; FSDP "
-                    "forward/backward prefetch)",
-                    "communicate less often: gradient accumulation under model.no_sync()",
-                    "send less: bf16 gradients (a DDP comm hook) or larger batches per rank",
-                ],
-                evidence={"comm_share": least.comm_share, "comm_us": least.comm_us_per_step},
+                try_=less + overlap if hidden else overlap + less,
+                evidence={
+                    "comm_share": least.comm_share,
+                    "comm_us": least.comm_us_per_step,
+                    "overlap_share": least.overlap_share,
+                    "busbw_gbps": least.busbw_gbps,
+                },
             )
         )
     else:
@@ -176,7 +197,21 @@ def analyze_ranks(
         findings=findings,
         merged_trace=merged_trace,
         reports=list(reports),
+        collectives=reports[0].communication.collectives
+        if reports and reports[0].communication
+        else [],
     )
+
+
+def _moved(report: Report) -> str:
+    """How much of it was hidden, and what the costliest collective moved how fast."""
+    c = report.communication
+    if c is None or not c.collectives:
+        return ""
+    top = c.collectives[0]
+    size = f" of {fmt_bytes(top.bytes)}" if top.bytes else ""
+    speed = f" at {fmt_rate(top.busbw_gbps)} bus bandwidth" if top.busbw_gbps else ""
+    return f", {c.overlap_share:.0%} of it hidden under compute; {top.kind}{size}{speed}"
 
 
 def _costliest_line(report: Report) -> tuple[str, str, int] | None:

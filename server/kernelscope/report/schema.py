@@ -6,6 +6,7 @@ from __future__ import annotations
 import msgspec
 
 from kernelscope import __version__
+from kernelscope.analysis.collectives import Communication
 from kernelscope.analysis.ops import OpStat
 from kernelscope.analysis.roofline import OpRoof
 from kernelscope.analysis.verdict import Verdict
@@ -123,6 +124,8 @@ class Report(msgspec.Struct):
     kernelscope: str = __version__
     roofline: list[OpRoof] = []
     stages_s: dict[str, float] = {}
+    communication: Communication | None = None
+    """The collectives the function ran (in a process group), per call."""
 
 
 class TraceAnalysis(msgspec.Struct):
@@ -140,3 +143,4 @@ class TraceAnalysis(msgspec.Struct):
     roofline: list[OpRoof] = []
     calls_found_by: str = ""
     """How the calls were found: ks:call, profiler steps, annotations, or the whole trace."""
+    communication: Communication | None = None
