@@ -8,7 +8,10 @@ Skips when ``ray`` (``pip install "ray[default]"``) is missing; fails instead un
 from __future__ import annotations
 
 import asyncio
+import gzip
+import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -19,14 +22,17 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from kernelscope.cli.main import main
 from kernelscope.engine.launcher import Launcher
 from kernelscope.engine.ray_jobs import RayJobs
 from kernelscope.engine.remotes import Remote
 from kernelscope.protocol import ProfileFailed
 
+from support import WORKLOADS
 from support.jobs import failed, ok
 from support.remote_project import Driver, write_project
 
@@ -198,6 +204,70 @@ def test_a_missing_token_file_and_a_dead_dashboard_are_named(files: Path, tmp_pa
         d.close()
     assert failure.kind == "remote_unreachable", failure
     assert "cannot reach the Ray dashboard" in failure.message
+
+
+def ranks_project(head: RayHead, root: Path) -> Path:
+    """tests/workloads/distributed.py in a project whose remote "cluster" is the head."""
+    root.mkdir()
+    (root / "pyproject.toml").write_text(
+        "[project]\nname = 'dist'\n\n[tool.kernelscope.remotes.cluster]\n"
+        f'kind = "ray"\naddress = "{head.address}"\ntoken_file = "{head.token_file}"\n'
+        f'python = "{sys.executable}"\n'
+    )
+    shutil.copy(WORKLOADS / "distributed.py", root / "distributed.py")
+    return root
+
+
+def profile_ranks_on_ray(root: Path, qualname: str, capsys: pytest.CaptureFixture[str]) -> Any:
+    status = main(
+        [
+            "profile", f"{root}/distributed.py::{qualname}", "--nproc", "2", "--device", "cpu",
+            "--remote", "cluster", "--wait", "0", "--warmup", "1", "--active", "3", "--json",
+        ]
+    )  # fmt: skip
+    out = capsys.readouterr()
+    return status, json.loads(out.out), out.err
+
+
+def test_ranks_run_in_one_ray_job(
+    ray_head: RayHead, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = ranks_project(ray_head, tmp_path / "dist")
+    status, report, err = profile_ranks_on_ray(root, "uneven", capsys)
+    assert status == 0, err
+    assert (report["world_size"], report["backend"], report["straggler"]) == (2, "gloo", 1)
+    assert report["verdict"]["bound"] == "straggler"
+    for rank, r in enumerate(report["reports"]):
+        assert r["runner"]["remote"] == "cluster"
+        assert r["communication"]["rank"] == rank and r["communication"]["world_size"] == 2
+        trace = Path(r["trace"]["path"])  # the rank's trace, sent back from the Ray job
+        assert trace.parent == root / ".kernelscope" / "traces" and trace.name.endswith(
+            f"-r{rank}.pt.trace.json.gz"
+        )
+    with gzip.open(report["merged_trace"], "rt") as f:
+        names = {
+            e["args"]["name"]
+            for e in json.load(f)["traceEvents"]
+            if e.get("name") == "process_name"
+        }
+    assert {"rank 0 · python", "rank 1 · python"} <= names
+
+
+def test_a_failing_rank_in_a_ray_job_stops_the_others_and_is_named(
+    ray_head: RayHead, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = ranks_project(ray_head, tmp_path / "dist")
+    t0 = time.monotonic()
+    status, report, _ = profile_ranks_on_ray(root, "raises", capsys)
+    took = time.monotonic() - t0
+    assert status != 0
+    message = report["error"]["message"]
+    assert message.startswith("rank 1 of 2 failed: "), message
+    assert "rank 1: ValueError: rank 1 has a bad shard" in message, message
+    # rank 0 learns of it in its all_reduce (the peer's connection closed) or is stopped
+    assert re.search(r"rank 0: (.*Connection closed by peer|stopped at|never arrived)", message)
+    assert report["error"]["line"] == 42  # the cause's line: the raise, not the all_reduce
+    assert took < 60, took  # the others were stopped, not left to the collective's timeout
 
 
 def test_ray_is_installed_where_required() -> None:

@@ -18,14 +18,16 @@ threads), overlap their intersection, and idle the rest of the calls' windows.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import compress
+from operator import attrgetter, methodcaller
 from typing import cast
 
 import msgspec
 
 from kernelscope.analysis.calls import Calls
 from kernelscope.analysis.flops import DTYPE_BYTES, numel
-from kernelscope.analysis.trace_model import Op, Trace
+from kernelscope.analysis.trace_model import GpuEvent, Op, Trace
 
 __all__ = ["Collective", "Communication", "communication"]
 
@@ -102,6 +104,7 @@ class Communication(msgspec.Struct):
     collectives: list[Collective]
 
 
+_NAME = attrgetter("name")
 _Span = tuple[float, float]
 #: (kind, dtype, bytes, start, end, name) of one collective.
 _Found = tuple[str, str, int, float, float, str]
@@ -112,7 +115,7 @@ def communication(trace: Trace, calls: Calls) -> Communication | None:
     world = trace.world_size or 1
     found: list[_Found] = []
     comm_threads: set[tuple[int | str, int | str]] = set()
-    for op in [*trace.user_annotations, *trace.cpu_ops]:
+    for op in _named([*trace.user_annotations, *trace.cpu_ops], "gloo:"):
         match = _GLOO.match(op.name)
         if match and calls.index_of(op.ts) >= 0:
             kind = _KINDS.get(match[1], match[1])
@@ -120,7 +123,9 @@ def communication(trace: Trace, calls: Calls) -> Communication | None:
             found.append((kind, dtype, size, op.ts, op.end, op.name))
             comm_threads.add((op.pid, op.tid))
     gpu_comm: set[int] = set()
-    for i, event in enumerate(trace.gpu_events):
+    gpu = trace.gpu_events
+    for i in compress(range(len(gpu)), _starts(gpu, "nccl")):
+        event = gpu[i]
         match = _NCCL.match(event.name)
         if (
             match is None
@@ -161,6 +166,16 @@ def communication(trace: Trace, calls: Calls) -> Communication | None:
         overlap_share=overlap / _length(comm) if _length(comm) > 0 else 0.0,
         collectives=_rows(found, world, n),
     )
+
+
+def _starts(items: Sequence[Op] | Sequence[GpuEvent], prefix: str) -> Iterator[bool]:
+    """Whether each item's name starts with ``prefix``, at C speed: a 2 GB trace has half
+    a million ops, few of them collectives."""
+    return map(methodcaller("startswith", prefix), map(_NAME, items))
+
+
+def _named(ops: list[Op], prefix: str) -> Iterator[Op]:
+    return compress(ops, _starts(ops, prefix))
 
 
 def _launched(trace: Trace, launch: int, ts: float) -> float:

@@ -1,6 +1,7 @@
-"""Profile one function on N ranks of this host (`--nproc N`): the ranks run in lockstep
-(engine/ranks.py), each rank's trace becomes its report, the traces are merged into one for
-Perfetto (one process per rank, on one clock), and the step is judged across the ranks."""
+"""Profile one function on N ranks (`--nproc N`) of this host or of a Ray remote: the ranks
+run in lockstep (engine/ranks.py, engine/ray_jobs.py), each rank's trace becomes its report,
+the traces are merged into one for Perfetto (one process per rank, on one clock), and the
+step is judged across the ranks."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import msgspec
 from kernelscope.analysis.verdict import Verdict
 from kernelscope.app.profile import job_report
 from kernelscope.app.store import RunRecord, now
-from kernelscope.engine.ranks import profile_ranks
+from kernelscope.engine.dispatch import profile_on_ranks
+from kernelscope.engine.remotes import Remote
 from kernelscope.engine.runner import JobResult, ProgressCallback
 from kernelscope.protocol import RunProfile
 from kernelscope.report.distributed import DistributedReport, analyze_ranks
@@ -29,12 +31,17 @@ _LINKED = frozenset("stfbenSTF")
 
 
 def distributed_job(
-    results: list[JobResult], path: Path, qualname: str, request: RunProfile, text_hash: str
+    results: list[JobResult],
+    path: Path,
+    qualname: str,
+    request: RunProfile,
+    text_hash: str,
+    remote: str | None = None,
 ) -> RunRecord:
     """In the analysis process: the ranks' reports, the step's, and the run the editor
     keeps: rank 0's report with the step's verdict first and its findings added, its trace
     the merged one (every rank in Perfetto)."""
-    d = step_report(results, str(path), qualname, request)
+    d = step_report(results, str(path), qualname, request, remote)
     report = run_report(d)
     _forget_ranks(results, report)
     return RunRecord(request.job_id, str(path), qualname, now(), text_hash, report)
@@ -70,10 +77,15 @@ def run_report(d: DistributedReport) -> Report:
 
 
 def step_report(
-    results: list[JobResult], path: str, qualname: str, request: RunProfile
+    results: list[JobResult],
+    path: str,
+    qualname: str,
+    request: RunProfile,
+    remote: str | None = None,
 ) -> DistributedReport:
-    """Each rank's report, the merged trace, and the step judged across them."""
-    reports = [job_report(r, path, qualname) for r in results]
+    """Each rank's report (``remote`` names where they ran), the merged trace, and the step
+    judged across them."""
+    reports = [job_report(r, path, qualname, remote) for r in results]
     merged = merge_traces([Path(r.finished.trace_path) for r in results], request)
     return analyze_ranks(reports, _backend(reports), str(merged) if merged else None)
 
@@ -86,11 +98,12 @@ async def profile_distributed(
     python: str | None = None,
     on_progress: ProgressCallback | None = None,
     timeout: float = 120.0,
+    remote: Remote | None = None,
 ) -> DistributedReport:
-    """Run the ranks, build each one's report and the step's; raises JobFailed (naming the
-    ranks) or TraceError."""
-    results = await profile_ranks(request, nproc, python, on_progress, timeout)
-    return step_report(results, path, qualname, request)
+    """Run the ranks (here, or in one job on a Ray remote), build each one's report and the
+    step's; raises JobFailed (naming the ranks) or TraceError."""
+    results = await profile_on_ranks(request, nproc, remote, python, on_progress, timeout)
+    return step_report(results, path, qualname, request, remote.name if remote else None)
 
 
 def _backend(reports: list[Report]) -> str:

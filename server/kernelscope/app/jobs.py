@@ -26,9 +26,13 @@ from kernelscope.app.profile import job_report, resolve_remote
 from kernelscope.app.settings import Settings
 from kernelscope.app.store import RunRecord, Store, now
 from kernelscope.app.traces import analyze_path, import_job
-from kernelscope.engine.dispatch import runner_for
+from kernelscope.engine.dispatch import (
+    NO_RANKS_THERE,
+    profile_on_ranks,
+    ranks_here_or_on_ray,
+    runner_for,
+)
 from kernelscope.engine.project import ProjectError, load_project
-from kernelscope.engine.ranks import profile_ranks
 from kernelscope.engine.remotes import Remote, RemoteError
 from kernelscope.engine.runner import JobFailed, JobResult, JobRunner
 from kernelscope.engine.targets import Schedule, Target, TargetError, build_request
@@ -239,14 +243,22 @@ class ProfileService:
     ) -> RunRecord:
         """A distributed job: its ranks on workers of their own (closed after), then rank 0's
         report carrying the step's verdict and findings as the run."""
-        if remote is not None:
-            raise TargetError("nproc runs its ranks on this host; a remote does not take it yet")
+        if not ranks_here_or_on_ray(remote):
+            raise TargetError(NO_RANKS_THERE)
         self.analysis.warm()
-        results = await profile_ranks(request, nproc, spec.python, on_progress, spec.timeout)
+        results = await profile_on_ranks(
+            request, nproc, remote, spec.python, on_progress, spec.timeout
+        )
         if on_progress:
             on_progress(JobProgress(job_id=request.job_id, stage="analysis"))
         record = await self._analyze(
-            distributed_job, results, spec.path, spec.qualname, request, fn.text_hash
+            distributed_job,
+            results,
+            spec.path,
+            spec.qualname,
+            request,
+            fn.text_hash,
+            spec.remote,
         )
         store.add(record)
         return record

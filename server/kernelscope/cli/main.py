@@ -42,6 +42,7 @@ from kernelscope.cli.args import (
 )
 from kernelscope.cli.progress import ProgressLine, ReadingBar
 from kernelscope.cli.scale import add_scale_parser, run_scale
+from kernelscope.engine.dispatch import NO_RANKS_THERE, ranks_here_or_on_ray
 from kernelscope.engine.project import ProjectError, load_project
 from kernelscope.engine.remotes import Remote, RemoteError
 from kernelscope.engine.runner import JobFailed, ProgressCallback
@@ -199,12 +200,12 @@ def _profile(args: argparse.Namespace) -> int:
         )
         remote = resolve_remote(args.remote, target.project, python=args.python)
         args.nproc = args.nproc or target.project.nproc or 1
-        if args.nproc > 1 and remote is not None:
-            raise TargetError("--nproc runs its ranks on this host; a remote does not take it yet")
+        if args.nproc > 1 and not ranks_here_or_on_ray(remote):
+            raise TargetError(NO_RANKS_THERE)
     except (TargetError, RemoteError) as e:
         return fail_usage(str(e), args.json)
     if args.nproc > 1:
-        return _profile_ranks(args, target, request)
+        return _profile_ranks(args, target, request, remote)
     try:
         result = _on_worker(
             target.qualname,
@@ -225,14 +226,16 @@ def _profile(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _profile_ranks(args: argparse.Namespace, target: Target, request: RunProfile) -> int:
+def _profile_ranks(
+    args: argparse.Namespace, target: Target, request: RunProfile, remote: Remote | None
+) -> int:
     path, qualname = str(target.path), target.qualname
     try:
         report = _on_worker(
             f"{qualname} ×{args.nproc}",
-            None,
+            remote,
             lambda on: profile_distributed(
-                request, args.nproc, path, qualname, args.python, on, args.timeout
+                request, args.nproc, path, qualname, args.python, on, args.timeout, remote
             ),
         )
     except JobFailed as e:

@@ -67,7 +67,9 @@ def rank_env(rank: int, world: int, port: int, collective_timeout: float) -> dic
 
 
 @dataclass
-class _Rank:
+class RankState:
+    """Where one rank of a job is: its last stage, and its result or failure once it has one."""
+
     rank: int
     stage: str = "worker start"
     outcome: JobResult | ProfileFailed | None = None
@@ -92,9 +94,9 @@ async def profile_ranks(
         (make_launcher or _launcher(python))(rank_env(r, nproc, port, collective))
         for r in range(nproc)
     ]
-    ranks = [_Rank(r) for r in range(nproc)]
+    ranks = [RankState(r) for r in range(nproc)]
 
-    def progress_of(rank: _Rank) -> ProgressCallback:
+    def progress_of(rank: RankState) -> ProgressCallback:
         def on(msg: JobProgress) -> None:
             rank.stage = STAGE_LABELS.get(msg.stage, msg.stage)
             if msg.total:
@@ -124,11 +126,9 @@ async def profile_ranks(
                 rank.outcome = error.failure
             else:
                 raise error
-        failed = [r for r in ranks if isinstance(r.outcome, ProfileFailed)]
-        # The cause first: a rank that failed because a peer went away comes after it.
-        failed.sort(key=lambda r: _PEER_GONE.search(_message(r)) is not None)
-        if failed:
-            raise JobFailed(_failure(ranks, failed))
+        failed = rank_failure(ranks)
+        if failed is not None:
+            raise JobFailed(failed)
         return [r.outcome for r in ranks if isinstance(r.outcome, JobResult)]
     finally:
         for rank in ranks:
@@ -146,13 +146,17 @@ def _launcher(python: str | None) -> Callable[[dict[str, str]], Launcher]:
     return make
 
 
-def _message(rank: _Rank) -> str:
+def _message(rank: RankState) -> str:
     return rank.outcome.message if isinstance(rank.outcome, ProfileFailed) else ""
 
 
-def _failure(ranks: list[_Rank], failed: list[_Rank]) -> ProfileFailed:
-    """One failure naming each rank: the cause (its kind, path and line), then what every
-    rank did."""
+def rank_failure(ranks: list[RankState]) -> ProfileFailed | None:
+    """One failure naming each rank when any failed: the cause (its kind, path and line; a
+    rank that failed because a peer went away comes after it), then what every rank did."""
+    failed = [r for r in ranks if isinstance(r.outcome, ProfileFailed)]
+    failed.sort(key=lambda r: _PEER_GONE.search(_message(r)) is not None)
+    if not failed:
+        return None
     first = failed[0].outcome
     assert isinstance(first, ProfileFailed)
     hang = _TIMED_OUT.search(first.message) is not None  # a collective waited for them

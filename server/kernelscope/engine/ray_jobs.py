@@ -27,10 +27,12 @@ from typing import Any, cast
 import msgspec
 
 from kernelscope import protocol
+from kernelscope.engine.ranks import RankState, rank_failure
 from kernelscope.engine.remotes import Remote
 from kernelscope.engine.runner import JobFailed, JobResult, ProgressCallback
 from kernelscope.engine.shipping import ShipError, keep_traces, remote_request
 from kernelscope.protocol import (
+    DIST_TIMEOUT_ENV,
     CalibrationFinished,
     JobOutcome,
     JobProgress,
@@ -90,6 +92,54 @@ _ks_exit(_ks_code)
 """
 
 
+# N ranks in one job: each runs the one-shot bootstrap above as torchrun would start it, its
+# request's job_id suffixed -r<rank>; its frames are relayed as KSFRAME<rank> lines. A rank
+# that reports a failure stops the others after GRACE s (they would wait in a collective).
+RAY_RANKS_BOOTSTRAP = r"""
+import os,sys,json,base64,zlib,socket,subprocess,threading,time
+n=int(os.environ['KS_NPROC']); CH=96*1024; GRACE=3.0
+def _env(p):
+    k=int(os.environ[p+'_N'])
+    return zlib.decompress(base64.b64decode(''.join(os.environ['%s_%d'%(p,i)] for i in range(k))))
+req=json.loads(_env('KS_REQ'))
+s=socket.socket(); s.bind(('127.0.0.1',0)); port=s.getsockname()[1]; s.close()
+base={k:v for k,v in os.environ.items() if not k.startswith('KS_REQ_')}
+base.setdefault('OMP_NUM_THREADS','1')
+procs=[]
+for r in range(n):
+    t=base64.b64encode(zlib.compress(json.dumps(dict(req,job_id='%s-r%d'%(req['job_id'],r))).encode(),6)).decode()
+    env=dict(base,RANK=str(r),WORLD_SIZE=str(n),LOCAL_RANK=str(r),MASTER_ADDR='127.0.0.1',MASTER_PORT=str(port))
+    parts=[t[i:i+CH] for i in range(0,len(t),CH)]
+    env['KS_REQ_N']=str(len(parts)); env.update(('KS_REQ_%d'%i,c) for i,c in enumerate(parts))
+    procs.append(subprocess.Popen([sys.executable,'-u','-c',BOOT],env=env,stdout=subprocess.PIPE))
+lock=threading.Lock(); failed=[]
+def relay(r,p):
+    o=sys.stdout.buffer
+    for line in p.stdout:
+        if line.startswith(b'KSFRAME '):
+            try:
+                m=json.loads(base64.b64decode(line[8:]))
+                if m.get('type')=='profile_failed': failed.append(time.time())
+            except Exception: pass
+            line=b'KSFRAME%d '%r+line[8:]
+        with lock:
+            o.write(line); o.flush()
+ts=[threading.Thread(target=relay,args=(r,p)) for r,p in enumerate(procs)]
+for t in ts: t.start()
+while any(p.poll() is None for p in procs):
+    if failed and time.time()-failed[0]>GRACE:
+        for p in procs:
+            if p.poll() is None: p.kill()
+    time.sleep(0.1)
+for t in ts: t.join()
+sys.exit(1 if any(p.returncode for p in procs) else 0)
+""".replace("BOOT]", repr(RAY_BOOTSTRAP) + "]", 1)
+
+
+#: What one frame prefix of a job gave: its outcome and its ready message, if any.
+_Slot = tuple[JobOutcome | ProfileFailed | None, WorkerReady | None]
+
+
 class RayError(Exception):
     """An HTTP exchange with the Ray dashboard failed; `kind` names the cause."""
 
@@ -114,14 +164,19 @@ def job_env(request: RunProfile | RunCalibration, extra: dict[str, str]) -> dict
     return env
 
 
-def parse_frames(logs: str) -> list[protocol.FromWorker]:
-    """The worker's frames among a job's log lines."""
+def parse_frames(logs: str, prefix: str = FRAME_PREFIX) -> list[protocol.FromWorker]:
+    """The worker's frames among a job's log lines (a rank's: ``KSFRAME<rank> ``)."""
     frames: list[protocol.FromWorker] = []
     for line in logs.splitlines():
-        if line.startswith(FRAME_PREFIX):
-            body = base64.b64decode(line[len(FRAME_PREFIX) :].strip())
+        if line.startswith(prefix):
+            body = base64.b64decode(line[len(prefix) :].strip())
             frames.append(protocol.decode_from_worker(body))
     return frames
+
+
+def rank_prefix(rank: int) -> str:
+    """The prefix of rank ``rank``'s frames in a job of ranks."""
+    return f"KSFRAME{rank} "
 
 
 class RayJobs:
@@ -247,8 +302,69 @@ class RayJobs:
         timeout: float,
     ) -> tuple[JobOutcome, WorkerReady]:
         """Submit, wait, read the frames; stop the job on cancel and timeout."""
+        gpus = 0 if request.device == "cpu" else 1
+        ((outcome, ready),), (sid, status, text) = await self._job(
+            request, on_progress, timeout, gpus, [FRAME_PREFIX], {}, RAY_BOOTSTRAP
+        )
+        if isinstance(outcome, ProfileFailed):
+            raise JobFailed(outcome)
+        if outcome is None or ready is None:
+            raise JobFailed(await self._ended(sid, status, text))
+        return outcome, ready
 
-        env = {**self.remote.env, **job_env(request, {})}
+    async def profile_ranks(
+        self,
+        request: RunProfile,
+        nproc: int,
+        on_progress: ProgressCallback | None = None,
+        timeout: float = 120.0,
+    ) -> list[JobResult]:
+        """Run ``request`` on ``nproc`` ranks in one Ray job (``entrypoint_num_gpus = nproc``
+        on GPUs), started there as torchrun would; their results by rank. JobFailed names
+        each rank when one fails."""
+        try:
+            request = await asyncio.to_thread(remote_request, request, self.remote)
+        except ShipError as e:
+            raise JobFailed(failure(e.kind, f"{self.remote.label}: {e}")) from None
+        gpus = 0 if request.device == "cpu" else nproc
+        ranks = [RankState(r) for r in range(nproc)]
+        extra = {"KS_NPROC": str(nproc), DIST_TIMEOUT_ENV: f"{max(5.0, timeout / 2):g}"}
+        prefixes = [rank_prefix(r) for r in range(nproc)]
+        outcomes, (sid, status, text) = await self._job(
+            request, on_progress, timeout, gpus, prefixes, extra, RAY_RANKS_BOOTSTRAP, ranks
+        )
+        for rank, (outcome, ready) in zip(ranks, outcomes, strict=True):
+            if isinstance(outcome, ProfileFailed):
+                rank.outcome = outcome
+            elif isinstance(outcome, ProfileFinished) and ready is not None:
+                try:
+                    kept = await asyncio.to_thread(keep_traces, outcome, Path(request.trace_dir))
+                except (ShipError, OSError) as e:
+                    raise JobFailed(failure("internal", f"cannot keep the traces: {e}")) from None
+                rank.outcome = JobResult(kept, ready)
+        failed = rank_failure(ranks)
+        if failed is not None:
+            raise JobFailed(failed)
+        if any(not isinstance(r.outcome, JobResult) for r in ranks):
+            raise JobFailed(await self._ended(sid, status, text))
+        return [r.outcome for r in ranks if isinstance(r.outcome, JobResult)]
+
+    async def _job(
+        self,
+        request: RunProfile | RunTry | RunCalibration,
+        on_progress: ProgressCallback | None,
+        timeout: float,
+        gpus: int,
+        prefixes: list[str],
+        extra: dict[str, str],
+        bootstrap: str,
+        ranks: list[RankState] | None = None,
+    ) -> tuple[
+        list[tuple[JobOutcome | ProfileFailed | None, WorkerReady | None]], tuple[str, str, str]
+    ]:
+        """Submit one Ray job and follow it: the outcome and ready of each frame prefix, and
+        (submission id, last status, logs)."""
+        env = {**self.remote.env, **job_env(request, extra)}
         size = sum(len(k) + len(v) + 2 for k, v in env.items())
         label = self.remote.label
         if size > MAX_ENV_BYTES:
@@ -260,11 +376,10 @@ class RayJobs:
                     "workdir in the remote's definition to a copy of the project there",
                 )
             )
-        gpus = 0 if request.device == "cpu" else 1
         submission_id = f"kernelscope-{request.job_id}-{uuid.uuid4().hex[:6]}"
         body = {
             "submission_id": submission_id,
-            "entrypoint": f"{shlex.quote(self.remote.python)} -u -c {shlex.quote(RAY_BOOTSTRAP)}",
+            "entrypoint": f"{shlex.quote(self.remote.python)} -u -c {shlex.quote(bootstrap)}",
             "entrypoint_num_gpus": gpus,
             "runtime_env": {"env_vars": env},
             "metadata": {"kernelscope_job": request.job_id, "kernelscope_remote": self.remote.name},
@@ -282,7 +397,7 @@ class RayJobs:
                 raise JobFailed(failure(e.kind, str(e))) from None
         self.last_submission = submission_id
         try:
-            return await self._follow(submission_id, request, on_progress, timeout, gpus)
+            return await self._follow(submission_id, on_progress, timeout, gpus, prefixes, ranks)
         except RayError as e:
             await self.stop(submission_id)
             kind = "remote_lost" if e.kind == "remote_unreachable" else e.kind
@@ -295,18 +410,21 @@ class RayJobs:
     async def _follow(
         self,
         sid: str,
-        request: RunProfile | RunTry | RunCalibration,
         on_progress: ProgressCallback | None,
         timeout: float,
         gpus: int,
-    ) -> tuple[JobOutcome, WorkerReady]:
-
+        prefixes: list[str],
+        ranks: list[RankState] | None,
+    ) -> tuple[
+        list[tuple[JobOutcome | ProfileFailed | None, WorkerReady | None]], tuple[str, str, str]
+    ]:
         label = self.remote.label
         submitted = time.monotonic()
         started: float | None = None
-        seen = 0
-        ready: WorkerReady | None = None
-        outcome: JobOutcome | ProfileFailed | None = None
+        seen = [0] * len(prefixes)
+        ready: list[WorkerReady | None] = [None] * len(prefixes)
+        outcome: list[JobOutcome | ProfileFailed | None] = [None] * len(prefixes)
+        text = ""
         while True:
             status = await self.status(sid)
             now = time.monotonic()
@@ -314,12 +432,13 @@ class RayJobs:
                 waited = now - submitted
                 if waited > min(self.schedule_timeout, timeout):
                     await self.stop(sid)
-                    need = "1 GPU" if gpus else "a CPU slot"
+                    need = f"{gpus} GPU{'s' if gpus > 1 else ''}" if gpus else "a CPU slot"
+                    node = "free GPUs" if gpus > 1 else "a free GPU"
                     raise JobFailed(
                         failure(
                             "remote_unschedulable",
                             f"{label}: Ray could not schedule the job within {waited:.0f} s "
-                            f"(it asked for {need}; is a node with a free GPU in the cluster?); "
+                            f"(it asked for {need}; is a node with {node} in the cluster?); "
                             f"job {sid} was stopped",
                         )
                     )
@@ -327,17 +446,20 @@ class RayJobs:
                 started = started or now
                 logs = await self._call("GET", f"/api/jobs/{sid}/logs")
                 text = str(cast(dict[str, Any], logs or {}).get("logs", ""))
-                frames = parse_frames(text)
-                for msg in frames[seen:]:
-                    if isinstance(msg, WorkerReady):
-                        ready = msg
-                    elif isinstance(msg, JobProgress):
-                        if on_progress is not None:
-                            on_progress(msg)
-                    else:
-                        outcome = msg
-                seen = len(frames)
-                if outcome is not None or status in _DONE:
+                for k, prefix in enumerate(prefixes):
+                    frames = parse_frames(text, prefix)
+                    for msg in frames[seen[k] :]:
+                        if isinstance(msg, WorkerReady):
+                            ready[k] = msg
+                        elif isinstance(msg, JobProgress):
+                            if ranks is not None:
+                                ranks[k].stage = protocol.STAGE_LABELS.get(msg.stage, msg.stage)
+                            if on_progress is not None and k == 0:
+                                on_progress(msg)
+                        else:
+                            outcome[k] = msg
+                    seen[k] = len(frames)
+                if all(o is not None for o in outcome) or status in _DONE:
                     break
                 if now - started > timeout:
                     await self.stop(sid)
@@ -348,20 +470,18 @@ class RayJobs:
                         )
                     )
             await asyncio.sleep(self.poll_interval)
-        if isinstance(outcome, ProfileFailed):
-            raise JobFailed(outcome)
-        if outcome is None or ready is None:
-            tail = [ln for ln in text.splitlines() if not ln.startswith(FRAME_PREFIX)][-8:]
-            info = cast(dict[str, Any], await self._call("GET", f"/api/jobs/{sid}") or {})
-            why = info.get("message") or status
-            raise JobFailed(
-                failure(
-                    "crash",
-                    f"{label}: job {sid} ended {status} without a result ({why})",
-                    traceback=tail,
-                )
-            )
-        return outcome, ready
+        return list(zip(outcome, ready, strict=True)), (sid, status, text)
+
+    async def _ended(self, sid: str, status: str, text: str) -> ProfileFailed:
+        """The failure of a job that ended without a result."""
+        tail = [ln for ln in text.splitlines() if not ln.startswith("KSFRAME")][-8:]
+        info = cast(dict[str, Any], await self._call("GET", f"/api/jobs/{sid}") or {})
+        why = info.get("message") or status
+        return failure(
+            "crash",
+            f"{self.remote.label}: job {sid} ended {status} without a result ({why})",
+            traceback=tail,
+        )
 
     def start(self) -> None:
         """Nothing stays warm on Ray: each job is its own Ray job."""
