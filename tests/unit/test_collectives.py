@@ -3,7 +3,8 @@ overlap of communication with compute.
 
 The NCCL events here are written the way torch's profiler writes them (kernel names and the
 ``Collective name``/``In msg nelems``/``Out msg nelems``/``Group size``/``dtype`` args it
-adds to NCCL kernels); no 2-GPU recording exists yet, so these check the rules, not data.
+adds to NCCL kernels); no 2-GPU recording exists yet, so these check the rules, not data,
+but for a one-rank NCCL recording from the H200 whose args carry the same names.
 The gloo path is checked on real 2- and 4-rank runs in tests/integration/test_distributed.py.
 """
 
@@ -15,10 +16,16 @@ from typing import Any
 import pytest
 
 from kernelscope.analysis.calls import find_calls
-from kernelscope.analysis.collectives import bus_factor, communication
-from kernelscope.analysis.trace_model import Trace, decode_trace
+from kernelscope.analysis.collectives import (  # pyright: ignore[reportPrivateUsage]
+    _nccl_args,
+    bus_factor,
+    communication,
+)
+from kernelscope.analysis.trace_model import Trace, decode_trace, load_trace
 from kernelscope.render.text import communication_lines
 from kernelscope.units import fmt_rate
+
+from support import REPO_ROOT
 
 
 def kernel(name: str, ts: float, dur: float, stream: int, corr: int, **args: Any) -> dict[str, Any]:
@@ -131,3 +138,19 @@ def test_gloo_all_gather_counts_every_ranks_share() -> None:
 )
 def test_rates(gbps: float, text: str) -> None:
     assert fmt_rate(gbps) == text
+
+
+NCCL_ONE_RANK = REPO_ROOT / "fixtures" / "distributed" / "nccl_one_rank.json.gz"
+
+
+def test_the_args_read_are_the_ones_torch_writes_on_the_h200() -> None:
+    """A real one-rank NCCL recording (fixtures/README.md): its process group is read, its
+    record_param_comms args decode to the collective's size, and with no collective kernel
+    (one rank) nothing is timed."""
+    trace = load_trace(NCCL_ONE_RANK)
+    assert (trace.backend, trace.rank, trace.world_size) == ("nccl", 0, 1)
+    params = [op for op in trace.cpu_ops if op.name == "record_param_comms"]
+    decoded = {_nccl_args(op.args, "") for op in params}
+    assert ("all_reduce", "BFloat16", (32 << 20) * 2, 1) in decoded  # 64 MiB of bf16
+    assert len(find_calls(trace)) == 3
+    assert communication(trace, find_calls(trace)) is None
