@@ -319,17 +319,20 @@ def in_child(key: str, path: Path, cap: int = 0, run: bool = True) -> ChildRun |
     non-zero); a one-line reason when the child failed. The peak is VmHWM: Linux carries
     ``ru_maxrss`` over fork and exec, so a child's would start at this (large) process's."""
     code = _CHILD.format(bench=str(Path(__file__).parent))
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, key, "run" if run else "idle", str(path), str(cap)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    tree = 0
-    while proc.poll() is None:
-        tree = max(tree, _tree_pss(proc.pid))
-        time.sleep(0.01)
-    out, err = proc.communicate()
+    with tempfile.TemporaryFile("w+") as out_file, tempfile.TemporaryFile("w+") as err_file:
+        proc = subprocess.Popen(  # to files: a pipe nobody reads while we sample would fill
+            [sys.executable, "-c", code, key, "run" if run else "idle", str(path), str(cap)],
+            stdout=out_file,
+            stderr=err_file,
+            text=True,
+        )
+        tree = 0
+        while proc.poll() is None:
+            tree = max(tree, _tree_pss(proc.pid))
+            time.sleep(0.01)
+        out_file.seek(0)
+        err_file.seek(0)
+        out, err = out_file.read(), err_file.read()
     if proc.returncode != 0:
         last = (err.strip().splitlines() or ["no output"])[-1]
         return f"failed (exit {proc.returncode}): {last}"

@@ -270,6 +270,20 @@ def test_a_failing_rank_in_a_ray_job_stops_the_others_and_is_named(
     assert took < 60, took  # the others were stopped, not left to the collective's timeout
 
 
+def test_a_rank_killed_in_a_ray_job_is_named_as_the_cause(
+    ray_head: RayHead, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = ranks_project(ray_head, tmp_path / "dist")
+    t0 = time.monotonic()
+    status, report, _ = profile_ranks_on_ray(root, "crashes", capsys)
+    took = time.monotonic() - t0
+    assert status != 0
+    message = report["error"]["message"]
+    assert message.startswith("rank 1 of 2 failed: "), message
+    assert "rank 1: the worker killed by signal 9 before it reported" in message, message
+    assert took < 60, took  # rank 0 was stopped or failed at once, not at the timeout
+
+
 def test_ray_is_installed_where_required() -> None:
     if os.environ.get("KERNELSCOPE_REQUIRE_RAY"):
         assert RAY.is_file() and shutil.which(str(RAY))

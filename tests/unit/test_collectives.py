@@ -79,10 +79,47 @@ def test_an_all_reduce_half_hidden_under_a_compute_kernel() -> None:
     assert row.busbw_gbps == pytest.approx(row.algbw_gbps * 2 * 7 / 8)
     assert (c.comm_us, c.overlap_us, c.compute_us) == (200, 100, 300)
     assert c.overlap_share == 0.5
-    assert c.idle_us == 1000 - 400  # the call's window less the union of both
+    assert (c.window_us, c.idle_us) == (400, 0)  # the call's GPU work: 100..500, all busy
     lines = communication_lines(c)
     assert "50% hidden under compute" in lines[0] and "rank 3 of 8" in lines[0]
     assert "all_reduce BFloat16 2.0 MiB × 1" in lines[1]
+
+
+def test_gpu_work_after_its_call_window_is_still_its_call() -> None:
+    """The host returns before the GPU is done: kernels launched in the call run after its
+    window on the host, and count in full (the window is the call's GPU work)."""
+    t = trace_of(
+        [
+            launch(100, 1), kernel("sm90_xmma_gemm_bf16", 900, 800, 7, 1),
+            launch(200, 2), nccl_allreduce(1200, 400, 2),
+            launch(300, 3), nccl_allreduce(1700, 100, 3),
+        ]
+    )  # fmt: skip
+    c = communication(t, find_calls(t))
+    assert c is not None
+    assert (c.comm_us, c.overlap_us, c.compute_us) == (500, 400, 800)
+    assert c.window_us == 900 and c.idle_us == 0  # 900..1800: the gemm, then the last one
+    assert c.collectives[0].us == 500 and c.collectives[0].calls == 2
+
+
+def test_each_collective_takes_its_own_groups_factor() -> None:
+    pair = nccl_allreduce(100, 100, 1)
+    pair["args"]["Group size"] = 2
+    gather = kernel(
+        "ncclDevKernel_AllGather_RING_LL", 300, 100, 20, 2,
+        **{"Collective name": "allgather_into_tensor_coalesced", "In msg nelems": 1000,
+           "Out msg nelems": 8000, "Group size": 8, "dtype": "Float"},
+    )  # fmt: skip
+    t = trace_of([launch(10, 1), pair, launch(20, 2), gather], world=16)
+    c = communication(t, find_calls(t))
+    assert c is not None and c.world_size == 16
+    by_kind = {r.kind: r for r in c.collectives}
+    assert by_kind["all_reduce"].group == 2
+    assert by_kind["all_reduce"].busbw_gbps == pytest.approx(by_kind["all_reduce"].algbw_gbps)
+    assert by_kind["all_gather"].group == 8
+    assert by_kind["all_gather"].busbw_gbps == pytest.approx(
+        by_kind["all_gather"].algbw_gbps * 7 / 8
+    )
 
 
 def test_sizes_and_factors_follow_nccl_tests() -> None:

@@ -9,6 +9,7 @@ two). The thresholds are lowered so that a recording of a few MB takes the paral
 from __future__ import annotations
 
 import gzip
+import os
 from pathlib import Path
 
 import msgspec
@@ -185,3 +186,43 @@ def test_small_files_and_one_cpu_read_in_one_stream(monkeypatch: pytest.MonkeyPa
     assert trace_segments.processes(trace_segments.MIN_BYTES) == 2
     assert trace_segments.processes(trace_segments.MIN_BYTES, gzipped=True) == 1
     assert trace_segments.processes(trace_segments.MIN_GZIP_BYTES, gzipped=True) == 8
+
+
+def test_a_file_shorter_than_its_size_said_is_not_laid_out(tmp_path: Path) -> None:
+    path = tmp_path / "short.json"
+    path.write_bytes(b'{"a": 1}' + b" " * 24)
+    assert trace_segments.layout(path, 100 << 20) is None  # read until it ends, not forever
+
+
+def _exit_at_once(segment: trace_segments.Segment) -> bytes | None:
+    os._exit(9)  # a child killed, as the OOM killer would
+
+
+@pytest.mark.usefixtures("parallel")
+def test_processes_that_cannot_run_or_die_leave_it_to_one_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = plain(tmp_path, "syncs")
+    one = streamed(path)
+    monkeypatch.setattr(trace_model, "_filed_segment", _exit_at_once)
+    with pytest.raises(trace_segments.ProcessesUnavailable):
+        _load_segments(path, path.stat().st_size, 2, lambda *_: None)
+    assert_same(load_trace(path), one)
+
+    def no_semaphores(*_: object, **__: object) -> None:
+        raise NotImplementedError("This platform lacks a functioning sem_open implementation")
+
+    monkeypatch.setattr(trace_segments, "ProcessPoolExecutor", no_semaphores)
+    assert_same(load_trace(path), one)
+
+
+def test_a_cgroups_cpu_quota_caps_the_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(trace_segments.os, "sched_getaffinity", lambda _: set(range(64)))
+    quota = tmp_path / "cpu.max"
+    monkeypatch.setattr(trace_segments, "_CPU_MAX", quota)
+    quota.write_text("250000 100000\n")
+    assert trace_segments.processes(8 << 30) == 3
+    quota.write_text("max 100000\n")
+    assert trace_segments.processes(8 << 30) == trace_segments.MAX_PROCESSES

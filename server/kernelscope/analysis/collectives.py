@@ -10,9 +10,11 @@ factor for the collective (all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-
 (n-1)/n; the others 1), comparable with the link's peak. A collective's time includes the
 wait for the last rank to arrive, so a rank that waits shows a low bandwidth.
 
-Within the function's calls: communication is the union of the collectives' spans, compute
-the union of the other work (GPU kernels and copies; on the CPU the ops of the other
-threads), overlap their intersection, and idle the rest of the calls' windows.
+Within the function's calls (on a GPU, each call's GPU work: from the first event it launched
+to the end of the last, as the GPU runs behind the host): communication is the union of the
+collectives' spans, compute the union of the other work (the call's other GPU kernels and
+copies; on the CPU the ops of the threads that are not gloo's), overlap their intersection,
+and idle the rest of the windows.
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ _KINDS = {
     "all_to_all": "all_to_all",
     "alltoall": "all_to_all",
     "alltoall_base": "all_to_all",
+    "all_to_allv": "all_to_all",
+    "allgather_coalesced": "all_gather",
+    "allgather_into_tensor_coalesced": "all_gather",
+    "reduce_scatter_tensor_coalesced": "reduce_scatter",
     "broadcast": "broadcast",
     "reduce": "reduce",
     "gather": "gather",
@@ -83,6 +89,8 @@ class Collective(msgspec.Struct):
     """algbw × nccl-tests' factor for the kind and the group size."""
     name: str
     """The trace's name of one of them (gloo's range, NCCL's kernel)."""
+    group: int = 1
+    """The process group's size, which the bus factor takes."""
 
 
 class Communication(msgspec.Struct):
@@ -106,8 +114,8 @@ class Communication(msgspec.Struct):
 
 _NAME = attrgetter("name")
 _Span = tuple[float, float]
-#: (kind, dtype, bytes, start, end, name) of one collective.
-_Found = tuple[str, str, int, float, float, str]
+#: (kind, dtype, bytes, group size, start, end, name) of one collective.
+_Found = tuple[str, str, int, int, float, float, str]
 
 
 def communication(trace: Trace, calls: Calls) -> Communication | None:
@@ -120,42 +128,42 @@ def communication(trace: Trace, calls: Calls) -> Communication | None:
         if match and calls.index_of(op.ts) >= 0:
             kind = _KINDS.get(match[1], match[1])
             dtype, size = _gloo_size(op, kind, world)
-            found.append((kind, dtype, size, op.ts, op.end, op.name))
+            found.append((kind, dtype, size, world, op.ts, op.end, op.name))
             comm_threads.add((op.pid, op.tid))
-    gpu_comm: set[int] = set()
     gpu = trace.gpu_events
-    for i in compress(range(len(gpu)), _starts(gpu, "nccl")):
+    candidates = list(compress(range(len(gpu)), _starts(gpu, "nccl")))
+    if not candidates and not found:
+        return None
+    launched = [calls.index_of(_launched(trace, g.launch, g.ts)) for g in gpu]
+    gpu_comm: set[int] = set()
+    for i in candidates:
         event = gpu[i]
         match = _NCCL.match(event.name)
-        if (
-            match is None
-            or event.cat != "kernel"
-            or calls.index_of(_launched(trace, event.launch, event.ts)) < 0
-        ):
+        if match is None or event.cat != "kernel" or launched[i] < 0:
             continue
         kind, dtype, size, group = _nccl_args(event.args, match[1])
-        world = group or world
-        found.append((kind, dtype, size, event.ts, event.end, event.name))
+        found.append((kind, dtype, size, group or world, event.ts, event.end, event.name))
         gpu_comm.add(i)
     if not found:
         return None
-    windows = list(zip(calls.starts, calls.ends, strict=True))
-    comm = _clip(_union((ts, end) for _, _, _, ts, end, _ in found), windows)
-    if gpu_comm:
-        work = ((g.ts, g.end) for i, g in enumerate(trace.gpu_events) if i not in gpu_comm)
+    if gpu_comm:  # the GPU runs behind the host: each call's window is its GPU work's span
+        windows = _gpu_windows(gpu, launched)
+        work = ((g.ts, g.end) for i, g in enumerate(gpu) if i not in gpu_comm and launched[i] >= 0)
     else:
+        windows = list(zip(calls.starts, calls.ends, strict=True))
         work = (
             (op.ts, op.end)
             for op in trace.cpu_ops
             if (op.pid, op.tid) not in comm_threads and not op.name.startswith("c10d::")
         )
+    comm = _clip(_union((f[4], f[5]) for f in found), windows)
     compute = _clip(_union(work), windows)
     overlap = _length(_intersect(comm, compute))
-    window = sum(end - start for start, end in windows)
+    window = _length(_union(windows))
     busy = _length(comm) + _length(compute) - overlap
-    n = max(len(windows), 1)
+    n = max(len(calls), 1)
     return Communication(
-        world_size=world,
+        world_size=max([world, *(f[3] for f in found)]),
         rank=trace.rank,
         backend=trace.backend or ("nccl" if gpu_comm else "gloo"),
         comm_us=_length(comm) / n,
@@ -164,8 +172,18 @@ def communication(trace: Trace, calls: Calls) -> Communication | None:
         idle_us=max(window - busy, 0.0) / n,
         window_us=window / n,
         overlap_share=overlap / _length(comm) if _length(comm) > 0 else 0.0,
-        collectives=_rows(found, world, n),
+        collectives=_rows(found, n),
     )
+
+
+def _gpu_windows(gpu: Sequence[GpuEvent], launched: list[int]) -> list[_Span]:
+    """Per call, from the start of the first GPU event it launched to the end of the last."""
+    spans: dict[int, _Span] = {}
+    for g, call in zip(gpu, launched, strict=True):
+        if call >= 0:
+            start, end = spans.get(call, (g.ts, g.end))
+            spans[call] = (min(start, g.ts), max(end, g.end))
+    return sorted(spans.values())
 
 
 def _starts(items: Sequence[Op] | Sequence[GpuEvent], prefix: str) -> Iterator[bool]:
@@ -231,21 +249,20 @@ def bus_factor(kind: str, world: int) -> float:
     return 1.0
 
 
-def _rows(
-    found: Sequence[tuple[str, str, int, float, float, str]], world: int, n: int
-) -> list[Collective]:
-    groups: dict[tuple[str, str, int], list[tuple[float, str]]] = {}
-    for kind, dtype, size, ts, end, name in found:
-        groups.setdefault((kind, dtype, size), []).append((end - ts, name))
+def _rows(found: Sequence[_Found], n: int) -> list[Collective]:
+    """The collectives grouped by kind, dtype, size and group, per call."""
+    groups: dict[tuple[str, str, int, int], list[tuple[float, str]]] = {}
+    for kind, dtype, size, group, ts, end, name in found:
+        groups.setdefault((kind, dtype, size, group), []).append((end - ts, name))
     rows: list[Collective] = []
-    for (kind, dtype, size), spans in groups.items():
+    for (kind, dtype, size, group), spans in groups.items():
         us = sum(d for d, _ in spans)
         per_call = us / len(spans)
         algbw = size / (per_call * 1e3) if per_call > 0 and size else 0.0  # B/µs = MB/s
         rows.append(
             Collective(
                 kind, dtype, size, len(spans) // n or len(spans), us / n, algbw,
-                algbw * bus_factor(kind, world), spans[0][1],
+                algbw * bus_factor(kind, group), spans[0][1], group,
             )
         )  # fmt: skip
     rows.sort(key=lambda r: -r.us)

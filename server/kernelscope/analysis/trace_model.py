@@ -22,8 +22,8 @@ import zlib
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Generator, Iterable, Iterator, Sequence
+from contextlib import closing
 from itertools import compress, groupby, islice
 from operator import attrgetter, eq, le
 from pathlib import Path
@@ -36,6 +36,7 @@ from kernelscope.analysis.memory_budget import OutOfMemory, available_bytes, req
 from kernelscope.analysis.trace_segments import (
     CHILD_BYTES,
     SEGMENT_BYTES,
+    ProcessesUnavailable,
     Segment,
     layout,
     piece,
@@ -599,18 +600,12 @@ def load_trace(path: str | Path, progress: Progress | None = None) -> Trace:
         room = available_bytes()
         need = int(inflated * MEMORY_PER_BYTE) + workers * CHILD_BYTES
         if workers > 1 and (room is None or need <= room):
-            if gzipped:
-                chunks = file_chunks(path, watch, SEGMENT_BYTES, gzipped=True)
-                trace = _load_pieces(chunks, workers)
-            else:
-                trace = _load_segments(path, size, workers, watch)
+            trace = _load_apart(path, size, gzipped, workers, watch)
             if trace is not None:
                 return trace
         return _Builder().stream(file_chunks(path, watch, gzipped=gzipped))
     except NotStreamable:
         pass
-    except BrokenProcessPool:  # a child killed, by the system running out of memory
-        raise TraceError(_out_of_memory(size, gzipped)) from None
     except (EOFError, zlib.error) as exc:
         raise TraceError(f"corrupt or truncated gzip: {exc}") from None
     except OSError as exc:
@@ -628,6 +623,20 @@ def load_trace(path: str | Path, progress: Progress | None = None) -> Trace:
         raise TraceError(_out_of_memory(size, gzipped)) from None
 
 
+def _load_apart(
+    path: Path, size: int, gzipped: bool, workers: int, progress: Progress
+) -> Trace | None:
+    """The trace read by ``workers`` processes; None when one stream must read it (a
+    segment did not decode, or the processes could not run)."""
+    try:
+        if not gzipped:
+            return _load_segments(path, size, workers, progress)
+        with closing(file_chunks(path, progress, SEGMENT_BYTES, gzipped=True)) as chunks:
+            return _load_pieces(chunks, workers)
+    except ProcessesUnavailable:
+        return None
+
+
 def _load_segments(path: Path, size: int, workers: int, progress: Progress) -> Trace | None:
     """The trace read by ``workers`` processes, a segment each at a time (``trace_segments``);
     None when the file is not laid out for it or a segment does not decode."""
@@ -636,25 +645,27 @@ def _load_segments(path: Path, size: int, workers: int, progress: Progress) -> T
         return None
     tasks = segments(path, where, workers)
     builder = _Builder(columnar=True)
-    for task, sent in zip(tasks, run_apart(_filed_segment, tasks, workers), strict=True):
-        if sent is None:
-            return None
-        builder.take(sent)
-        progress(task.hi, size)
+    with closing(run_apart(_filed_segment, tasks, workers)) as results:
+        for task, sent in zip(tasks, results, strict=True):
+            if sent is None:
+                return None
+            builder.take(sent)
+            progress(task.hi, size)
     return builder.finish_top(where.top_level)
 
 
-def _load_pieces(chunks: Iterator[Chunk], workers: int) -> Trace | None:
+def _load_pieces(chunks: Generator[Chunk], workers: int) -> Trace | None:
     """The trace of a stream of chunks (an inflating gzip), its pieces decoded by ``workers``
     processes; None when a piece does not decode. The pieces are cut as they come, where a
     decode would be tried first (``EventPieces`` with no decode), so a wrong cut shows in a
     child; NotStreamable as the stream raises it."""
     pieces = EventPieces(chunks, bytes)
     builder = _Builder(columnar=True)
-    for sent in run_apart(_filed_piece, pieces, workers):
-        if sent is None:
-            return None
-        builder.take(sent)
+    with closing(run_apart(_filed_piece, pieces, workers)) as results:
+        for sent in results:
+            if sent is None:
+                return None
+            builder.take(sent)
     return builder.finish_top(pieces.top_level)
 
 
@@ -988,11 +999,11 @@ class _Builder:
             (self._annotations, filed.annotations),
             (self._launches, filed.launches),
         ):
-            for op in more:
-                op.name = intern(op.name)
+            for op in more:  # one string per name and category, as the stream keeps them
+                op.name, op.cat = intern(op.name), intern(op.cat)
             kept.extend(more)
         for event in filed.gpu:
-            event.name = intern(event.name)
+            event.name, event.cat = intern(event.name), intern(event.cat)
         self._gpu += filed.gpu
         self._gpu_annotations += [
             Event(intern(name), ts, dur, GPU_USER_ANNOTATION, pid, tid)

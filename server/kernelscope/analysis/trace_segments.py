@@ -12,14 +12,18 @@ reads the file in one stream instead (``trace_stream``).
 
 from __future__ import annotations
 
+import ctypes
+import math
 import multiprocessing
 import os
 import re
+import signal
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from itertools import pairwise
 from pathlib import Path
 from typing import BinaryIO, TypeVar
@@ -28,7 +32,17 @@ import msgspec
 
 from kernelscope.analysis.trace_stream import NotStreamable, array_start
 
-__all__ = ["CHILD_BYTES", "Layout", "Segment", "layout", "piece", "processes", "run", "segments"]
+__all__ = [
+    "CHILD_BYTES",
+    "Layout",
+    "ProcessesUnavailable",
+    "Segment",
+    "layout",
+    "piece",
+    "processes",
+    "run",
+    "segments",
+]
 
 A = TypeVar("A")
 T = TypeVar("T")
@@ -54,6 +68,8 @@ _BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*\{")
 _SPACE = b" \t\r\n"
 _OPEN, _CLOSE = b"[]"
 _TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+_PR_SET_PDEATHSIG = 1
 
 
 class Layout(msgspec.Struct, frozen=True):
@@ -79,11 +95,24 @@ class Segment(msgspec.Struct, frozen=True):
 
 def processes(size: int, gzipped: bool = False) -> int:
     """How many processes to read ``size`` bytes of JSON with: 1 (this one) below MIN_BYTES
-    (MIN_GZIP_BYTES) or on one CPU (this process's affinity, where the system tells it)."""
+    (MIN_GZIP_BYTES) or on one CPU."""
     if size < (MIN_GZIP_BYTES if gzipped else MIN_BYTES):
         return 1
-    cpus = len(os.sched_getaffinity(0)) if sys.platform == "linux" else os.cpu_count() or 1
-    return max(min(cpus, MAX_PROCESSES, size // BYTES_PER_PROCESS), 1)
+    return max(min(_cpus(), MAX_PROCESSES, size // BYTES_PER_PROCESS), 1)
+
+
+def _cpus() -> int:
+    """The CPUs this process may use: its affinity, and its cgroup's quota (``cpu.max``)."""
+    if sys.platform != "linux":
+        return os.cpu_count() or 1
+    cpus = len(os.sched_getaffinity(0))
+    try:
+        quota, period = _CPU_MAX.read_text().split()[:2]
+    except (OSError, ValueError):
+        return cpus
+    if quota == "max":
+        return cpus
+    return max(min(cpus, math.ceil(int(quota) / int(period))), 1)
 
 
 def layout(path: Path, size: int) -> Layout | None:
@@ -93,7 +122,10 @@ def layout(path: Path, size: int) -> Layout | None:
         head = b""
         start = -1
         while start < 0 and len(head) < min(size, _HEAD_LIMIT):
-            head += f.read(_WINDOW)
+            more = f.read(_WINDOW)
+            if not more:  # the file is shorter than it was
+                return None
+            head += more
             if head.lstrip(_SPACE)[:1] not in (b"{", b""):
                 return None
             try:
@@ -162,6 +194,8 @@ def _cut(f: BinaryIO, offset: int, stop: int) -> int:
     while pos < stop:
         f.seek(pos)
         window = f.read(min(_WINDOW, stop - pos))
+        if not window:  # the file is shorter than it was: the read finds out
+            break
         found = _BETWEEN_EVENTS.search(window)
         if found:
             return pos + found.start() + 1
@@ -171,15 +205,29 @@ def _cut(f: BinaryIO, offset: int, stop: int) -> int:
     return stop
 
 
-def run(work: Callable[[A], T], items: Iterable[A], workers: int) -> Iterator[T]:
+class ProcessesUnavailable(Exception):
+    """This system cannot start the processes (no semaphores, no fork, a process limit), or
+    one died: read the file in one stream instead."""
+
+
+def run(work: Callable[[A], T], items: Iterable[A], workers: int) -> Generator[T]:
     """``work`` over ``items`` in ``workers`` processes, results in order, at most two items
     per process taken ahead (``items`` may be pieces of a file inflated as they are asked
-    for). Forked where that is safe (Linux, no other thread running), else spawned; either
-    way the processes start before the first item is taken."""
+    for). Forked where that is safe (Linux, no other thread running; every process starts
+    before the first item is taken), else spawned. The processes die with this one. Raises
+    ProcessesUnavailable, or what ``work`` raised."""
     method = "fork" if sys.platform == "linux" and threading.active_count() == 1 else "spawn"
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method))
     try:
-        pool.submit(int).result()  # with fork, this starts every process
+        pool = ProcessPoolExecutor(
+            workers,
+            mp_context=multiprocessing.get_context(method),
+            initializer=_die_with,
+            initargs=(os.getpid(),),
+        )
+        pool.submit(int).result()
+    except (OSError, NotImplementedError, BrokenProcessPool) as e:
+        raise ProcessesUnavailable(str(e)) from None
+    try:
         ahead: deque[Future[T]] = deque()
         for item in items:
             ahead.append(pool.submit(work, item))
@@ -187,5 +235,17 @@ def run(work: Callable[[A], T], items: Iterable[A], workers: int) -> Iterator[T]
                 yield ahead.popleft().result()
         while ahead:
             yield ahead.popleft().result()
+    except BrokenProcessPool as e:  # one was killed: by the system short of memory, or worse
+        raise ProcessesUnavailable(str(e)) from None
     finally:  # a caller that stops early does not wait for the items left
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _die_with(parent: int) -> None:
+    """In a child: be killed when ``parent`` dies (a forked child would otherwise wait on
+    the pool's queue forever)."""
+    if sys.platform == "linux":
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before that took effect
+        os._exit(1)

@@ -15,7 +15,7 @@ import io
 import queue
 import threading
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from itertools import chain
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -88,7 +88,7 @@ def file_chunks(
     progress: Progress | None = None,
     chunk_bytes: int = CHUNK_BYTES,
     gzipped: bool | None = None,
-) -> Iterator[Chunk]:
+) -> Generator[Chunk]:
     """The file's bytes, inflated when it is gzip (``gzipped``, when the caller has looked
     already), in chunks of ``chunk_bytes``; ``progress`` is told after each chunk. Raises
     what reading raised: OSError, EOFError or zlib.error for a bad gzip, MemoryError."""

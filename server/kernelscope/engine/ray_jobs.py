@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import contextlib
 import json
 import shlex
@@ -27,7 +28,7 @@ from typing import Any, cast
 import msgspec
 
 from kernelscope import protocol
-from kernelscope.engine.ranks import RankState, rank_failure
+from kernelscope.engine.ranks import GRACE_S, RankState, rank_failure
 from kernelscope.engine.remotes import Remote
 from kernelscope.engine.runner import JobFailed, JobResult, ProgressCallback
 from kernelscope.engine.shipping import ShipError, keep_traces, remote_request
@@ -93,11 +94,13 @@ _ks_exit(_ks_code)
 
 
 # N ranks in one job: each runs the one-shot bootstrap above as torchrun would start it, its
-# request's job_id suffixed -r<rank>; its frames are relayed as KSFRAME<rank> lines. A rank
-# that reports a failure stops the others after GRACE s (they would wait in a collective).
+# request's job_id suffixed -r<rank>; its frames are relayed as KSFRAME<rank> lines, and its
+# stderr line by line beside them. A rank that reports a failure, or ends without a result
+# (a failure frame is written for it), stops the others after KS_GRACE s (they would wait
+# in a collective).
 RAY_RANKS_BOOTSTRAP = r"""
 import os,sys,json,base64,zlib,socket,subprocess,threading,time
-n=int(os.environ['KS_NPROC']); CH=96*1024; GRACE=3.0
+n=int(os.environ['KS_NPROC']); CH=96*1024; GRACE=float(os.environ['KS_GRACE'])
 def _env(p):
     k=int(os.environ[p+'_N'])
     return zlib.decompress(base64.b64decode(''.join(os.environ['%s_%d'%(p,i)] for i in range(k))))
@@ -105,33 +108,52 @@ req=json.loads(_env('KS_REQ'))
 s=socket.socket(); s.bind(('127.0.0.1',0)); port=s.getsockname()[1]; s.close()
 base={k:v for k,v in os.environ.items() if not k.startswith('KS_REQ_')}
 base.setdefault('OMP_NUM_THREADS','1')
-procs=[]
+procs=[]; jobs=[]
 for r in range(n):
-    t=base64.b64encode(zlib.compress(json.dumps(dict(req,job_id='%s-r%d'%(req['job_id'],r))).encode(),6)).decode()
+    jobs.append('%s-r%d'%(req['job_id'],r))
+    t=base64.b64encode(zlib.compress(json.dumps(dict(req,job_id=jobs[r])).encode(),6)).decode()
     env=dict(base,RANK=str(r),WORLD_SIZE=str(n),LOCAL_RANK=str(r),MASTER_ADDR='127.0.0.1',MASTER_PORT=str(port))
     parts=[t[i:i+CH] for i in range(0,len(t),CH)]
     env['KS_REQ_N']=str(len(parts)); env.update(('KS_REQ_%d'%i,c) for i,c in enumerate(parts))
-    procs.append(subprocess.Popen([sys.executable,'-u','-c',BOOT],env=env,stdout=subprocess.PIPE))
-lock=threading.Lock(); failed=[]
+    procs.append(subprocess.Popen([sys.executable,'-u','-c',BOOT],env=env,stdout=subprocess.PIPE,stderr=subprocess.PIPE))
+lock=threading.Lock(); failed=[]; ended=[False]*n
+def put(stream,line):
+    with lock:
+        stream.write(line); stream.flush()
 def relay(r,p):
-    o=sys.stdout.buffer
     for line in p.stdout:
         if line.startswith(b'KSFRAME '):
             try:
-                m=json.loads(base64.b64decode(line[8:]))
-                if m.get('type')=='profile_failed': failed.append(time.time())
+                kind=json.loads(base64.b64decode(line[8:])).get('type')
+                if kind=='profile_failed': failed.append(time.time())
+                if kind in ('profile_finished','profile_failed'): ended[r]=True
             except Exception: pass
             line=b'KSFRAME%d '%r+line[8:]
-        with lock:
-            o.write(line); o.flush()
+        put(sys.stdout.buffer,line)
+def errors(p):
+    for line in p.stderr: put(sys.stderr.buffer,line)
 ts=[threading.Thread(target=relay,args=(r,p)) for r,p in enumerate(procs)]
-for t in ts: t.start()
-while any(p.poll() is None for p in procs):
+es=[threading.Thread(target=errors,args=(p,)) for p in procs]
+for t in ts+es: t.start()
+told=[False]*n
+while any(p.poll() is None for p in procs) or not all(told):
+    for r,p in enumerate(procs):
+        # a rank gone without its result (killed, crashed): say so, as its worker would
+        if p.poll() is not None and not ts[r].is_alive() and not told[r]:
+            told[r]=True
+            if p.returncode and not ended[r]:
+                c=p.returncode
+                why='killed by signal %d'%-c if c<0 else 'exited with code %d'%c
+                m={'type':'profile_failed','job_id':jobs[r],'kind':'crash',
+                   'message':'the worker '+why+' before it reported'}
+                frame=base64.b64encode(json.dumps(m).encode())
+                put(sys.stdout.buffer,b'KSFRAME%d '%r+frame+b'\n')
+                failed.append(time.time())
     if failed and time.time()-failed[0]>GRACE:
         for p in procs:
             if p.poll() is None: p.kill()
     time.sleep(0.1)
-for t in ts: t.join()
+for t in ts+es: t.join()
 sys.exit(1 if any(p.returncode for p in procs) else 0)
 """.replace("BOOT]", repr(RAY_BOOTSTRAP) + "]", 1)
 
@@ -166,12 +188,27 @@ def job_env(request: RunProfile | RunCalibration, extra: dict[str, str]) -> dict
 
 def parse_frames(logs: str, prefix: str = FRAME_PREFIX) -> list[protocol.FromWorker]:
     """The worker's frames among a job's log lines (a rank's: ``KSFRAME<rank> ``)."""
-    frames: list[protocol.FromWorker] = []
-    for line in logs.splitlines():
-        if line.startswith(prefix):
-            body = base64.b64decode(line[len(prefix) :].strip())
-            frames.append(protocol.decode_from_worker(body))
-    return frames
+    return frames_by_prefix(logs, [prefix])[0]
+
+
+def frames_by_prefix(logs: str, prefixes: list[str]) -> list[list[protocol.FromWorker]]:
+    """The frames of each prefix among the log's whole lines, in one pass. A line the log
+    holds only in part so far (its end not written yet) waits for the next read; a line that
+    is not a frame after all (other output glued to it) is skipped."""
+    out: list[list[protocol.FromWorker]] = [[] for _ in prefixes]
+    index = {prefix: k for k, prefix in enumerate(prefixes)}
+    for line in logs[: logs.rfind("\n") + 1].splitlines():
+        if not line.startswith("KSFRAME"):
+            continue
+        head, _, body = line.partition(" ")
+        k = index.get(head + " ")
+        if k is None:
+            continue
+        try:
+            out[k].append(protocol.decode_from_worker(base64.b64decode(body.strip())))
+        except (binascii.Error, ValueError, msgspec.MsgspecError):
+            continue
+    return out
 
 
 def rank_prefix(rank: int) -> str:
@@ -328,7 +365,11 @@ class RayJobs:
             raise JobFailed(failure(e.kind, f"{self.remote.label}: {e}")) from None
         gpus = 0 if request.device == "cpu" else nproc
         ranks = [RankState(r) for r in range(nproc)]
-        extra = {"KS_NPROC": str(nproc), DIST_TIMEOUT_ENV: f"{max(5.0, timeout / 2):g}"}
+        extra = {
+            "KS_NPROC": str(nproc),
+            "KS_GRACE": f"{GRACE_S:g}",
+            DIST_TIMEOUT_ENV: f"{max(5.0, timeout / 2):g}",
+        }
         prefixes = [rank_prefix(r) for r in range(nproc)]
         outcomes, (sid, status, text) = await self._job(
             request, on_progress, timeout, gpus, prefixes, extra, RAY_RANKS_BOOTSTRAP, ranks
@@ -359,9 +400,7 @@ class RayJobs:
         extra: dict[str, str],
         bootstrap: str,
         ranks: list[RankState] | None = None,
-    ) -> tuple[
-        list[tuple[JobOutcome | ProfileFailed | None, WorkerReady | None]], tuple[str, str, str]
-    ]:
+    ) -> tuple[list[_Slot], tuple[str, str, str]]:
         """Submit one Ray job and follow it: the outcome and ready of each frame prefix, and
         (submission id, last status, logs)."""
         env = {**self.remote.env, **job_env(request, extra)}
@@ -415,13 +454,11 @@ class RayJobs:
         gpus: int,
         prefixes: list[str],
         ranks: list[RankState] | None,
-    ) -> tuple[
-        list[tuple[JobOutcome | ProfileFailed | None, WorkerReady | None]], tuple[str, str, str]
-    ]:
+    ) -> tuple[list[_Slot], tuple[str, str, str]]:
         label = self.remote.label
         submitted = time.monotonic()
         started: float | None = None
-        seen = [0] * len(prefixes)
+        consumed = 0  # the log's characters read already (whole lines)
         ready: list[WorkerReady | None] = [None] * len(prefixes)
         outcome: list[JobOutcome | ProfileFailed | None] = [None] * len(prefixes)
         text = ""
@@ -446,9 +483,11 @@ class RayJobs:
                 started = started or now
                 logs = await self._call("GET", f"/api/jobs/{sid}/logs")
                 text = str(cast(dict[str, Any], logs or {}).get("logs", ""))
-                for k, prefix in enumerate(prefixes):
-                    frames = parse_frames(text, prefix)
-                    for msg in frames[seen[k] :]:
+                whole = text[: text.rfind("\n") + 1]
+                fresh = frames_by_prefix(whole[consumed:], prefixes)
+                consumed = len(whole)
+                for k, frames in enumerate(fresh):
+                    for msg in frames:
                         if isinstance(msg, WorkerReady):
                             ready[k] = msg
                         elif isinstance(msg, JobProgress):
@@ -458,7 +497,6 @@ class RayJobs:
                                 on_progress(msg)
                         else:
                             outcome[k] = msg
-                    seen[k] = len(frames)
                 if all(o is not None for o in outcome) or status in _DONE:
                     break
                 if now - started > timeout:

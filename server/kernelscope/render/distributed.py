@@ -20,13 +20,17 @@ def _collectives(rows: list[Collective], limit: int = 6) -> list[str]:
             [
                 [
                     c.kind, c.dtype, fmt_bytes(c.bytes) if c.bytes else "?", str(c.calls),
-                    fmt_us(c.us), fmt_rate(c.algbw_gbps), fmt_rate(c.busbw_gbps),
+                    fmt_us(c.us), _rate(c.algbw_gbps), _rate(c.busbw_gbps),
                 ]
                 for c in rows[:limit]
             ],
             align="llrrrrr",
         ),
     ]  # fmt: skip
+
+
+def _rate(gbps: float) -> str:
+    return fmt_rate(gbps) if gbps else "?"  # the size unknown
 
 
 def render_distributed(d: DistributedReport) -> str:

@@ -145,9 +145,13 @@ def communication_lines(c: Communication | None) -> list[str]:
     ]
     for row in c.collectives[:3]:
         size = fmt_bytes(row.bytes) if row.bytes else "size unknown"
+        speed = (
+            f", bus {fmt_rate(row.busbw_gbps)} (algorithm {fmt_rate(row.algbw_gbps)})"
+            if row.bytes
+            else ""
+        )
         out.append(
-            f"            {row.kind} {row.dtype} {size} × {row.calls}: {fmt_us(row.us)}, "
-            f"bus {fmt_rate(row.busbw_gbps)} (algorithm {fmt_rate(row.algbw_gbps)})"
+            f"            {row.kind} {row.dtype} {size} × {row.calls}: {fmt_us(row.us)}{speed}"
         )
     return out
 
