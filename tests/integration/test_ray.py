@@ -253,35 +253,32 @@ def test_ranks_run_in_one_ray_job(
     assert {"rank 0 · python", "rank 1 · python"} <= names
 
 
-def test_a_failing_rank_in_a_ray_job_stops_the_others_and_is_named(
-    ray_head: RayHead, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("qualname", "cause", "line"),
+    [
+        ("raises", "rank 1: ValueError: rank 1 has a bad shard", 42),  # the raise
+        ("crashes", "rank 1: the worker killed by signal 9 before it reported", None),
+    ],
+)
+def test_a_failing_rank_in_a_ray_job_is_named_first_and_stops_the_others(
+    ray_head: RayHead,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    qualname: str,
+    cause: str,
+    line: int | None,
 ) -> None:
     root = ranks_project(ray_head, tmp_path / "dist")
     t0 = time.monotonic()
-    status, report, _ = profile_ranks_on_ray(root, "raises", capsys)
+    status, report, _ = profile_ranks_on_ray(root, qualname, capsys)
     took = time.monotonic() - t0
     assert status != 0
     message = report["error"]["message"]
-    assert message.startswith("rank 1 of 2 failed: "), message
-    assert "rank 1: ValueError: rank 1 has a bad shard" in message, message
+    assert message.startswith("rank 1 of 2 failed: ") and cause in message, message
     # rank 0 learns of it in its all_reduce (the peer's connection closed) or is stopped
     assert re.search(r"rank 0: (.*Connection closed by peer|stopped at|never arrived)", message)
-    assert report["error"]["line"] == 42  # the cause's line: the raise, not the all_reduce
+    assert report["error"]["line"] == line  # the cause's, not rank 0's all_reduce
     assert took < 60, took  # the others were stopped, not left to the collective's timeout
-
-
-def test_a_rank_killed_in_a_ray_job_is_named_as_the_cause(
-    ray_head: RayHead, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    root = ranks_project(ray_head, tmp_path / "dist")
-    t0 = time.monotonic()
-    status, report, _ = profile_ranks_on_ray(root, "crashes", capsys)
-    took = time.monotonic() - t0
-    assert status != 0
-    message = report["error"]["message"]
-    assert message.startswith("rank 1 of 2 failed: "), message
-    assert "rank 1: the worker killed by signal 9 before it reported" in message, message
-    assert took < 60, took  # rank 0 was stopped or failed at once, not at the timeout
 
 
 def test_ray_is_installed_where_required() -> None:
