@@ -288,7 +288,7 @@ def test_ray_is_installed_where_required() -> None:
 
 def test_the_one_shot_bootstrap_prints_frames_without_ray(files: Path) -> None:
     """What a Ray job runs, run here directly: env in, KSFRAME lines out (no Ray needed)."""
-    from kernelscope.engine.ray_jobs import RAY_BOOTSTRAP, job_env, parse_frames
+    from kernelscope.engine.ray_jobs import FRAME_PREFIX, RAY_BOOTSTRAP, frames_by_prefix, job_env
     from kernelscope.engine.shipping import remote_request
     from kernelscope.protocol import JobProgress, ProfileFinished, WorkerReady
 
@@ -306,7 +306,7 @@ def test_the_one_shot_bootstrap_prints_frames_without_ray(files: Path) -> None:
         text=True,
         timeout=120,
     )
-    frames = parse_frames(proc.stdout)
+    (frames,) = frames_by_prefix(proc.stdout, [FRAME_PREFIX])
     assert proc.returncode == 0, proc.stderr
     assert isinstance(frames[0], WorkerReady) and isinstance(frames[-1], ProfileFinished)
     assert any(isinstance(f, JobProgress) for f in frames)

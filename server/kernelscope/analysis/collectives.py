@@ -27,7 +27,7 @@ from typing import cast
 
 import msgspec
 
-from kernelscope.analysis.calls import Calls
+from kernelscope.analysis.calls import Calls, gpu_work
 from kernelscope.analysis.flops import DTYPE_BYTES, numel
 from kernelscope.analysis.trace_model import GpuEvent, Op, Trace
 
@@ -130,34 +130,32 @@ def communication(trace: Trace, calls: Calls) -> Communication | None:
             dtype, size = _gloo_size(op, kind, world)
             found.append((kind, dtype, size, world, op.ts, op.end, op.name))
             comm_threads.add((op.pid, op.tid))
-    gpu = trace.gpu_events
-    candidates = list(compress(range(len(gpu)), _starts(gpu, "nccl")))
-    if not candidates and not found:
-        return None
-    launched = [calls.index_of(_launched(trace, g.launch, g.ts)) for g in gpu]
     gpu_comm: set[int] = set()
-    for i in candidates:
-        event = gpu[i]
-        match = _NCCL.match(event.name)
-        if match is None or event.cat != "kernel" or launched[i] < 0:
-            continue
-        kind, dtype, size, group = _nccl_args(event.args, match[1])
-        found.append((kind, dtype, size, group or world, event.ts, event.end, event.name))
-        gpu_comm.add(i)
+    work: list[tuple[int, GpuEvent]] = []
+    if any(_starts(trace.gpu_events, "nccl")):
+        work = gpu_work(trace, calls)
+    for k, (_, event) in enumerate(work):
+        match = _NCCL.match(event.name) if event.cat == "kernel" else None
+        if match is not None:
+            kind, dtype, size, group = _nccl_args(event.args, match[1])
+            found.append((kind, dtype, size, group or world, event.ts, event.end, event.name))
+            gpu_comm.add(k)
     if not found:
         return None
     if gpu_comm:  # the GPU runs behind the host: each call's window is its GPU work's span
-        windows = _gpu_windows(gpu, launched)
-        work = ((g.ts, g.end) for i, g in enumerate(gpu) if i not in gpu_comm and launched[i] >= 0)
+        windows = _gpu_windows(work)
+        others: Iterable[_Span] = (
+            (g.ts, g.end) for k, (_, g) in enumerate(work) if k not in gpu_comm
+        )
     else:
         windows = list(zip(calls.starts, calls.ends, strict=True))
-        work = (
+        others = (
             (op.ts, op.end)
             for op in trace.cpu_ops
             if (op.pid, op.tid) not in comm_threads and not op.name.startswith("c10d::")
         )
     comm = _clip(_union((f[4], f[5]) for f in found), windows)
-    compute = _clip(_union(work), windows)
+    compute = _clip(_union(others), windows)
     overlap = _length(_intersect(comm, compute))
     window = _length(_union(windows))
     busy = _length(comm) + _length(compute) - overlap
@@ -176,13 +174,12 @@ def communication(trace: Trace, calls: Calls) -> Communication | None:
     )
 
 
-def _gpu_windows(gpu: Sequence[GpuEvent], launched: list[int]) -> list[_Span]:
+def _gpu_windows(work: list[tuple[int, GpuEvent]]) -> list[_Span]:
     """Per call, from the start of the first GPU event it launched to the end of the last."""
     spans: dict[int, _Span] = {}
-    for g, call in zip(gpu, launched, strict=True):
-        if call >= 0:
-            start, end = spans.get(call, (g.ts, g.end))
-            spans[call] = (min(start, g.ts), max(end, g.end))
+    for call, g in work:
+        start, end = spans.get(call, (g.ts, g.end))
+        spans[call] = (min(start, g.ts), max(end, g.end))
     return sorted(spans.values())
 
 
@@ -194,11 +191,6 @@ def _starts(items: Sequence[Op] | Sequence[GpuEvent], prefix: str) -> Iterator[b
 
 def _named(ops: list[Op], prefix: str) -> Iterator[Op]:
     return compress(ops, _starts(ops, prefix))
-
-
-def _launched(trace: Trace, launch: int, ts: float) -> float:
-    """When a GPU event was launched (its own start when the launch is unknown)."""
-    return trace.ops[launch].ts if launch >= 0 else ts
 
 
 def _gloo_size(op: Op, kind: str, world: int) -> tuple[str, int]:

@@ -30,7 +30,7 @@ from typing import BinaryIO, TypeVar
 
 import msgspec
 
-from kernelscope.analysis.trace_stream import NotStreamable, array_start
+from kernelscope.analysis.trace_stream import NotStreamable, array_start, skip_space, top_level
 
 __all__ = [
     "CHILD_BYTES",
@@ -67,7 +67,6 @@ _OVERLAP = 4096
 _BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*\{")
 _SPACE = b" \t\r\n"
 _OPEN, _CLOSE = b"[]"
-_TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
 _PR_SET_PDEATHSIG = 1
 
@@ -144,10 +143,9 @@ def layout(path: Path, size: int) -> Layout | None:
             return None
         after = tail[close + 1 :]
         try:
-            top = _TOP_LEVEL.decode(head[: start - 1] + b"[]" + after)
-        except (msgspec.MsgspecError, RecursionError):
+            return Layout(start, tail_at + close, top_level(head[: start - 1], after))
+        except NotStreamable:
             continue
-        return Layout(start, tail_at + close, top)
     return None
 
 
@@ -174,16 +172,10 @@ def piece(segment: Segment) -> bytearray:
     if n != stop - start:
         raise OSError(f"{segment.path} changed while it was read")
     if not first:  # the range starts at the comma after the cut: make it the bracket
-        comma = _skip_space(buffer, 1)
+        comma = skip_space(buffer, 1, len(buffer) - 1)
         buffer[1 : comma + 1] = b" " * comma
     buffer[0], buffer[-1] = _OPEN, _CLOSE
     return buffer
-
-
-def _skip_space(data: bytearray, i: int) -> int:
-    while data[i] in _SPACE:
-        i += 1
-    return i
 
 
 def _cut(f: BinaryIO, offset: int, stop: int) -> int:

@@ -22,7 +22,16 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-__all__ = ["CHUNK_BYTES", "EventPieces", "NotStreamable", "Progress", "array_start", "file_chunks"]
+__all__ = [
+    "CHUNK_BYTES",
+    "EventPieces",
+    "NotStreamable",
+    "Progress",
+    "array_start",
+    "file_chunks",
+    "skip_space",
+    "top_level",
+]
 
 T = TypeVar("T")
 #: Bytes of JSON decoded at a time.
@@ -190,10 +199,7 @@ class EventPieces(Generic[T]):
     def top_level(self) -> dict[str, msgspec.Raw]:
         """The document's other fields (``deviceProperties`` ...), undecoded; NotStreamable
         when they are not valid JSON."""
-        try:
-            return _TOP_LEVEL.decode(self._head + b"[]" + self._tail)
-        except (msgspec.MsgspecError, RecursionError):
-            raise NotStreamable("the fields around traceEvents are not valid JSON") from None
+        return top_level(self._head, self._tail)
 
     def __iter__(self) -> Iterator[T]:
         rest = b""  # the unfinished event at the end of the last chunk
@@ -279,7 +285,17 @@ class EventPieces(Generic[T]):
         raise NotStreamable("the traceEvents array does not end where expected")
 
 
-def _skip_space(data: bytes | bytearray, i: int, end: int) -> int:
+def top_level(head: bytes, tail: bytes) -> dict[str, msgspec.Raw]:
+    """The document around its events array (``head`` before ``[``, ``tail`` after ``]``),
+    its fields undecoded; NotStreamable when they are not valid JSON."""
+    try:
+        return _TOP_LEVEL.decode(head + b"[]" + tail)
+    except (msgspec.MsgspecError, RecursionError):
+        raise NotStreamable("the fields around traceEvents are not valid JSON") from None
+
+
+def skip_space(data: bytes | bytearray, i: int, end: int) -> int:
+    """The index of the first byte at or after ``i`` (before ``end``) that is no space."""
     while i < end and data[i] in _SPACE:
         i += 1
     return i
@@ -290,12 +306,12 @@ def array_start(data: bytes | bytearray, lo: int, hi: int) -> int:
     key = data.find(_KEY, lo, hi)
     if key < 0:
         return -1
-    i = _skip_space(data, key + len(_KEY), hi)
+    i = skip_space(data, key + len(_KEY), hi)
     if i >= hi:
         return -1
     if data[i] != _COLON:
         raise NotStreamable("traceEvents is not a key")
-    i = _skip_space(data, i + 1, hi)
+    i = skip_space(data, i + 1, hi)
     if i >= hi:
         return -1
     if data[i] != _OPEN:
@@ -318,9 +334,9 @@ def _cuts(data: bytearray, lo: int, hi: int) -> Iterator[int]:
         if close < 0:
             return
         end = close
-        comma = _skip_space(data, close + 1, hi)
+        comma = skip_space(data, close + 1, hi)
         if comma >= hi or data[comma] != _COMMA:
             continue
-        after = _skip_space(data, comma + 1, hi)
+        after = skip_space(data, comma + 1, hi)
         if after < hi and data[after] == _BRACE:
             yield comma

@@ -186,11 +186,6 @@ def job_env(request: RunProfile | RunCalibration, extra: dict[str, str]) -> dict
     return env
 
 
-def parse_frames(logs: str, prefix: str = FRAME_PREFIX) -> list[protocol.FromWorker]:
-    """The worker's frames among a job's log lines (a rank's: ``KSFRAME<rank> ``)."""
-    return frames_by_prefix(logs, [prefix])[0]
-
-
 def frames_by_prefix(logs: str, prefixes: list[str]) -> list[list[protocol.FromWorker]]:
     """The frames of each prefix among the log's whole lines, in one pass. A line the log
     holds only in part so far (its end not written yet) waits for the next read; a line that
