@@ -5,7 +5,9 @@ hand-built traces (the speed itself is measured by bench/trace_speed.py)."""
 
 from __future__ import annotations
 
+import gzip
 import heapq
+import json
 from pathlib import Path
 
 import msgspec
@@ -13,7 +15,7 @@ import pytest
 
 from kernelscope.analysis import facts
 from kernelscope.analysis.calls import find_calls
-from kernelscope.analysis.checks import _python_frames, _user_frame
+from kernelscope.analysis.checks import _python_frames
 from kernelscope.analysis.facts import Facts, Options, is_sync
 from kernelscope.analysis.flops import (
     CONVOLUTIONS,
@@ -27,7 +29,8 @@ from kernelscope.analysis.flops import (
     op_bytes,
 )
 from kernelscope.analysis.timeline import Timeline, _HostOps, build_timeline
-from kernelscope.analysis.trace_model import CPU_OP, Op, Trace, decode_trace, load_trace
+from kernelscope.analysis.trace_model import CPU_OP, Event, Op, Trace, decode_trace, load_trace
+from kernelscope.analysis.user_code import user_frame
 
 from support import FIXTURES
 
@@ -58,9 +61,20 @@ def reference_host_ops(trace: Trace, start: float, end: float) -> tuple[str, ...
     return tuple(sorted(overlap, key=lambda n: -overlap[n])[:3])
 
 
-def reference_places(trace: Trace, ops: list[Op]) -> list[tuple[str | None, int | None]]:
+def file_frames(path: Path) -> list[Event]:
+    """Every python_function frame of a trace file, the user's and the others (read apart
+    from the trace model, which keeps only the user's)."""
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    return [
+        Event(e["name"], e["ts"], e["dur"], e["cat"], e["pid"], e["tid"])
+        for e in events
+        if e.get("cat") == "python_function"
+    ]
+
+
+def reference_places(frames: list[Event], ops: list[Op]) -> list[tuple[str | None, int | None]]:
     """Per op, the innermost user frame around it: a sweep through every frame in time order."""
-    frames = sorted(trace.python_functions, key=lambda fn: fn.ts)
+    frames = sorted(frames, key=lambda fn: fn.ts)
     places: list[tuple[str | None, int | None]] = [(None, None)] * len(ops)
     open_frames: dict[int | str, list[tuple[float, str, int]]] = {}
     nxt = 0
@@ -69,7 +83,7 @@ def reference_places(trace: Trace, ops: list[Op]) -> list[tuple[str | None, int 
         while nxt < len(frames) and frames[nxt].ts <= op.ts:
             fn = frames[nxt]
             nxt += 1
-            place = _user_frame(fn.name)
+            place = user_frame(fn.name)
             if place is not None:
                 stack = open_frames.setdefault(fn.tid, [])
                 while stack and stack[-1][0] < fn.ts:
@@ -141,7 +155,9 @@ def test_syncs_are_placed_as_a_sweep_of_all_frames_places_them(path: Path) -> No
     facts = facts_of(trace)
     syncs = [op for op in trace.launches if is_sync(op.name)]
     assert facts.own_syncs == [op for op in syncs if reference_own(trace, op)]
-    assert _python_frames(trace, syncs) == reference_places(trace, syncs)
+    frames = file_frames(path)
+    assert _python_frames(trace, syncs) == reference_places(frames, syncs)
+    assert trace.frames_seen == len(frames)
 
 
 def test_the_syncs_fixture_has_syncs_and_stacks() -> None:

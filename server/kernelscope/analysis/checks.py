@@ -6,8 +6,6 @@ code is documented in docs/findings.md. Empty input gives no findings.
 
 from __future__ import annotations
 
-import re
-import sys
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any, cast
@@ -19,6 +17,7 @@ from kernelscope.analysis.facts import Check, Facts, Options
 from kernelscope.analysis.flops import MATMULS
 from kernelscope.analysis.roofline import OpRoof
 from kernelscope.analysis.trace_model import Op, Trace
+from kernelscope.analysis.user_code import user_frame
 from kernelscope.analysis.verdict import BUSY_OVERHEAD
 from kernelscope.findings import Code, Finding, Severity
 from kernelscope.units import fmt_bytes
@@ -78,7 +77,6 @@ POINTWISE = frozenset(
     )
     for name in (base, base + "_")
 )
-_PY_FRAME = re.compile(r"^(?P<path>.+)\((?P<line>\d{1,9})\): (?P<func>.+)$")
 
 
 def find_bound(facts: Facts, options: Options) -> Iterable[Finding]:
@@ -300,58 +298,12 @@ def _python_frames(trace: Trace, ops: list[Op]) -> list[tuple[str | None, int | 
             if name in user:
                 found = user[name]
             else:
-                found = user[name] = _user_frame(name)
+                found = user[name] = user_frame(name)
             if found is not None:
                 place = found
                 break
         places.append(place)
     return places
-
-
-#: Paths of generated code (Inductor's cache, Triton's): never the user's.
-GENERATED = ("torchinductor_", "/triton/", "/.triton/")
-#: Kineto shortens a frame's path to its module path under sys.path ("torch/cuda/graphs.py"):
-#: frames under these top-level names, or the standard library's, are not the user's.
-LIBRARIES = frozenset(
-    {
-        "torch",
-        "torchvision",
-        "torchaudio",
-        "timm",
-        "transformers",
-        "accelerate",
-        "lightning",
-        "pytorch_lightning",
-        "numpy",
-        "triton",
-        "einops",
-        "deepspeed",
-        "apex",
-        "xformers",
-        "flash_attn",
-        "safetensors",
-        "kernelscope_worker.py",
-    }
-) | frozenset(sys.stdlib_module_names)
-
-
-def _user_frame(name: str) -> tuple[str, int] | None:
-    """(path, line) of a python_function frame of the user's code, None for library,
-    built-in and generated frames."""
-    m = _PY_FRAME.match(name)
-    if m is None:
-        return None
-    path = m["path"]
-    top = path.lstrip("/").split("/", 1)[0]
-    if (
-        "site-packages" in path
-        or path.startswith("<")
-        or any(g in path for g in GENERATED)
-        or top in LIBRARIES
-        or top.removesuffix(".py") in LIBRARIES
-    ):
-        return None
-    return path, int(m["line"])
 
 
 def find_idle_gaps(facts: Facts, options: Options) -> Iterable[Finding]:

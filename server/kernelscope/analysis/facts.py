@@ -132,7 +132,7 @@ def facts_of(
     flops = trace_flops or None
     moved = sum(r.bytes_per_step or 0.0 for r in rows if r.bound != "transfer") or None
     cpu_per_step = calls.host_us / steps
-    stacks = bool(trace.python_functions)
+    stacks = trace.frames_seen > 0
     verdict = verdict_of(
         timeline, sidecar, flops, moved, peaks, matmul_gpu, cpu_per_step, device, rows, stacks
     )

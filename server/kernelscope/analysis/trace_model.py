@@ -18,6 +18,7 @@ import builtins
 import gzip
 import json
 import re
+import struct
 import zlib
 from array import array
 from bisect import bisect_left, bisect_right
@@ -53,6 +54,7 @@ from kernelscope.analysis.trace_stream import (
     file_chunks,
     is_gzip,
 )
+from kernelscope.analysis.user_code import is_user_frame
 from kernelscope.units import fmt_bytes
 
 __all__ = [
@@ -228,7 +230,7 @@ _RUNTIME_ARGS = (
 _GPU_ARGS = (msgspec.json.Decoder(list[_GpuArgs]), msgspec.json.Decoder(_GpuArgs), _GpuArgs())
 
 
-class Op(msgspec.Struct, gc=False):
+class Op(msgspec.Struct, array_like=True, gc=False):
     """A host span: an aten op (``cpu_op``), a ``record_function`` (``user_annotation``) or a
     runtime/driver call (``cudaLaunchKernel``, ``cuLaunchKernelEx``, ``cudaMemcpyAsync`` ...).
 
@@ -278,7 +280,7 @@ class Op(msgspec.Struct, gc=False):
             return OpInputs()
 
 
-class GpuEvent(msgspec.Struct, gc=False):
+class GpuEvent(msgspec.Struct, array_like=True, gc=False):
     """A kernel, memcpy or memset on a GPU stream.
 
     ``launch`` is the position in ``Trace.ops`` of the runtime/driver call with the same
@@ -321,6 +323,12 @@ class Step(msgspec.Struct, frozen=True, gc=False):
 Thread = tuple[int | str, int | str]
 
 
+def _pack(code: str, values: list[Any]) -> bytes:
+    """``values`` as a C array's bytes (``array`` typecode ``code``); faster than extending
+    an array from an iterator, which grows it an item at a time."""
+    return struct.pack(f"{len(values)}{code}", *values)
+
+
 class FrameColumns(Sequence[Event]):
     """``python_function`` frames as columns (a name and a thread index per frame, its
     start and duration): a tenth of their size as Events, and sent between processes as
@@ -340,16 +348,25 @@ class FrameColumns(Sequence[Event]):
 
     def add(self, frames: list[Event]) -> None:
         """Appends frames (C-level passes over them: no Python per frame)."""
+        if not frames:
+            return
         names: list[str] = list(map(_NAME, frames))
-        threads: list[Thread] = list(zip(map(_PID, frames), map(_TID, frames), strict=True))
         for name in set(names).difference(self._name_ids):
             self._id(self._name_ids, self.names, name)
-        for thread in set(threads).difference(self._thread_ids):
-            self._id(self._thread_ids, self.threads, thread)
-        self.name.extend(map(self._name_ids.__getitem__, names))
-        self.thread.extend(map(self._thread_ids.__getitem__, threads))
-        self.ts.extend(map(_TS, frames))
-        self.dur.extend(map(_DUR, frames))
+        self.name.frombytes(_pack("I", list(map(self._name_ids.__getitem__, names))))
+        ids = self._thread_ids
+        for tid, run in groupby(frames, _TID):  # Kineto writes long runs of one thread
+            pids: list[int | str] = list(map(_PID, run))
+            if pids.count(pids[0]) == len(pids):
+                one = self._id(ids, self.threads, (pids[0], tid))
+                self.thread.frombytes(_pack("I", [one]) * len(pids))
+                continue
+            threads: list[Thread] = [(pid, tid) for pid in pids]
+            for thread in set(threads).difference(ids):
+                self._id(ids, self.threads, thread)
+            self.thread.frombytes(_pack("I", list(map(ids.__getitem__, threads))))
+        self.ts.frombytes(_pack("d", list(map(_TS, frames))))
+        self.dur.frombytes(_pack("d", list(map(_DUR, frames))))
 
     def extend(self, other: FrameColumns) -> None:
         """Appends another's frames (its names and threads mapped to this one's)."""
@@ -453,8 +470,10 @@ class Trace(msgspec.Struct):
     launches: list[Op]
     """The ops of ``ops`` that are runtime/driver calls (launches, copies, syncs)."""
     python_functions: Sequence[Event]
-    """``with_stack`` frames, in file order (Kineto writes them sorted by ts), without their
-    args: a list, or FrameColumns when the file was read by several processes."""
+    """The ``with_stack`` frames of the user's code (``user_code``; the others, most of a
+    trace, are dropped as it is read: no analysis reads them), in file order (Kineto writes
+    them sorted by ts), without their args: a list, or FrameColumns when the file was read
+    by several processes."""
     gpu_events: list[GpuEvent]
     """Kernels, memcpys and memsets, sorted by ts."""
     gpu_annotations: list[Event]
@@ -463,6 +482,8 @@ class Trace(msgspec.Struct):
     device_properties: list[dict[str, Any]]
     base_time_ns: int | None
     warnings: list[str]
+    frames_seen: int = 0
+    """How many ``python_function`` frames the file has, the user's and the others."""
     world_size: int | None = None
     """The process group's size, from Kineto's ``distributedInfo`` (None outside one)."""
     rank: int | None = None
@@ -507,9 +528,9 @@ class Trace(msgspec.Struct):
         return open_ops + ops[first:stop]
 
     def python_frames(self, op: Event | Op) -> Iterator[Event]:
-        """The ``python_function`` frames around ``op`` on its thread, innermost first (none
-        without ``with_stack``). Lazy: it walks back from the op's start through the frames
-        that began before it, as far as it is iterated; the innermost frame is near."""
+        """The user's ``python_function`` frames around ``op`` on its thread, innermost
+        first (none without ``with_stack``). Lazy: it walks back from the op's start through
+        the frames that began before it, as far as it is iterated."""
         if self._frames is None:
             self._frames = _by_start(self.python_functions)
         frames, starts = self._frames
@@ -880,6 +901,7 @@ class _Builder:
         self._frames: list[Event] = []
         self._columns = FrameColumns() if columnar else None
         self._gpu_annotations: list[Event] = []
+        self._frames_seen = 0
 
     def stream(self, chunks: Iterator[Chunk]) -> Trace:
         """The trace of a document's chunks; raises NotStreamable (nothing kept)."""
@@ -925,14 +947,21 @@ class _Builder:
         self._decoded += len(events)
         buckets = _bucket_by_cat(cast("list[Event]", events))
         for cat, bucket in buckets.items():
-            if cat == PYTHON_FUNCTION and self._columns is not None:
-                self._columns.add(bucket)
-            elif cat in (PYTHON_FUNCTION, GPU_USER_ANNOTATION):
-                for e in bucket:
+            if cat == PYTHON_FUNCTION:
+                self._frames_seen += len(bucket)
+                frames = _user_frames(bucket)
+                if self._columns is not None:
+                    self._columns.add(frames)
+                    continue
+                for e in frames:
                     e.name = intern(e.name)
                     e.args = _NO_RAW  # nothing reads them; they would hold the piece
-                kept = self._frames if cat == PYTHON_FUNCTION else self._gpu_annotations
-                kept += bucket
+                self._frames += frames
+            elif cat == GPU_USER_ANNOTATION:
+                for e in bucket:
+                    e.name = intern(e.name)
+                    e.args = _NO_RAW
+                self._gpu_annotations += bucket
             elif cat in (CPU_OP, USER_ANNOTATION):
                 kept_ops = self._cpu_ops if cat == CPU_OP else self._annotations
                 kept_ops += _host_ops(bucket)
@@ -971,6 +1000,7 @@ class _Builder:
             device_properties=device_properties,
             base_time_ns=base_time_ns,
             warnings=[f"{reason}: {n}" for reason, n in sorted(self.warnings.items())],
+            frames_seen=self._frames_seen,
             world_size=distributed.world_size if distributed else None,
             rank=distributed.rank if distributed else None,
             backend=distributed.backend if distributed else None,
@@ -984,7 +1014,7 @@ class _Builder:
                 self._decoded, dict(self.warnings), self._cpu_ops, self._annotations,
                 self._launches, self._gpu,
                 [(e.name, e.ts, e.dur, e.pid, e.tid) for e in self._gpu_annotations],
-                self._columns.encode(),
+                self._columns.encode(), self._frames_seen,
             )
         )  # fmt: skip
 
@@ -993,6 +1023,7 @@ class _Builder:
         assert self._columns is not None
         filed = _FILED_DECODER.decode(sent)
         self._decoded += filed.decoded
+        self._frames_seen += filed.frames_seen
         self.warnings.update(filed.warnings)
         for kept, more in (
             (self._cpu_ops, filed.cpu_ops),
@@ -1023,6 +1054,7 @@ class _Filed(msgspec.Struct, array_like=True, gc=False):
     gpu: list[GpuEvent]
     gpu_annotations: list[tuple[str, float, float, int | str, int | str]]
     frames: _FrameArrays
+    frames_seen: int
 
 
 _FILED_ENCODER = msgspec.msgpack.Encoder()
@@ -1035,6 +1067,13 @@ def _bucket_by_cat(events: list[Event]) -> defaultdict[str, list[Event]]:
     for cat, run in groupby(events, _CAT):  # Kineto writes long runs of one category
         buckets[cat] += run
     return buckets
+
+
+def _user_frames(frames: list[Event]) -> list[Event]:
+    """The frames of the user's code (C-level passes; each distinct name looked at once)."""
+    names: list[str] = list(map(_NAME, frames))
+    user = {name for name in set(names) if is_user_frame(name)}
+    return list(compress(frames, map(user.__contains__, names))) if user else []
 
 
 def _host_ops(events: list[Event]) -> list[Op]:
