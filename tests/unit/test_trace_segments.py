@@ -67,6 +67,7 @@ def assert_same(a: Trace, b: Trace) -> None:
     assert a.gpu_events == b.gpu_events
     assert spans(a.gpu_annotations) == spans(b.gpu_annotations)
     assert spans(a.python_functions) == spans(b.python_functions)
+    assert a.frames_seen == b.frames_seen > len(a.python_functions)
     assert (a.steps, a.warnings, a.base_time_ns) == (b.steps, b.warnings, b.base_time_ns)
     assert a.device_properties == b.device_properties
 
