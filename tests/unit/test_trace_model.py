@@ -8,12 +8,14 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import math
 import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kernelscope.analysis import trace_model
 from kernelscope.analysis.trace_model import Op, Trace, TraceError, decode_trace, load_trace
 
 PID = 100
@@ -445,3 +447,37 @@ def test_python_frames_written_out_of_order_are_found() -> None:
     trace = load_trace_from(doc)
     frames = trace.python_frames(trace.ops[0])
     assert [f.name for f in frames] == ["b.py(2): inner", "a.py(1): outer"]
+
+
+GROUP = {"backend": "nccl", "rank": 1, "world_size": 4}
+
+
+def _slow_path_traces(**top: Any) -> list[Trace]:
+    """The same document read where the one-go decode cannot be used: an event with a NaN
+    (the standard library parses it) and an event of a wrong type (msgspec, event by event)."""
+    with_nan = trace_doc(
+        span("cpu_op", "aten::add", 0.0, 10.0), span("cpu_op", "x", 1.0, math.nan), **top
+    )
+    wrong = span("cpu_op", "x", 1.0, 2.0) | {"ts": "1"}
+    mistyped = trace_doc(span("cpu_op", "aten::add", 0.0, 10.0), wrong, **top)
+    return [
+        load_trace_from(with_nan),
+        trace_model._decode_whole(json.dumps(mistyped).encode()),  # pyright: ignore[reportPrivateUsage]
+    ]
+
+
+def test_distributed_info_is_read_on_the_slow_paths_too() -> None:
+    for trace in _slow_path_traces(distributedInfo=GROUP):
+        assert (trace.backend, trace.rank, trace.world_size) == ("nccl", 1, 4)
+        assert [op.name for op in trace.ops] == ["aten::add"]
+
+
+def test_a_malformed_distributed_info_is_ignored_with_a_warning_on_every_path() -> None:
+    bad = {"backend": "nccl", "rank": "one", "world_size": 4}
+    traces = [
+        *_slow_path_traces(distributedInfo=bad),
+        load_trace_from(trace_doc(span("cpu_op", "aten::add", 0.0, 10.0), distributedInfo=bad)),
+    ]
+    for trace in traces:
+        assert trace.world_size is None
+        assert "ignored a malformed distributedInfo: 1" in trace.warnings

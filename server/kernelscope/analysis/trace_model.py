@@ -580,6 +580,7 @@ class _LooseTraceView(msgspec.Struct, rename="camel"):
     trace_events: list[msgspec.Raw]
     device_properties: msgspec.Raw = _NO_RAW
     base_time_nanoseconds: msgspec.Raw = _NO_RAW
+    distributed_info: msgspec.Raw = _NO_RAW
 
 
 _KinetoTraceView: Any = msgspec.defstruct(
@@ -821,6 +822,7 @@ def _decode_loose(data: bytes) -> tuple[_TraceView, Counter[str]]:
         top = {
             "deviceProperties": _decode_raw(loose.device_properties),
             "baseTimeNanoseconds": _decode_raw(loose.base_time_nanoseconds),
+            "distributedInfo": _decode_raw(loose.distributed_info),
         }
     except msgspec.ValidationError:
         raise TraceError("not a Kineto trace: no traceEvents list") from None
@@ -837,7 +839,14 @@ def _decode_loose(data: bytes) -> tuple[_TraceView, Counter[str]]:
         properties = []
     base = top.get("baseTimeNanoseconds")
     base = base if isinstance(base, int) and not isinstance(base, bool) else None
-    return _TraceView(events, cast("list[dict[str, Any]]", properties), base), warnings
+    distributed: _Distributed | None = None
+    if top.get("distributedInfo") is not None:
+        try:
+            distributed = msgspec.convert(top["distributedInfo"], _Distributed)
+        except msgspec.ValidationError:
+            warnings["ignored a malformed distributedInfo"] += 1
+    properties = cast("list[dict[str, Any]]", properties)
+    return _TraceView(events, properties, base, distributed), warnings
 
 
 def _decode_raw(raw: msgspec.Raw) -> object:
