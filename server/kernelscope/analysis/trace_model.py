@@ -962,15 +962,9 @@ class _Builder:
                 if self._columns is not None:
                     self._columns.add(frames)
                     continue
-                for e in frames:
-                    e.name = intern(e.name)
-                    e.args = _NO_RAW  # nothing reads them; they would hold the piece
-                self._frames += frames
+                self._frames += _spans(frames)
             elif cat == GPU_USER_ANNOTATION:
-                for e in bucket:
-                    e.name = intern(e.name)
-                    e.args = _NO_RAW
-                self._gpu_annotations += bucket
+                self._gpu_annotations += _spans(bucket)
             elif cat in (CPU_OP, USER_ANNOTATION):
                 kept_ops = self._cpu_ops if cat == CPU_OP else self._annotations
                 kept_ops += _host_ops(bucket)
@@ -1076,6 +1070,15 @@ def _bucket_by_cat(events: list[Event]) -> defaultdict[str, list[Event]]:
     for cat, run in groupby(events, _CAT):  # Kineto writes long runs of one category
         buckets[cat] += run
     return buckets
+
+
+def _spans(events: list[Event]) -> list[Event]:
+    """The events kept as spans: names shared, args dropped (nothing reads them; they would
+    hold the piece)."""
+    for e in events:
+        e.name = intern(e.name)
+        e.args = _NO_RAW
+    return events
 
 
 def _user_frames(frames: list[Event]) -> list[Event]:
