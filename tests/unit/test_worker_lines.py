@@ -7,14 +7,12 @@ from typing import Any
 
 import pytest
 
-from kernelscope.worker import worker_source
+from support.worker import worker_namespace
 
 
 @pytest.fixture(scope="module")
 def worker() -> dict[str, Any]:
-    namespace: dict[str, Any] = {"__name__": "kernelscope_worker_test"}
-    exec(compile(worker_source(), "program.py", "exec"), namespace)
-    return namespace
+    return worker_namespace()
 
 
 def _span(cat: str, name: str, tid: int, ts: float, dur: float, **args: Any) -> dict[str, Any]:

@@ -19,9 +19,9 @@ from kernelscope.analysis import calls, checks, facts, trace_model
 from kernelscope.analysis.trace_model import load_trace
 from kernelscope.engine import launcher
 from kernelscope.protocol import PERCENT, STAGE_LABELS
-from kernelscope.worker import worker_source
 
 from support import FIXTURES
+from support.worker import worker_namespace, worker_texts
 
 COLD_TRACES = sorted(FIXTURES.glob("*/cold.json.gz"))
 RECORDED = [*COLD_TRACES, *sorted(FIXTURES.glob("*/trace.json.gz"))]
@@ -30,9 +30,7 @@ TWINS = ("CALL_RANGE", "COLD_RANGE", "TIMING_WORKER_ENV", "DIST_TIMEOUT_ENV")
 
 @pytest.fixture(scope="module")
 def worker() -> dict[str, Any]:
-    namespace: dict[str, Any] = {"__name__": "kernelscope_worker_test"}
-    exec(compile(worker_source(), "program.py", "exec"), namespace)
-    return namespace
+    return worker_namespace()
 
 
 def _events(path: Path) -> list[dict[str, Any]]:
@@ -73,7 +71,8 @@ def test_each_twin_value_is_written_once_in_the_worker(name: str, worker) -> Non
     values = value if isinstance(value, tuple) else (value,)
     literals = [
         node.value
-        for node in ast.walk(ast.parse(worker_source()))
+        for text in worker_texts().values()
+        for node in ast.walk(ast.parse(text))
         if isinstance(node, ast.Constant) and isinstance(node.value, str)
     ]
     for v in values:
@@ -121,7 +120,8 @@ def test_the_cold_range_is_the_one_the_server_reads(worker) -> None:
 
 
 def test_every_stage_the_worker_sends_has_a_label(worker) -> None:
-    sent = set(re.findall(r'self\.progress\("(\w+)"', worker_source().decode())) - {"done"}
+    texts = "\n".join(worker_texts().values())
+    sent = set(re.findall(r'(?:self|job)\.progress\("(\w+)"', texts)) - {"done"}
     sent |= set(worker["STAGES_PROFILED"])
     assert sent and sent <= set(STAGE_LABELS)
     assert set(PERCENT) == set(STAGE_LABELS)

@@ -1,0 +1,219 @@
+# pyright: basic
+"""One request's job: where the project is on this host, the user's files and lines, the
+progress it reports, and the call it prepares (module, function, device, inputs)."""
+
+import base64
+import os
+import shutil
+import socket
+import tempfile
+import time
+import traceback
+
+from .devices import select_device
+from .errors import Cancelled, JobError
+from .inputs import find_inputs
+from .names import GENERATED_CODE, STAGES_PROFILED
+from .ranks import Ranks, rank_device
+from .shipped import materialize, private_dir
+from .target import load_module, resolve
+
+MAX_RETURN_BYTES = 150 * 1024 * 1024  # gzip'd traces sent back in one frame
+
+
+class Job:
+    """One RunProfile request, run to a ProfileFinished or ProfileFailed message."""
+
+    def __init__(self, worker, req):
+        self.worker = worker
+        self.req = req
+        self.id = req["job_id"]
+        self.local_root = os.path.abspath(req["project_root"])
+        self.root = self.local_root
+        self.path = os.path.abspath(req["path"])
+        self.trace_dir = req["trace_dir"]
+        self.own_trace_dir = None
+        self._set_user_dirs()
+        self._user_cache = {}
+        self.torch = worker.torch
+        self.ranks = Ranks(worker.torch)
+        self.loaded = None  # (module, owner, args, kwargs) once prepared
+        self.stages = {}  # seconds per stage, in the order they ran
+        self._stage = None
+        self._stage_t = 0.0
+
+    def _set_user_dirs(self):
+        self.user_dirs = tuple(
+            d if d.endswith(os.sep) else d + os.sep for d in {self.root, os.path.dirname(self.path)}
+        )
+
+    # where the project is on this host ----------------------------------------------
+    def place(self):
+        """Run from shipped files or a remote workdir; keep traces in a folder of our own
+        when they go back inline."""
+        req = self.req
+        if req.get("files") or req.get("remote_root"):
+            rel = os.path.relpath(self.path, self.local_root)
+            if req.get("files"):
+                self.root = materialize(req["files"])
+            else:
+                self.root = os.path.abspath(os.path.expanduser(req["remote_root"]))
+                if not os.path.isdir(self.root):
+                    raise JobError(
+                        "file_not_found",
+                        "workdir %s does not exist on %s; copy the project there or drop "
+                        "workdir to ship its files" % (self.root, socket.gethostname()),
+                    )
+            self.path = os.path.normpath(os.path.join(self.root, rel))
+            self._set_user_dirs()
+        if req.get("return_traces"):
+            self.own_trace_dir = tempfile.mkdtemp(prefix="traces-", dir=private_dir())
+            self.trace_dir = self.own_trace_dir
+
+    def local_text(self, text):
+        """`text` with this host's project root replaced by the user's local one."""
+        if not text or self.root == self.local_root:
+            return text
+        if text == self.root:
+            return self.local_root
+        return text.replace(self.root + os.sep, self.local_root + os.sep)
+
+    def localize(self, result):
+        """Point every path in a result at the user's local files."""
+        for key in ("path", "message"):
+            if result.get(key):
+                result[key] = self.local_text(result[key])
+        if result.get("traceback"):
+            result["traceback"] = [self.local_text(t) for t in result["traceback"]]
+        side = result.get("sidecar")
+        if side:
+            side["path"] = self.local_text(side["path"])
+            for line in side["lines"]:
+                line["path"] = self.local_text(line["path"])
+        return result
+
+    def attach_traces(self, result):
+        """Put the gzip'd traces into a finished result (base64), then drop our copies."""
+        try:
+            if result.get("type") != "profile_finished" or self.own_trace_dir is None:
+                return result
+            paths = [result["trace_path"], result["sidecar"]["cold"]["trace_path"]]
+            paths = [p for p in paths if p]
+            size = sum(os.path.getsize(p) for p in paths)
+            if size > MAX_RETURN_BYTES:
+                return {
+                    "type": "profile_failed",
+                    "job_id": self.id,
+                    "kind": "trace_too_large",
+                    "message": "the traces are %.0f MB gzip'd, over the %d MB a job sends back; "
+                    "profile fewer --active steps or use --no-stack"
+                    % (size / 2**20, MAX_RETURN_BYTES >> 20),
+                }
+            traces = {}
+            for p in paths:
+                with open(p, "rb") as f:
+                    traces[os.path.basename(p)] = base64.b64encode(f.read()).decode("ascii")
+            result["traces"] = traces
+            return result
+        finally:
+            if self.own_trace_dir is not None:
+                shutil.rmtree(self.own_trace_dir, ignore_errors=True)
+
+    # user code location ------------------------------------------------------------
+    def is_user_file(self, filename):
+        hit = self._user_cache.get(filename)
+        if hit is None:
+            hit = filename == self.path or (
+                filename.startswith(self.user_dirs)
+                and "site-packages" not in filename
+                and "/.venv/" not in filename
+                and not any(g in filename for g in GENERATED_CODE)
+            )
+            self._user_cache[filename] = hit
+        return hit
+
+    def user_frames(self, tb):
+        frames = [f for f in traceback.extract_tb(tb) if self.is_user_file(f.filename)]
+        lines = [
+            "%s:%s in %s: %s" % (f.filename, f.lineno, f.name, (f.line or "").strip())
+            for f in frames
+        ]
+        return frames, lines
+
+    def progress(self, stage, step=0, total=0):
+        now = time.perf_counter()
+        name = "schedule" if stage in STAGES_PROFILED else stage
+        if self._stage is not None:
+            self.stages[self._stage] = self.stages.get(self._stage, 0.0) + now - self._stage_t
+        self._stage, self._stage_t = (None if name == "done" else name), now
+        if name == "done":
+            return
+        self.worker.channel.send(
+            {
+                "type": "job_progress",
+                "job_id": self.id,
+                "stage": stage,
+                "step": step,
+                "total": total,
+            }
+        )
+
+    # errors -----------------------------------------------------------------------------
+    def user_error(self, kind, exc, prefix=""):
+        frames, lines = self.user_frames(exc.__traceback__)
+        torch = self.torch
+        oom = getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None)
+        hint = None
+        if oom is not None and isinstance(exc, oom):
+            kind = "cuda_oom"
+            hint = "lower batch_size or the input sizes; the worker freed its cache"
+        elif isinstance(exc, KeyboardInterrupt):
+            kind = "keyboard_interrupt"
+        elif isinstance(exc, SystemExit):
+            kind = "exit"
+        text = str(exc).strip().splitlines()[0][:400] if str(exc).strip() else ""
+        message = prefix + type(exc).__name__ + (": " + text if text else "")
+        where = frames[-1] if frames else None
+        exc.__traceback__ = None
+        return JobError(
+            kind,
+            message,
+            where.filename if where else self.path,
+            where.lineno if where else None,
+            hint=hint,
+            tb=lines[-20:],
+        )
+
+    # running ------------------------------------------------------------------------------
+    def select_device(self):
+        return select_device(self.torch, rank_device(self.torch, self.req.get("device") or "auto"))
+
+    def prepare(self):
+        """Import the module, find the function and its inputs: (fn, call, device, sync)."""
+        torch = self.torch
+        self.progress("import")
+        module = load_module(self)
+        fn, owner = resolve(self, module)
+        device = self.select_device()
+        self.ranks.join(device)
+        cuda = device.type == "cuda"
+        sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
+        self.progress("inputs")
+        args, kwargs = find_inputs(self, module, fn, owner, device)
+        self.loaded = (module, owner, args, kwargs)  # what run_try builds its variants from
+        return fn, self.guarded(fn, args, kwargs), device, sync
+
+    def guarded(self, fn, args, kwargs):
+        """The call, with user exceptions turned into JobErrors naming the user's line."""
+
+        def call():
+            try:
+                return fn(*args, **kwargs)
+            except Cancelled:
+                raise
+            except BaseException as e:
+                if self.worker.cancel_requested.is_set():
+                    raise Cancelled() from None
+                raise self.user_error("user_exception", e) from None
+
+        return call

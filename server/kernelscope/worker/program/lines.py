@@ -1,0 +1,214 @@
+# pyright: basic
+"""The line pass: the call run under ``sys.settrace`` restricted to the user's files, a
+``record_function`` range per executed line, and each line's self/total CPU and CUDA time,
+top ops and syncs read back from that pass's trace."""
+
+import os
+import sys
+
+from .names import GPU_CATS, SYNC_CALLS, SYNC_OPS
+from .traces import load_json
+
+#: A call this long (µs) gets one call of the line pass: that one call has every line.
+LONG_CALL_US = 5000.0
+
+
+def line_pass_calls(active, timing):
+    """Calls in the line pass: up to 3 of the active steps, 1 when a call is long."""
+    if (timing.get("us_per_call") or 0.0) >= LONG_CALL_US:
+        return 1
+    return max(1, min(active, 3))
+
+
+def attribute_lines(job, call, sync, activities, trace_dir, stem, calls):
+    """Run `calls` calls under the line tracer; per-line statistics, per call."""
+    from torch.autograd.profiler import record_function
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = ProfilerActivity.CUDA in activities
+    keys = []
+    key_index = {}
+    open_ranges = {}
+
+    def enter(frame):
+        key = (frame.f_code.co_filename, frame.f_lineno)
+        idx = key_index.get(key)
+        if idx is None:
+            idx = key_index[key] = len(keys)
+            keys.append(key)
+        rf = record_function("ks:line:%d" % idx)
+        rf.__enter__()
+        open_ranges[frame] = rf
+
+    def local(frame, event, arg):
+        if event == "line":
+            rf = open_ranges.pop(frame, None)
+            if rf is not None:
+                rf.__exit__(None, None, None)
+            enter(frame)
+        elif event == "return":
+            rf = open_ranges.pop(frame, None)
+            if rf is not None:
+                rf.__exit__(None, None, None)
+        return local
+
+    def tracer(frame, event, arg):
+        if event == "call" and job.is_user_file(frame.f_code.co_filename):
+            return local
+        return None
+
+    tmp = os.path.join(trace_dir, stem + ".lines.json")
+    with profile(activities=activities) as prof:
+        sync()
+        sys.settrace(tracer)
+        try:
+            for _ in range(calls):
+                call()
+        finally:
+            sys.settrace(None)
+            for rf in open_ranges.values():
+                rf.__exit__(None, None, None)
+            open_ranges.clear()
+        sync()
+    prof.export_chrome_trace(tmp)
+    try:
+        return line_stats(load_json(tmp), keys, calls, cuda)
+    finally:
+        os.unlink(tmp)
+
+
+class LineTally:
+    """Per-line sums over the line pass; ranges are closed innermost first."""
+
+    def __init__(self, n):
+        self.self_cpu = [0.0] * n
+        self.total_cpu = [0.0] * n
+        self.cuda_self = [0.0] * n
+        self.cuda_total = [0.0] * n
+        self.hits = [0] * n
+        self.syncs = [0] * n
+        self.sync_wait = [0.0] * n
+        self.op_time = [{} for _ in range(n)]
+
+    def close(self, node, stack):
+        """Book one finished range; recursion into the same line counts its total once."""
+        idx, _end, child, csf, csub, dur = node
+        self.self_cpu[idx] += dur - child
+        self.cuda_self[idx] += csf
+        if not any(s[0] == idx for s in stack):
+            self.total_cpu[idx] += dur
+            self.cuda_total[idx] += csf + csub
+        if stack:
+            stack[-1][4] += csf + csub
+
+
+def line_stats(events, keys, calls, cuda):
+    """Per-line self/total CPU and CUDA time from the line pass's annotations.
+
+    Work on a thread with no line ranges (autograd's engine runs ``backward()`` there, and
+    torch.compile and user threads launch from others) belongs to the line that was
+    running on the traced thread at the time: ``loss.backward()`` gets the backward."""
+    gpu_by_corr = {}
+    for e in events:
+        if e.get("cat") in GPU_CATS:
+            corr = (e.get("args") or {}).get("correlation")
+            if corr is not None:
+                gpu_by_corr[corr] = gpu_by_corr.get(corr, 0.0) + float(e.get("dur", 0.0))
+    per_tid = {}
+    line_tids = set()
+    for e in events:
+        cat = e.get("cat")
+        name = e.get("name", "")
+        if cat == "user_annotation" and name.startswith("ks:line:"):
+            per_tid.setdefault(e.get("tid"), []).append((e["ts"], 0, -e["dur"], int(name[8:]), e))
+            line_tids.add(e.get("tid"))
+        elif cat in ("cuda_runtime", "cuda_driver", "cpu_op"):
+            per_tid.setdefault(e.get("tid"), []).append((e["ts"], 1, 0.0, -1, e))
+    tally = LineTally(len(keys))
+    extra_cuda = attribute_other_threads(tally, per_tid, line_tids, gpu_by_corr, cuda)
+    for tid in line_tids:
+        items = per_tid[tid]
+        items.sort(key=lambda t: (t[0], t[1], t[2]))
+        stack = []  # open ranges: [line index, end, child time, own CUDA, callees' CUDA, dur]
+        for ts, kind, neg_dur, idx, e in items:
+            while stack and ts >= stack[-1][1]:
+                tally.close(stack.pop(), stack)
+            if kind == 0:
+                dur = -neg_dur
+                if stack:
+                    stack[-1][2] += dur
+                tally.hits[idx] += 1
+                stack.append([idx, ts + dur, 0.0, extra_cuda.get(id(e), 0.0), 0.0, dur])
+            elif stack:
+                attribute_event(tally, stack[-1], e, gpu_by_corr, cuda)
+        while stack:
+            tally.close(stack.pop(), stack)
+    out = []
+    for idx, (path, line) in enumerate(keys):
+        if not tally.hits[idx]:
+            continue
+        ops = sorted(tally.op_time[idx].items(), key=lambda kv: -kv[1])[:3]
+        out.append(
+            {
+                "path": path,
+                "line": line,
+                "self_cpu_us": tally.self_cpu[idx] / calls,
+                "cpu_total_us": tally.total_cpu[idx] / calls,
+                "cuda_us": tally.cuda_self[idx] / calls,
+                "cuda_total_us": tally.cuda_total[idx] / calls,
+                "hits": tally.hits[idx] / calls,
+                "syncs": round(tally.syncs[idx] / float(calls)),
+                "sync_wait_us": tally.sync_wait[idx] / calls,
+                "top_ops": [name for name, _ in ops],
+            }
+        )
+    return out
+
+
+def attribute_other_threads(tally, per_tid, line_tids, gpu_by_corr, cuda):
+    """Charge the ops and launches of threads without line ranges to the innermost line
+    range open at their start on a traced thread; returns the CUDA time each range (by the
+    id of its event) gets that way."""
+    ranges = sorted(
+        (item for tid in line_tids for item in per_tid[tid] if item[1] == 0),
+        key=lambda t: (t[0], t[2]),
+    )
+    others = sorted(
+        (item for tid, items in per_tid.items() if tid not in line_tids for item in items),
+        key=lambda t: t[0],
+    )
+    extra = {}
+    stack = []  # open ranges: (end, line index, event)
+    k = 0
+    for ts, _kind, _neg, _idx, e in others:
+        while k < len(ranges) and ranges[k][0] <= ts:
+            r = ranges[k]
+            while stack and stack[-1][0] < r[0]:
+                stack.pop()
+            stack.append((r[0] - r[2], r[3], r[4]))
+            k += 1
+        while stack and stack[-1][0] < ts:
+            stack.pop()
+        if not stack:
+            continue
+        _end, idx, owner = stack[-1]
+        node = [idx, 0.0, 0.0, 0.0, 0.0, 0.0]
+        attribute_event(tally, node, e, gpu_by_corr, cuda)
+        if node[3]:
+            extra[id(owner)] = extra.get(id(owner), 0.0) + node[3]
+    return extra
+
+
+def attribute_event(tally, top, e, gpu_by_corr, cuda):
+    """Charge an op or a runtime call to the innermost open line range."""
+    idx = top[0]
+    name = e.get("name", "")
+    if e.get("cat") == "cpu_op":
+        tally.op_time[idx][name] = tally.op_time[idx].get(name, 0.0) + float(e.get("dur", 0.0))
+        if name in SYNC_OPS and not cuda:
+            tally.syncs[idx] += 1  # on a GPU the runtime's synchronize calls count instead
+        return
+    top[3] += gpu_by_corr.get((e.get("args") or {}).get("correlation"), 0.0)
+    if any(key in name for key in SYNC_CALLS) and "Async" not in name:
+        tally.syncs[idx] += 1
+        tally.sync_wait[idx] += float(e.get("dur", 0.0))

@@ -1,0 +1,23 @@
+# pyright: basic
+"""Names the worker shares with the server, and the worker's own fixed values.
+
+The worker cannot import kernelscope (it runs alone on GPU hosts), so it keeps twins of
+server-side names; tests/unit/test_worker_twins.py fails when one drifts.
+"""
+
+# Twins of server-side names:
+CALL_RANGE = "ks:call"  # kernelscope.analysis.calls.CALL_RANGE
+COLD_RANGE = "ks:cold"  # what kernelscope.analysis.checks looks up in the cold trace
+# A rank of a distributed job: torchrun's variables (kernelscope.protocol.DIST_*).
+DIST_RANK, DIST_WORLD_SIZE, DIST_LOCAL_RANK = "RANK", "WORLD_SIZE", "LOCAL_RANK"
+DIST_TIMEOUT_ENV = "KERNELSCOPE_DIST_TIMEOUT"
+TIMING_WORKER_ENV = "KERNELSCOPE_TIMING_WORKER"  # kernelscope.engine.launcher
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")  # kernelscope.analysis.trace_model
+# Runtime calls the line pass counts as syncs: a name containing one of these, not "Async"
+# (the server's facts.is_sync).
+SYNC_CALLS = ("Synchronize", "cudaMemcpy", "cuMemcpyDtoH", "hipMemcpy")
+
+SYNC_OPS = ("aten::_local_scalar_dense", "aten::nonzero")
+STAGES_PROFILED = ("wait", "warmup", "active")
+# Generated code (Inductor's and Triton's caches) is never the user's, even under the project
+GENERATED_CODE = ("/torchinductor_", "/.triton/", "/triton/cache", "<eval_with_key>")

@@ -1,0 +1,181 @@
+# pyright: basic
+"""RunProfile, phase by phase: the cold call under a light profiler, the unprofiled timing,
+the warmed schedule, the trace's export, the line pass, and the finished message."""
+
+import os
+import platform
+import socket
+import time
+
+from .devices import device_properties, profiler_activities
+from .dynamo import compile_seconds
+from .lines import attribute_lines, line_pass_calls
+from .names import CALL_RANGE, COLD_RANGE, STAGES_PROFILED
+from .target import def_line
+from .timing import unprofiled_timing
+from .traces import first_kernel_after, gzip_file, load_json
+
+
+def run(job):
+    """Profile the function, phase by phase, to a profile_finished result."""
+    fn, call, device, sync = job.prepare()
+    activities = profiler_activities(device)
+    stem = trace_stem(job)
+    cold = cold_call(job, call, sync, activities, stem, device)
+    timing = unprofiled_timing(job, call, sync, device)
+    steps = schedule_steps(job)
+    trace_tmp, marks = warmed_schedule(job, call, sync, activities, stem, device, steps)
+    memory = peak_memory(job, device)
+    trace_path, wall_us = export_schedule(job, trace_tmp, marks, steps)
+    lines = line_pass(job, call, sync, activities, stem, steps, timing)
+    job.progress("done")
+    return finished(job, fn, device, steps, cold, timing, trace_path, wall_us, lines, memory)
+
+
+def trace_stem(job):
+    """Create the trace folder; return the stem of this job's trace file names."""
+    os.makedirs(job.trace_dir, exist_ok=True)
+    return "%s-%s" % (job.req["qualname"].replace(".", "_"), job.id)
+
+
+def cold_call(job, call, sync, activities, stem, device):
+    """The first call under a light profiler, so its trace shows entry -> first kernel."""
+    from torch.profiler import profile, record_function
+
+    job.progress("cold")
+    cold_tmp = os.path.join(job.trace_dir, stem + ".cold.json")
+    compiled_before = compile_seconds()
+    with profile(activities=activities) as cold_prof:
+        t0 = time.perf_counter()
+        with record_function(COLD_RANGE):
+            call()
+        sync()
+        first_call_us = (time.perf_counter() - t0) * 1e6
+    compile_s = compile_seconds() - compiled_before
+    cold_prof.export_chrome_trace(cold_tmp)
+    entry_to_kernel = (
+        first_kernel_after(load_json(cold_tmp), COLD_RANGE) if device.type == "cuda" else None
+    )
+    cold_path = gzip_file(cold_tmp)
+    return {
+        "first_call_us": first_call_us,
+        "entry_to_first_kernel_us": entry_to_kernel,
+        "process_fresh": job.worker.jobs_run == 0,
+        "trace_path": cold_path,
+        "compile_us": compile_s * 1e6 if compile_s > 0 else None,
+    }
+
+
+def schedule_steps(job):
+    """The requested (wait, warmup, active) steps of the warmed schedule."""
+    req = job.req
+    return int(req["wait"]), int(req["warmup"]), int(req["active"])
+
+
+def warmed_schedule(job, call, sync, activities, stem, device, steps):
+    """Profile wait + warmup + active calls; return the trace file and the active window."""
+    from torch.profiler import profile, record_function, schedule
+
+    torch = job.torch
+    req = job.req
+    cuda = device.type == "cuda"
+    wait, warmup, active = steps
+    total = wait + warmup + active
+    trace_tmp = os.path.join(job.trace_dir, stem + ".pt.trace.json")
+    marks = {}
+    with profile(
+        activities=activities,
+        schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
+        on_trace_ready=lambda p: p.export_chrome_trace(trace_tmp),
+        record_shapes=bool(req.get("record_shapes", True)),
+        with_stack=bool(req.get("with_stack", True)),
+        with_flops=bool(req.get("record_shapes", True)),
+    ) as prof:
+
+        def open_active_window():
+            # Drain the warmup steps' GPU work before the window opens: with the CPU
+            # running ahead, their kernels would otherwise land in the active steps.
+            sync()
+            job.ranks.barrier()
+            if cuda:
+                torch.cuda.reset_peak_memory_stats(device)
+            marks["active0"] = time.perf_counter()
+
+        if wait + warmup == 0:
+            open_active_window()
+        for i in range(total):
+            stage = STAGES_PROFILED[0 if i < wait else 1 if i < wait + warmup else 2]
+            job.progress(stage, i + 1, total)
+            with record_function(CALL_RANGE):
+                call()
+            if i == wait + warmup - 1:
+                open_active_window()
+            if i == total - 1:
+                sync()  # the last steps' kernels must finish before the profiler collects
+                marks["active1"] = time.perf_counter()
+                job.ranks.barrier()
+            prof.step()
+    return trace_tmp, marks
+
+
+def peak_memory(job, device):
+    """The GPU memory peaks of the active steps (None on the CPU)."""
+    if device.type != "cuda":
+        return None
+    torch = job.torch
+    return {
+        "peak_allocated_bytes": int(torch.cuda.max_memory_allocated(device)),
+        "peak_reserved_bytes": int(torch.cuda.max_memory_reserved(device)),
+    }
+
+
+def export_schedule(job, trace_tmp, marks, steps):
+    """Gzip the schedule's trace; return its path and the wall time per active step."""
+    job.progress("export")
+    trace_path = gzip_file(trace_tmp)
+    active = steps[2]
+    return trace_path, (marks["active1"] - marks["active0"]) * 1e6 / max(active, 1)
+
+
+def line_pass(job, call, sync, activities, stem, steps, timing):
+    """Per-line attribution in a pass of its own, so the timed steps stay clean."""
+    if not job.req.get("line_pass", True):
+        return []
+    job.progress("lines")
+    calls = job.ranks.agree(line_pass_calls(steps[2], timing), "min")
+    return attribute_lines(job, call, sync, activities, job.trace_dir, stem, calls)
+
+
+def finished(job, fn, device, steps, cold, timing, trace_path, wall_us, lines, memory):
+    """The profile_finished message: the trace's path and the sidecar of what was measured."""
+    torch = job.torch
+    cuda = device.type == "cuda"
+    wait, warmup, active = steps
+    props = device_properties(torch, device)
+    return {
+        "type": "profile_finished",
+        "job_id": job.id,
+        "trace_path": trace_path,
+        "sidecar": {
+            "function_line": def_line(fn),
+            "device_type": device.type,
+            "device_name": props.get("name", "cpu"),
+            "device_index": device.index if cuda else None,
+            "device_properties": props,
+            "wait": wait,
+            "warmup": warmup,
+            "active": active,
+            "cold": cold,
+            "stages_s": job.stages,
+            "timing": timing,
+            "wall_us_per_step": wall_us,
+            "lines": lines,
+            "memory": memory,
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "python": platform.python_version(),
+            "hostname": socket.gethostname(),
+            "path": job.path,
+            "qualname": job.req["qualname"],
+        },
+    }
