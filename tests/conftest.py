@@ -18,6 +18,9 @@ from support.lsp import SERVER, capabilities, decode_code_actions_faithfully, ma
 from support.sshd import Sshd, missing, start_sshd
 
 TESTS = Path(__file__).parent
+# tests/workloads/ holds programs to profile, not tests; minigpt/ there is a project of its
+# own, with its own tests/test_model.py, run from its folder.
+collect_ignore_glob = ["workloads/*"]
 FOLDER_MARKS = ("e2e", "gpu")  # every test under tests/e2e/ is `e2e`, under tests/gpu/ `gpu`
 
 
