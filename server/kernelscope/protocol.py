@@ -7,6 +7,7 @@ tagged Struct (``"type"`` field). Changes are additive: new fields get defaults.
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -25,6 +26,36 @@ class Message(msgspec.Struct, tag_field="type", forbid_unknown_fields=False):
 #: torch.profiler's schedule(wait, warmup, active) when none is given: one step skipped,
 #: three warm, five recorded.
 DEFAULT_WAIT, DEFAULT_WARMUP, DEFAULT_ACTIVE = 1, 3, 5
+
+
+class Entry(msgspec.Struct):
+    """The program that calls the function: the worker runs it as the user would and takes
+    the function's `call`-th call (from `caller` only, when given) as the one to profile."""
+
+    kind: str
+    """script | module | pytest."""
+    target: str
+    """The script's path, the module's dotted name, or the pytest node id."""
+    args: list[str] = []
+    """The program's own arguments (its sys.argv[1:])."""
+    cwd: str = ""
+    """The working directory it runs in (the user's, the workspace folder)."""
+    call: int = 1
+    caller: str | None = None
+    """`path:line` of the only call site counted (an absolute path)."""
+    first_line: int = 0
+    """The function's first line (its first decorator's, else its def): where its code
+    object starts, so the worker knows it however the program imports it."""
+    no_compile: bool = False
+    """Disable torch.compile (dynamo) while the program runs."""
+
+    @property
+    def label(self) -> str:
+        """How the user wrote it: ``train.py --max_iters 20``."""
+        head = {"module": ["-m", self.target], "pytest": ["pytest", self.target]}.get(
+            self.kind, [self.target]
+        )
+        return " ".join([*head, *self.args])
 
 
 class RunProfile(Message, tag="run_profile"):
@@ -55,6 +86,8 @@ class RunProfile(Message, tag="run_profile"):
     files: dict[str, str] = {}
     remote_root: str | None = None
     return_traces: bool = False
+    entry: Entry | None = None
+    """Run this program and profile the function as it calls it (no input provider)."""
 
 
 class RunTiming(RunProfile, tag="run_timing"):
@@ -133,6 +166,7 @@ class WorkerReady(Message, tag="worker_ready"):
 #: Each JobProgress stage as the CLI and the editor name it, in the order a job runs them:
 #: the worker sends the first ten, the launcher ``clean_timing``, the job service ``analysis``.
 STAGE_LABELS = {
+    "entry": "running the program to the call",
     "import": "importing",
     "inputs": "building inputs",
     "cold": "cold call",
@@ -157,6 +191,7 @@ DIST_TIMEOUT_ENV = "KERNELSCOPE_DIST_TIMEOUT"
 
 #: How far along a job is at each stage: a progress bar's percentage (editor, MCP server).
 PERCENT = {
+    "entry": 5,
     "import": 5,
     "inputs": 10,
     "cold": 15,
@@ -240,6 +275,38 @@ class LineStat(msgspec.Struct):
     top_ops: list[str] = []
 
 
+class CallSite(msgspec.Struct):
+    """Which call of which program a run measured."""
+
+    via: str
+    """The program as the user wrote it (``train.py config/tiny.py --max_iters=20``)."""
+    call: int
+    """The call's number (counting only calls from the caller, when one was named)."""
+    caller_path: str | None = None
+    caller_line: int | None = None
+    modes: list[str] = []
+    """The state the call ran in and its replays keep: train/eval, no_grad, autocast, ..."""
+    captured: bool = True
+    """The arguments were captured at the call and the call replayed (not run in place)."""
+    entry_s: float = 0.0
+    """Seconds the program ran before the call."""
+    wrote: list[str] = []
+    """Files in the program's folder it created or changed before the call (at most 10)."""
+    settled_s: float = 0.0
+    """Seconds waited, before timing, for the program's child processes (DataLoader
+    workers filling their queues) to stop using the CPU."""
+
+    @property
+    def label(self) -> str:
+        """``via train.py, call 3 from model.py:181, train mode, captured``."""
+        parts = [f"via {self.via}", f"call {self.call}"]
+        if self.caller_path and self.caller_line:
+            parts[-1] += f" from {Path(self.caller_path).name}:{self.caller_line}"
+        parts += self.modes
+        parts.append("captured" if self.captured else "in place")
+        return ", ".join(parts)
+
+
 class MemoryStats(msgspec.Struct):
     """Device memory high-water marks over the warmed steps."""
 
@@ -271,6 +338,8 @@ class Sidecar(msgspec.Struct):
     qualname: str = ""
     stages_s: dict[str, float] = {}
     """Seconds the worker spent in each stage of the job (import, inputs, cold, ...)."""
+    call_site: CallSite | None = None
+    """Set when an entry point's call was profiled."""
 
 
 class ProfileFinished(Message, tag="profile_finished"):
@@ -282,6 +351,8 @@ class ProfileFinished(Message, tag="profile_finished"):
     output: str = ""
     output_truncated: bool = False
     traces: dict[str, bytes] = {}  # file name -> gzip'd trace (base64 in JSON), when asked
+    worker_ends: bool = False
+    """The worker ends after this result (it ran a program): the launcher replaces it."""
 
 
 class ProfileFailed(Message, tag="profile_failed"):
@@ -295,6 +366,7 @@ class ProfileFailed(Message, tag="profile_failed"):
     traceback: list[str] = []
     output: str = ""
     hint: str | None = None
+    worker_ends: bool = False
 
 
 class TimingFinished(Message, tag="timing_finished"):
@@ -303,6 +375,7 @@ class TimingFinished(Message, tag="timing_finished"):
     job_id: str
     timing: UnprofiledTiming
     output: str = ""
+    worker_ends: bool = False
 
 
 class VariantOutcome(msgspec.Struct):
@@ -340,6 +413,7 @@ class TryFinished(Message, tag="try_finished"):
     baseline_rounds_us: list[float]
     variants: list[VariantOutcome]
     output: str = ""
+    worker_ends: bool = False
 
 
 class CalibrationFinished(Message, tag="calibration_finished"):

@@ -17,8 +17,9 @@ from kernelscope.worker import worker_bundle, worker_sources
 from support.worker import PACKAGE, worker_modules, worker_texts
 
 PROGRAM = Path(worker.__file__).parent / "program"
-#: What the worker may import besides itself: the standard library, torch, NVML's bindings.
-ALLOWED_THIRD_PARTY = {"torch", "pynvml", "numpy"}
+#: What the worker may import besides itself: the standard library, torch, NVML's bindings,
+#: and pytest (only to run a pytest node id the user names, with the user's own pytest).
+ALLOWED_THIRD_PARTY = {"torch", "pynvml", "numpy", "pytest"}  # pytest: only for a pytest entry
 
 
 def test_every_module_of_the_package_travels_in_the_bundle_as_written() -> None:

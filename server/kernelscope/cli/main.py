@@ -52,12 +52,14 @@ from kernelscope.engine.targets import (
     TargetError,
     build_request,
     load_target,
+    parse_entry,
 )
 from kernelscope.protocol import (
     DEFAULT_ACTIVE,
     DEFAULT_WAIT,
     DEFAULT_WARMUP,
     VARIANTS,
+    Entry,
     ProfileFailed,
     RunCalibration,
     RunProfile,
@@ -97,6 +99,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument(
         "-v", "--verbose", action="store_true", help="also print how long each stage took"
+    )
+    e = p.add_argument_group("as a program calls it (no input provider)")
+    e.add_argument(
+        "--via",
+        metavar="CMD",
+        help='the program that calls the function: "train.py --max_iters 20", '
+        '"-m pkg.train ...", or a pytest id "tests/test_model.py::test_forward" '
+        "(default: [tool.kernelscope.via])",
+    )
+    e.add_argument("--call", type=positive_int, default=1, help="profile the K-th call (1)")
+    e.add_argument(
+        "--from",
+        dest="caller",
+        metavar="FILE:LINE",
+        help="count only the calls made from this line",
+    )
+    e.add_argument("--cwd", metavar="DIR", help="where the program runs (default: here)")
+    e.add_argument(
+        "--no-compile", action="store_true", help="disable torch.compile while the program runs"
     )
 
     t = sub.add_parser(
@@ -186,9 +207,26 @@ def main(
         return EXIT_INTERRUPTED
 
 
+def _entry(args: argparse.Namespace, target: Target) -> Entry | None:
+    """The program named by --via (or mapped in pyproject.toml), or None."""
+    command = args.via
+    cwd = Path(args.cwd) if args.cwd else Path.cwd()
+    if command is None:
+        command = target.project.via_for(target.path, target.qualname)
+        cwd = Path(args.cwd) if args.cwd else target.project.root
+    if command is None:
+        if args.caller or args.call != 1 or args.no_compile:
+            raise TargetError("--call, --from and --no-compile need a program (--via)")
+        return None
+    if not cwd.is_dir():
+        raise TargetError(f"--cwd: no such folder {cwd}")
+    return parse_entry(command, target, cwd, args.call, args.caller, args.no_compile)
+
+
 def _profile(args: argparse.Namespace) -> int:
     try:
         target = load_target(args.target)
+        entry = _entry(args, target)
         request = build_request(
             target,
             target.project.root / ".kernelscope" / "traces",
@@ -197,11 +235,14 @@ def _profile(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
             with_stack=not args.no_stack,
             line_pass=not args.no_lines,
+            entry=entry,
         )
         remote = resolve_remote(args.remote, target.project, python=args.python)
         args.nproc = args.nproc or target.project.nproc or 1
         if args.nproc > 1 and not ranks_here_or_on_ray(remote):
             raise TargetError(NO_RANKS_THERE)
+        if args.nproc > 1 and entry is not None:
+            raise TargetError("--via with --nproc is not supported yet: profile one rank")
     except (TargetError, RemoteError) as e:
         return fail_usage(str(e), args.json)
     if args.nproc > 1:

@@ -282,11 +282,22 @@ class WorkerProcess:
         finally:
             self._pending = None
         self._mark_idle()
+        if getattr(result, "worker_ends", False):
+            await self.retire()
         if isinstance(result, ProfileFailed):
             if self._exit_failure is not None:
                 await self.kill()
             raise JobFailed(result)
         return result
+
+    async def retire(self, grace: float = 2.0) -> None:
+        """A worker that said it ends (it ran a program, and is not clean for the next
+        job): let it exit, kill it if it lingers."""
+        self._set_state(WorkerState.DEAD)
+        if self._proc is not None and self._proc.returncode is None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._proc.wait(), grace)
+        await self.kill()
 
     async def _where_stuck(self, local_signals: bool) -> tuple[str | None, int | None]:
         """Ask faulthandler (SIGUSR1) where the main thread is, before killing it."""

@@ -25,6 +25,9 @@ class Project:
     remotes: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
     nproc: int | None = None
     """Ranks a profile runs on by default (`nproc` under [tool.kernelscope]; None: unset)."""
+    via: dict[str, str] = field(default_factory=dict[str, str])
+    """[tool.kernelscope.via]: a function (``model.py::Block.forward``, ``pkg.model:Block.
+    forward``) or a file (``model.py``) -> the program that calls it (run from the root)."""
 
     def module_name(self, path: Path) -> str:
         """Dotted name of `path` relative to the root, through packages; else the file's stem."""
@@ -35,6 +38,17 @@ class Project:
             parts.insert(0, folder.name)
             folder = folder.parent
         return ".".join(parts)
+
+    def via_for(self, path: Path, qualname: str) -> str | None:
+        """The program mapped to the function (or to its file) in pyproject.toml, if any."""
+        try:
+            rel = path.resolve().relative_to(self.root).as_posix()
+        except ValueError:
+            rel = path.name
+        for key in (f"{rel}::{qualname}", f"{self.module_name(path)}:{qualname}", rel):
+            if key in self.via:
+                return self.via[key]
+        return None
 
     def provider_for(self, module: str, qualname: str) -> str | None:
         """The `module:provider` mapped to `module:qualname` in pyproject.toml, if any."""
@@ -77,9 +91,21 @@ def load_project(path: Path) -> Project:
         )
     if not isinstance(remotes, dict):
         raise ProjectError(f"{config}: [tool.kernelscope.remotes] must be a table")
+    via = table.get("via", {})
+    if not isinstance(via, dict) or not all(
+        isinstance(v, str) and v.strip() for v in cast(dict[str, Any], via).values()
+    ):
+        raise ProjectError(
+            f'{config}: [tool.kernelscope.via] maps "model.py::Block.forward" (or "model.py") '
+            '= "train.py --max_iters 20"'
+        )
     nproc = table.get("nproc")
     if nproc is not None and (not isinstance(nproc, int) or isinstance(nproc, bool) or nproc < 1):
         raise ProjectError(f"{config}: [tool.kernelscope] nproc must be an integer >= 1")
     return Project(
-        root, cast(dict[str, str], inputs), cast(dict[str, dict[str, Any]], remotes), nproc
+        root,
+        cast(dict[str, str], inputs),
+        cast(dict[str, dict[str, Any]], remotes),
+        nproc,
+        cast(dict[str, str], via),
     )

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelscope import pyfunctions
 from kernelscope.engine.project import Project, ProjectError, load_project
-from kernelscope.protocol import DEFAULT_ACTIVE, DEFAULT_WAIT, DEFAULT_WARMUP, RunProfile
+from kernelscope.protocol import DEFAULT_ACTIVE, DEFAULT_WAIT, DEFAULT_WARMUP, Entry, RunProfile
 
 
 class TargetError(Exception):
@@ -73,8 +75,9 @@ def build_request(
     batch_size: int | None = None,
     with_stack: bool = True,
     line_pass: bool = True,
+    entry: Entry | None = None,
 ) -> RunProfile:
-    """The worker request for one profile of `target`."""
+    """The worker request for one profile of `target` (as `entry` calls it, when given)."""
     schedule.check()
     module = target.module_name
     return RunProfile(
@@ -91,6 +94,85 @@ def build_request(
         active=schedule.active,
         line_pass=line_pass,
         with_stack=with_stack,
-        provider=target.project.provider_for(module, target.qualname),
+        provider=None if entry else target.project.provider_for(module, target.qualname),
         batch_size=batch_size,
+        entry=entry,
     )
+
+
+def parse_entry(
+    command: str,
+    target: Target,
+    cwd: Path,
+    call: int = 1,
+    caller: str | None = None,
+    no_compile: bool = False,
+    source: str | None = None,
+) -> Entry:
+    """The program `command` names, as a shell would split it: ``train.py --max_iters 20``
+    (a leading ``python`` is dropped), ``-m pkg.train ...``, or a pytest node id
+    (``tests/test_model.py::test_forward``, or ``pytest`` and one). TargetError says what
+    is wrong with it, or with `caller` (``FILE:LINE``, relative to `cwd`)."""
+    try:
+        words = shlex.split(command)
+    except ValueError as e:
+        raise TargetError(f"cannot read --via {command!r}: {e}") from None
+    if words and Path(words[0]).name.startswith("python"):
+        words = words[1:]
+    if words[:2] == ["-m", "pytest"]:
+        words = ["pytest", *words[2:]]
+    if not words:
+        raise TargetError("--via names no program: give a script, -m module or a test id")
+    if words[0] == "-m":
+        if len(words) < 2:
+            raise TargetError("--via -m needs a module name")
+        kind, program, args = "module", words[1], words[2:]
+    elif words[0] in ("pytest", "py.test"):
+        if len(words) < 2:
+            raise TargetError("--via pytest needs a test id (tests/test_x.py::test_y)")
+        kind, program, args = "pytest", words[1], words[2:]
+    elif "::" in words[0]:
+        kind, program, args = "pytest", words[0], words[1:]
+    else:
+        kind, program, args = "script", words[0], words[1:]
+        if not (cwd / program).is_file():
+            raise TargetError(f"--via: no such script {program} (from {cwd})")
+    if kind == "pytest" and not (cwd / program.partition("::")[0]).is_file():
+        raise TargetError(f"--via: no such test file {program.partition('::')[0]} (from {cwd})")
+    if call < 1:
+        raise TargetError(f"--call must be >= 1, got {call}")
+    return Entry(
+        kind=kind,
+        target=program,
+        args=args,
+        cwd=str(cwd.resolve()),
+        call=call,
+        caller=_caller(caller, cwd) if caller else None,
+        first_line=_first_line(target, source),
+        no_compile=no_compile,
+    )
+
+
+def _caller(spec: str, cwd: Path) -> str:
+    path, sep, line = spec.rpartition(":")
+    if not sep or not path or not line.isdigit() or int(line) < 1:
+        raise TargetError(f"--from takes FILE:LINE (e.g. train.py:154), got {spec!r}")
+    file = (cwd / path).resolve()
+    if not file.is_file():
+        raise TargetError(f"--from: no such file {path} (from {cwd})")
+    return f"{file}:{int(line)}"
+
+
+def _first_line(target: Target, source: str | None) -> int:
+    """Where the function's code object starts (its first decorator, else its def)."""
+    try:
+        text = source if source is not None else target.path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise TargetError(f"cannot read {target.path}: {e}") from None
+    try:
+        fn = pyfunctions.find(text, target.qualname)
+    except SyntaxError as e:
+        raise TargetError(f"{target.path}:{e.lineno}: SyntaxError: {e.msg}") from None
+    if fn is None:
+        raise TargetError(f"{target.path.name} defines no function {target.qualname}")
+    return fn.first_line or fn.def_line

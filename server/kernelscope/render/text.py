@@ -48,6 +48,16 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = ""
     return [line(headers), *(line(r) for r in rows)]
 
 
+def _call_site(report: Report) -> list[str]:
+    site = report.call_site
+    if site is None:
+        return []
+    out = [f"call      {site.label} (the program ran {site.entry_s:.1f} s to reach it)"]
+    if site.wrote:
+        out.append(f"          it ran for real and wrote {', '.join(site.wrote)}")
+    return out
+
+
 def render_report(
     report: Report, max_ops: int = 15, max_lines: int = 10, stages: bool = False
 ) -> str:
@@ -65,6 +75,7 @@ def render_report(
         + (f" · CUDA {report.runner.cuda}" if report.runner.cuda else ""),
         f"schedule  wait {report.steps.wait} · warmup {report.steps.warmup}"
         f" · active {report.steps.active}",
+        *_call_site(report),
         "",
         f"per step    CPU {fmt_us(t.cpu_us_per_step)}"
         f" · CUDA {fmt_us(t.cuda_us_per_step) if cuda else DASH}"

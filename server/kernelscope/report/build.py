@@ -100,6 +100,7 @@ def build_report(
         roofline=analysis.roofline if analysis else [],
         stages_s=dict(side.stages_s),
         communication=analysis.communication if analysis else None,
+        call_site=side.call_site,
     )
 
 

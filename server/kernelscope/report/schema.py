@@ -11,7 +11,7 @@ from kernelscope.analysis.ops import OpStat
 from kernelscope.analysis.roofline import OpRoof
 from kernelscope.analysis.verdict import Verdict
 from kernelscope.findings import Finding
-from kernelscope.protocol import GpuSample, LineStat
+from kernelscope.protocol import CallSite, GpuSample, LineStat
 
 
 class FunctionRef(msgspec.Struct):
@@ -125,6 +125,8 @@ class Report(msgspec.Struct):
     roofline: list[OpRoof] = []
     stages_s: dict[str, float] = {}
     communication: Communication | None = None
+    call_site: CallSite | None = None
+    """Which call of which program the run measured (``--via``)."""
     """The collectives the function ran (in a process group), per call."""
 
 

@@ -128,6 +128,10 @@ def run_try(job):
     """Time the function and variants of it (torch.compile, CUDA Graphs, TF32, ...) on the
     same inputs, in turns, unprofiled; compare each variant's results with the function's."""
     torch = job.torch
+    if job.entry:
+        raise JobError(
+            "bad_entry", "try does not take a program (--via) yet: give the function a provider"
+        )
     fn, base, device, sync = job.prepare()
     module, owner, args, kwargs = job.loaded
     cuda = device.type == "cuda"

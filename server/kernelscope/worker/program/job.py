@@ -32,6 +32,9 @@ class Job:
         self.root = self.local_root
         self.path = os.path.abspath(req["path"])
         self.trace_dir = req["trace_dir"]
+        self.entry = req.get("entry")  # the program that calls the function, if any
+        self.entry_cwd = self.entry and os.path.abspath(self.entry.get("cwd") or self.root)
+        self.call_site = None  # which call of the program was measured
         self.own_trace_dir = None
         self._set_user_dirs()
         self._user_cache = {}
@@ -43,9 +46,13 @@ class Job:
         self._stage_t = 0.0
 
     def _set_user_dirs(self):
-        self.user_dirs = tuple(
-            d if d.endswith(os.sep) else d + os.sep for d in {self.root, os.path.dirname(self.path)}
-        )
+        dirs = {self.root, os.path.dirname(self.path)}
+        if self.entry:
+            dirs.add(self.entry_cwd)
+            if self.entry["kind"] == "script":
+                script = os.path.join(self.entry_cwd, self.entry["target"])
+                dirs.add(os.path.dirname(os.path.abspath(script)))
+        self.user_dirs = tuple(d if d.endswith(os.sep) else d + os.sep for d in dirs)
 
     # where the project is on this host ----------------------------------------------
     def place(self):
@@ -65,10 +72,18 @@ class Job:
                         "workdir to ship its files" % (self.root, socket.gethostname()),
                     )
             self.path = os.path.normpath(os.path.join(self.root, rel))
+            if self.entry:
+                self.entry_cwd = self.here(self.entry_cwd)
             self._set_user_dirs()
         if req.get("return_traces"):
             self.own_trace_dir = tempfile.mkdtemp(prefix="traces-", dir=private_dir())
             self.trace_dir = self.own_trace_dir
+
+    def here(self, local_path):
+        """A path of the user's local project as it is on this host."""
+        if self.root == self.local_root or not local_path.startswith(self.local_root):
+            return local_path
+        return self.root + local_path[len(self.local_root) :]
 
     def local_text(self, text):
         """`text` with this host's project root replaced by the user's local one."""
@@ -187,6 +202,15 @@ class Job:
     # running ------------------------------------------------------------------------------
     def select_device(self):
         return select_device(self.torch, rank_device(self.torch, self.req.get("device") or "auto"))
+
+    def with_call(self, then):
+        """``then(fn, call, device, sync)`` on the call: built from its inputs here, or
+        taken from the program that calls it (that job ends the worker)."""
+        if self.entry:
+            from .entry import run_to_call
+
+            return run_to_call(self, then)
+        return then(*self.prepare())
 
     def prepare(self):
         """Import the module, find the function and its inputs: (fn, call, device, sync)."""

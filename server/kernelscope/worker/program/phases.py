@@ -12,16 +12,21 @@ from .dynamo import compile_seconds
 from .lines import attribute_lines, line_pass_calls
 from .names import CALL_RANGE, COLD_RANGE, STAGES_PROFILED
 from .target import def_line
-from .timing import unprofiled_timing
+from .timing import unprofiled_timing, warm_up
 from .traces import first_kernel_after, gzip_file, load_json
 
 
 def run(job):
     """Profile the function, phase by phase, to a profile_finished result."""
-    fn, call, device, sync = job.prepare()
+    return job.with_call(lambda fn, call, device, sync: profile(job, fn, call, device, sync))
+
+
+def profile(job, fn, call, device, sync):
+    """The phases on a prepared call."""
     activities = profiler_activities(device)
     stem = trace_stem(job)
     cold = cold_call(job, call, sync, activities, stem, device)
+    warm_up(job, call, sync)
     timing = unprofiled_timing(job, call, sync, device)
     steps = schedule_steps(job)
     trace_tmp, marks = warmed_schedule(job, call, sync, activities, stem, device, steps)
@@ -177,5 +182,6 @@ def finished(job, fn, device, steps, cold, timing, trace_path, wall_us, lines, m
             "hostname": socket.gethostname(),
             "path": job.path,
             "qualname": job.req["qualname"],
+            "call_site": job.call_site,
         },
     }

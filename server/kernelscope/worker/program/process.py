@@ -19,6 +19,7 @@ from typing import Any
 from . import experiments, phases, timing
 from .calibration import calibrate
 from .channel import Channel
+from .entry import children_of_program
 from .errors import Cancelled, JobError
 from .job import Job
 from .names import TIMING_WORKER_ENV
@@ -211,60 +212,17 @@ class Worker:
         self.cancel_requested.clear()
         self.capture.begin()
         self.current_job = job
-        result: dict = {}
         try:
             job.place()
             for d in (job.root, os.path.dirname(job.path)):
                 if d not in sys.path:
                     sys.path.insert(0, d)
-            if job.root != job.local_root:  # a remote job runs in its project's folder
+            cwd = job.entry_cwd if job.entry else job.root if job.root != job.local_root else None
+            if cwd is not None:  # a program runs where the user runs it; a remote job in its folder
                 with contextlib.suppress(OSError):
                     saved_cwd = os.getcwd()
-                os.chdir(job.root)
-            if req["type"] == "run_timing":
-                result = timing.run_timing(job)
-            elif req["type"] == "run_try":
-                result = experiments.run_try(job)
-            else:
-                result = phases.run(job)
-        except JobError as e:
-            result = {
-                "type": "profile_failed",
-                "job_id": job.id,
-                "kind": e.kind,
-                "message": e.message,
-                "path": e.path,
-                "line": e.line,
-                "traceback": e.tb,
-                "hint": e.hint,
-            }
-        except (Cancelled, KeyboardInterrupt) as e:
-            if self.cancel_requested.is_set():
-                result = {
-                    "type": "profile_failed",
-                    "job_id": job.id,
-                    "kind": "cancelled",
-                    "message": "cancelled",
-                }
-            else:
-                err = job.user_error("keyboard_interrupt", e)
-                result = {
-                    "type": "profile_failed",
-                    "job_id": job.id,
-                    "kind": err.kind,
-                    "message": err.message,
-                    "path": err.path,
-                    "line": err.line,
-                    "traceback": err.tb,
-                }
-        except BaseException as e:
-            result = {
-                "type": "profile_failed",
-                "job_id": job.id,
-                "kind": "internal",
-                "message": "kernelscope worker error: %s: %s" % (type(e).__name__, e),
-                "traceback": traceback.format_exc().splitlines()[-12:],
-            }
+                os.chdir(cwd)
+            result = self.outcome(job, lambda: self._body(job, req["type"]))
         finally:
             job.ranks.leave()
             self.current_job = None
@@ -279,17 +237,90 @@ class Worker:
                     del sys.modules[name]
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
             self.jobs_run += 1
+        self.send_result(job, result)
+
+    @staticmethod
+    def _body(job, kind):
+        if kind == "run_timing":
+            return timing.run_timing(job)
+        if kind == "run_try":
+            return experiments.run_try(job)
+        return phases.run(job)
+
+    def outcome(self, job, body):
+        """`body()`'s result message, or the failure message of what it raised."""
+        try:
+            return body()
+        except JobError as e:
+            return {
+                "type": "profile_failed",
+                "job_id": job.id,
+                "kind": e.kind,
+                "message": e.message,
+                "path": e.path,
+                "line": e.line,
+                "traceback": e.tb,
+                "hint": e.hint,
+            }
+        except (Cancelled, KeyboardInterrupt) as e:
+            if self.cancel_requested.is_set():
+                return {
+                    "type": "profile_failed",
+                    "job_id": job.id,
+                    "kind": "cancelled",
+                    "message": "cancelled",
+                }
+            err = job.user_error("keyboard_interrupt", e)
+            return {
+                "type": "profile_failed",
+                "job_id": job.id,
+                "kind": err.kind,
+                "message": err.message,
+                "path": err.path,
+                "line": err.line,
+                "traceback": err.tb,
+            }
+        except BaseException as e:
+            return {
+                "type": "profile_failed",
+                "job_id": job.id,
+                "kind": "internal",
+                "message": "kernelscope worker error: %s: %s" % (type(e).__name__, e),
+                "traceback": traceback.format_exc().splitlines()[-12:],
+            }
+
+    def send_result(self, job, result):
+        """Send a job's result with its output; a job that ran a program ends the worker."""
         # Before the result goes: the launcher may time the call next in its clean worker,
         # and this process freeing GPU memory meanwhile would slow that one's launches.
-        self.settle()
+        if not job.entry:
+            self.settle()
         output, truncated = self.capture.collect()
         result = job.attach_traces(job.localize(result))
         result["output"] = output
         if result["type"] == "profile_finished":
             result["output_truncated"] = truncated
             result.setdefault("traces", {})
+        result["worker_ends"] = bool(job.entry)
         self.cancel_requested.clear()
         self.channel.send(result)
+        if job.entry:
+            self.end()
+
+    def conclude(self, job, body):
+        """Run the rest of a job from inside the program's call, send its result and end the
+        worker: the program is never resumed (nothing it could catch stops it)."""
+        self.current_job = None  # the program's own os._exit from here on is not the job's
+        self.send_result(job, self.outcome(job, body))
+
+    def end(self):
+        """End the process now (its program's threads and children with it)."""
+        with contextlib.suppress(Exception):
+            self.real_err.flush()
+        for child in children_of_program():
+            with contextlib.suppress(Exception):
+                child.terminate()
+        self._real_exit(0)
 
     def settle(self):
         """Free what the job left in reference cycles (its GPU memory too), then freeze what

@@ -1,0 +1,155 @@
+# pyright: basic
+"""A call taken as the program made it: its arguments (tensors, modules, optimizers by
+reference) and the state that changes what runs, replayed the same way on every call."""
+
+import contextlib
+import gc
+import inspect
+import types
+
+CO_VARARGS, CO_VARKEYWORDS = 0x04, 0x08
+AUTOCAST_DEVICES = ("cuda", "cpu")
+SDPA_BACKENDS = ("flash", "mem_efficient", "math", "cudnn")
+
+
+def arguments(frame):
+    """The arguments of the call starting in `frame`: (positional, keyword)."""
+    code = frame.f_code
+    names = code.co_varnames
+    local = frame.f_locals
+    n, k = code.co_argcount, code.co_kwonlyargcount
+    args = [local[name] for name in names[:n]]
+    kwargs = {name: local[name] for name in names[n : n + k] if name in local}
+    i = n + k
+    if code.co_flags & CO_VARARGS:
+        args.extend(local[names[i]])
+        i += 1
+    if code.co_flags & CO_VARKEYWORDS:
+        kwargs.update(local[names[i]])
+    return args, kwargs
+
+
+def function_of(code, args):
+    """The function object whose code is `code`: the class attribute of the first argument
+    for a method, else any function made from that code."""
+    if args:
+        owner = args[0] if inspect.isclass(args[0]) else type(args[0])
+        for klass in getattr(owner, "__mro__", ()):
+            found = vars(klass).get(code.co_name)
+            found = getattr(found, "__func__", found)
+            if found is not None and getattr(inspect.unwrap(found), "__code__", None) is code:
+                return found
+    for ref in gc.get_referrers(code):
+        if isinstance(ref, types.FunctionType) and ref.__code__ is code:
+            return ref
+    return None
+
+
+class CallState:
+    """The state a call ran in: grad and inference mode, autocast, the module's train/eval,
+    the current CUDA stream, SDPA's backends, the default dtype; and the RNG's states."""
+
+    def __init__(self, torch, args):
+        self.torch = torch
+        self.grad = torch.is_grad_enabled()
+        self.inference = torch.is_inference_mode_enabled()
+        self.autocast = {d: _autocast(torch, d) for d in AUTOCAST_DEVICES}
+        module = args[0] if args and isinstance(args[0], torch.nn.Module) else None
+        self.training = module.training if module is not None else None
+        self.dtype = torch.get_default_dtype()
+        cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+        self.stream = torch.cuda.current_stream() if cuda else None
+        if self.stream is not None and self.stream == torch.cuda.default_stream():
+            self.stream = None
+        self.sdpa = {b: _sdpa_enabled(torch, b) for b in SDPA_BACKENDS}
+        self.rng = torch.get_rng_state()
+        self.cuda_rng = torch.cuda.get_rng_state() if cuda else None
+
+    def modes(self):
+        """What the report says of it: ``train``, ``no_grad``, ``autocast cuda bfloat16``..."""
+        out = []
+        if self.training is not None:
+            out.append("train mode" if self.training else "eval mode")
+        if self.inference:
+            out.append("inference_mode")
+        elif not self.grad:
+            out.append("no_grad")
+        for device, (on, dtype) in self.autocast.items():
+            if on:
+                out.append("autocast %s %s" % (device, str(dtype).replace("torch.", "")))
+        if self.stream is not None:
+            out.append("stream %s" % getattr(self.stream, "stream_id", "?"))
+        off = [b for b, on in self.sdpa.items() if on is False]
+        if off:
+            out.append("sdpa without %s" % ", ".join(off))
+        if self.dtype != self.torch.float32:
+            out.append("default dtype %s" % str(self.dtype).replace("torch.", ""))
+        return out
+
+    def restore_rng(self):
+        """The RNG as it was at the call, so the first replay draws what the program did."""
+        self.torch.set_rng_state(self.rng)
+        if self.cuda_rng is not None:
+            self.torch.cuda.set_rng_state(self.cuda_rng)
+
+    @contextlib.contextmanager
+    def applied(self):
+        torch = self.torch
+        with contextlib.ExitStack() as stack:
+            if self.inference:
+                stack.enter_context(torch.inference_mode())
+            else:
+                stack.enter_context(torch.set_grad_enabled(self.grad))
+            for device, (on, dtype) in self.autocast.items():
+                if on:
+                    stack.enter_context(torch.autocast(device, dtype=dtype))
+            if self.stream is not None:
+                stack.enter_context(torch.cuda.stream(self.stream))
+            saved_sdpa = {b: _sdpa_enabled(torch, b) for b in SDPA_BACKENDS}
+            _set_sdpa(torch, self.sdpa)
+            stack.callback(_set_sdpa, torch, saved_sdpa)
+            saved_dtype = torch.get_default_dtype()
+            if saved_dtype != self.dtype:
+                torch.set_default_dtype(self.dtype)
+                stack.callback(torch.set_default_dtype, saved_dtype)
+            yield
+
+
+def replay(torch, fn, code, args, kwargs, state):
+    """The call as a function of no arguments: a module's ``forward`` through the module's
+    ``__call__`` (its hooks run), anything else as it is, each in the captured state."""
+    module = args[0] if args and isinstance(args[0], torch.nn.Module) else None
+    if module is not None and code.co_name == "forward":
+        target, rest = module, args[1:]
+    else:
+        target, rest = fn, args
+
+    def call():
+        with state.applied():
+            return target(*rest, **kwargs)
+
+    return call
+
+
+def _autocast(torch, device):
+    try:
+        on = torch.is_autocast_enabled(device)
+        dtype = torch.get_autocast_dtype(device)
+    except (TypeError, AttributeError):  # torch < 2.4
+        if device == "cuda":
+            on, dtype = torch.is_autocast_enabled(), torch.get_autocast_gpu_dtype()
+        else:
+            on, dtype = torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype()
+    return bool(on), dtype
+
+
+def _sdpa_enabled(torch, backend):
+    check = getattr(torch.backends.cuda, "%s_sdp_enabled" % backend, None)
+    return bool(check()) if check is not None else None
+
+
+def _set_sdpa(torch, flags):
+    for backend, on in flags.items():
+        enable = getattr(torch.backends.cuda, "enable_%s_sdp" % backend, None)
+        if enable is not None and on is not None:
+            enable(on)

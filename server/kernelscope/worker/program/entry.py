@@ -1,0 +1,357 @@
+# pyright: basic
+"""A user's program run as the user runs it: a script as a real ``__main__`` (its folder on
+``sys.path``, its own ``sys.argv``, the user's working directory), ``-m module``, or a pytest
+node id; the function's chosen call taken from it.
+
+The program is never stopped by an exception it could catch: the job runs from inside the
+chosen call, its result is sent, and the worker ends (the launcher starts a fresh one).
+"""
+
+import builtins
+import os
+import sys
+import time
+import types
+
+from .capture import CallState, arguments, function_of, replay
+from .dynamo import dynamo_frames
+from .errors import JobError
+from .watch import CallWatch
+
+#: Files the report names as written by the program (a scan of its working folder, bounded).
+SCAN_FILES = 5000
+SKIP_DIRS = {".git", ".kernelscope", "__pycache__", ".venv", "node_modules", ".pytest_cache"}
+
+
+def run_to_call(job, then):
+    """Run the program until the function's chosen call; there, run ``then(fn, call,
+    device, sync)`` and conclude the job (the worker ends). Returns only by raising a
+    JobError: the program failed, ended, or called the function too few times."""
+    entry = job.req["entry"]
+    torch = job.torch
+    label = entry_label(entry)
+    name = job.req["qualname"]
+    caller = None
+    if entry.get("caller"):
+        path, _, line = entry["caller"].rpartition(":")
+        caller = (os.path.realpath(job.here(path)), int(line))
+    want = int(entry.get("call") or 1)
+    watch = CallWatch(
+        job.path, name, int(entry.get("first_line") or 0), want, caller, job.is_user_file
+    )
+    started = time.perf_counter()
+    before = _files_now(job.entry_cwd)
+
+    def on_call(frame, site):
+        entry_s = time.perf_counter() - started
+        job.progress("inputs")
+        args, kwargs = arguments(frame)
+        code = frame.f_code
+        fn = function_of(code, args)
+        state = CallState(torch, args)
+        state.restore_rng()
+        device = _device_of(torch, args, kwargs)
+        cuda = device.type == "cuda"
+        if cuda:
+            torch.cuda.set_device(device)
+        sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
+        call = job.guarded(replay(torch, fn, code, args, kwargs, state), [], {})
+        quiet_s = settle_children()
+        job.call_site = {
+            "via": label,
+            "call": want,
+            "caller_path": job.local_text(site[0]) if site else None,
+            "caller_line": site[1] if site else None,
+            "modes": state.modes(),
+            "captured": True,
+            "entry_s": entry_s,
+            "wrote": _written(job.entry_cwd, before),
+            "settled_s": quiet_s,
+        }
+        job.worker.conclude(job, lambda: then(fn, call, device, sync))
+
+    watch.on_call = on_call
+    job.worker.fork_hooks.append(watch.forked)
+    compiled_before = dynamo_frames()
+    saved_disable = _set_dynamo_disabled(torch, True) if entry.get("no_compile") else None
+    job.progress("entry")
+    try:
+        watch.arm()
+        try:
+            ended = run_program(job, entry)
+        finally:
+            watch.disarm()
+    finally:
+        job.worker.fork_hooks.remove(watch.forked)
+        if saved_disable is not None:
+            _set_dynamo_disabled(torch, saved_disable)
+    seconds = time.perf_counter() - started
+    wrote = _written(job.entry_cwd, before)
+    raise _not_called(job, entry, watch, ended, seconds, compiled_before, wrote)
+
+
+def entry_label(entry):
+    head = {"module": ["-m", entry["target"]], "pytest": ["pytest", entry["target"]]}
+    return " ".join(head.get(entry["kind"], [entry["target"]]) + list(entry.get("args") or []))
+
+
+def run_program(job, entry):
+    """Run the program to its end; how it ended ("ended", "exit N"), or a JobError when it
+    failed."""
+    kind = entry["kind"]
+    label = entry_label(entry)
+    try:
+        if kind == "script":
+            _run_script(job, entry)
+        elif kind == "module":
+            import runpy
+
+            sys.argv = [entry["target"], *entry.get("args", [])]
+            runpy.run_module(entry["target"], run_name="__main__", alter_sys=True)
+        elif kind == "pytest":
+            return _run_pytest(job, entry)
+        else:
+            raise JobError("bad_entry", "unknown entry kind %r" % kind)
+    except SystemExit as e:
+        code = e.code
+        if code in (None, 0):
+            return "exited"
+        raise JobError(
+            "entry_failed",
+            "%s exited with %s before calling %s"
+            % (
+                label,
+                "status %s" % code if isinstance(code, int) else repr(code),
+                job.req["qualname"],
+            ),
+            job.path,
+            None,
+        ) from None
+    except JobError:
+        raise
+    except BaseException as e:
+        raise job.user_error(
+            "entry_failed", e, "%s failed before calling %s: " % (label, job.req["qualname"])
+        ) from None
+    return "ended"
+
+
+def _run_script(job, entry):
+    path = os.path.abspath(os.path.join(job.entry_cwd, entry["target"]))
+    try:
+        with open(path, "rb") as f:
+            source = f.read()
+    except OSError as e:
+        raise JobError(
+            "file_not_found",
+            "cannot run %s: %s" % (entry["target"], e.strerror or e),
+            path,
+        ) from None
+    try:
+        code = compile(source, path, "exec", dont_inherit=True)
+    except SyntaxError as e:
+        raise JobError("syntax_error", "SyntaxError: %s" % e.msg, path, e.lineno) from None
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    main.__dict__["__builtins__"] = builtins
+    main.__spec__ = None
+    main.__loader__ = None
+    sys.modules["__main__"] = main
+    sys.argv = [path, *entry.get("args", [])]
+    sys.path.insert(0, os.path.dirname(path))
+    exec(code, main.__dict__)
+
+
+def _run_pytest(job, entry):
+    try:
+        import pytest
+    except ImportError:
+        raise JobError(
+            "entry_failed",
+            "pytest is not installed for %s; install it there or use a script" % sys.executable,
+        ) from None
+    sys.argv = ["pytest", entry["target"], *entry.get("args", [])]
+    code = pytest.main(
+        [
+            entry["target"],
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "-s",
+            "-q",
+            *entry.get("args", []),
+        ]
+    )
+    if int(code) == 5:
+        raise JobError("entry_failed", "pytest collected no test for %s" % entry["target"])
+    if int(code) in (2, 3, 4):
+        raise JobError(
+            "entry_failed",
+            "pytest stopped (exit code %d) before %s called %s; its output says why"
+            % (int(code), entry["target"], job.req["qualname"]),
+        )
+    return "ended"
+
+
+def _where(job, path_line):
+    """``train.py:154`` for an absolute ``path:line``, relative to the program's folder."""
+    path, _, line = path_line.rpartition(":")
+    return "%s:%s" % (os.path.relpath(job.local_text(path), job.local_text(job.entry_cwd)), line)
+
+
+def _not_called(job, entry, watch, ended, seconds, compiled_before, wrote):
+    label = entry_label(entry)
+    line = int(entry.get("first_line") or 0) or None
+    name = job.req["qualname"]
+    want = watch.want
+    if watch.calls:
+        message = "%s called %s %d time%s%s, in %.1f s; the call asked for is number %d" % (
+            label,
+            name,
+            watch.calls,
+            "" if watch.calls == 1 else "s",
+            " from %s" % _where(job, entry["caller"]) if entry.get("caller") else "",
+            seconds,
+            want,
+        )
+        hint = "profile an earlier call (--call %d), or run the program longer" % watch.calls
+        return JobError("too_few_calls", message, job.path, line, hint=hint)
+    message = "%s ran to the end in %.1f s without calling %s" % (label, seconds, name)
+    hints = []
+    if watch.seen and entry.get("caller"):
+        where = ", ".join(
+            "%s (%d)" % (_where(job, "%s:%s" % (p, at)), n)
+            for (p, at), n in sorted(
+                ((k, v) for k, v in watch.callers.items() if k), key=lambda kv: -kv[1]
+            )[:3]
+        )
+        message = "%s called %s %d times, none from %s" % (
+            label,
+            name,
+            watch.seen,
+            _where(job, entry["caller"]),
+        )
+        hints.append("it was called from %s" % where)
+    if watch.called_in_children():
+        hints.append(
+            "%s ran in the program's forked children (DataLoader workers?), not in the main "
+            "process: kernelscope profiles calls the main process makes" % name
+        )
+    if dynamo_frames() > compiled_before and not entry.get("no_compile"):
+        hints.append(
+            "torch.compile compiled code while it ran: if %s runs inside a compiled caller, "
+            "compiled code does not call it; try --no-compile" % name
+        )
+    if ended == "exited":
+        message += " (it called sys.exit)"
+    if wrote:
+        message += "; it ran for real and wrote %s" % ", ".join(wrote)
+    return JobError("not_called", message, job.path, line, hint="; ".join(hints) if hints else None)
+
+
+def settle_children(limit_s=3.0, period_s=0.05):
+    """Wait (up to `limit_s`) until the program's child processes use no CPU: DataLoader
+    workers filling their prefetch queues would otherwise share the CPUs with the timed
+    calls. The seconds waited."""
+    t0 = time.perf_counter()
+    pids = [c.pid for c in children_of_program()]
+    if not pids:
+        return 0.0
+    last = _cpu_ticks(pids)
+    quiet = 0
+    while time.perf_counter() - t0 < limit_s and quiet < 2:
+        time.sleep(period_s)
+        now = _cpu_ticks(pids)
+        quiet = quiet + 1 if now == last else 0
+        last = now
+    return time.perf_counter() - t0
+
+
+def children_of_program():
+    mp = sys.modules.get("multiprocessing")
+    try:
+        return list(mp.active_children()) if mp is not None else []
+    except Exception:
+        return []
+
+
+def _cpu_ticks(pids):
+    """user + system clock ticks of these processes (Linux /proc; 0 elsewhere)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid, "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def _device_of(torch, args, kwargs):
+    """The device of the call's tensors (the first found, modules' parameters too)."""
+    seen = set()
+
+    def walk(v, depth):
+        if depth > 4 or id(v) in seen:
+            return None
+        seen.add(id(v))
+        if isinstance(v, torch.Tensor):
+            return v.device
+        if isinstance(v, torch.nn.Module):
+            for p in v.parameters():
+                return p.device
+            return None
+        if isinstance(v, dict):
+            v = list(v.values())
+        if isinstance(v, (list, tuple)):
+            for x in v:
+                d = walk(x, depth + 1)
+                if d is not None:
+                    return d
+        return None
+
+    for value in [*args, *kwargs.values()]:
+        found = walk(value, 0)
+        if found is not None and found.type in ("cuda", "cpu"):
+            return (
+                found
+                if found.type == "cpu" or found.index is not None
+                else torch.device("cuda", torch.cuda.current_device())
+            )
+    return torch.device("cpu")
+
+
+def _set_dynamo_disabled(torch, disabled):
+    """Set dynamo's global switch; the value it had."""
+    import torch._dynamo
+
+    config = torch._dynamo.config
+    before = bool(getattr(config, "disable", False))
+    config.disable = disabled
+    return before
+
+
+def _files_now(root):
+    out = {}
+    count = 0
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                out[path] = os.stat(path).st_mtime_ns
+            except OSError:
+                continue
+            count += 1
+            if count >= SCAN_FILES:
+                return out
+    return out
+
+
+def _written(root, before):
+    """Files under `root` the program created or changed (relative paths, at most 10)."""
+    now = _files_now(root)
+    changed = sorted(p for p, t in now.items() if before.get(p) != t)
+    return [os.path.relpath(p, root) for p in changed[:10]]
