@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import attrs
@@ -44,11 +45,8 @@ def code_actions(
             for name in ls.service.remote_names(path)
         ]
         tries = _try_targets(ls, doc, fn)
-        # Both kinds, as the Profile ones: VS Code's Ctrl+. lists quick fixes, its Source
-        # Action menu and Neovim's code_action the source ones.
-        for kind in (lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.Source):
-            if only and not any(kind.value.startswith(_kind_value(o)) for o in only):
-                continue
+        kind = _offered_kind(only)
+        if kind is not None:
             actions += [
                 lsp.CodeAction(title, kind=kind, command=lsp.Command(title, name, arguments=args))
                 for title, name, args in [(t, PROFILE, a) for t, a in targets] + tries
@@ -124,6 +122,17 @@ def _apply_variant_action(
         edit=lsp.WorkspaceEdit(changes={uri: edits}),
         is_preferred=True,
     )
+
+
+def _offered_kind(only: Sequence[object] | None) -> lsp.CodeActionKind | None:
+    """The one kind the Profile and Try actions take, so each is listed once: a quick fix
+    (VS Code's Ctrl+. and Neovim's code_action send no `only`, and VS Code then hides source
+    actions), a source action when `only` asks for those alone (VS Code's Source Action
+    menu), none when `only` names neither."""
+    for kind in (lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.Source):
+        if not only or any(kind.value.startswith(_kind_value(o)) for o in only):
+            return kind
+    return None
 
 
 def _kind_value(kind: object) -> str:
