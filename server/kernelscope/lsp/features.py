@@ -16,7 +16,15 @@ from kernelscope.lsp import views as editor_views
 from kernelscope.lsp.documents import Document
 from kernelscope.lsp.server import OPEN_TRACE, PROFILE, TRY, KernelscopeServer, in_place
 from kernelscope.protocol import VARIANT_LABELS
-from kernelscope.pyfunctions import FunctionDef, find, function_at, functions, provider_stub
+from kernelscope.pyfunctions import (
+    FunctionDef,
+    find,
+    function_at,
+    functions,
+    provider_name,
+    provider_stub,
+    worth_a_lens,
+)
 
 if TYPE_CHECKING:
     from kernelscope.app.store import RunRecord
@@ -156,7 +164,7 @@ def _create_inputs_action(
     if "torch." in stub and not re.search(r"^\s*(import torch|from torch)", source, re.M):
         top = lsp.Position(0, 0)
         edits.insert(0, lsp.TextEdit(lsp.Range(top, top), "import torch\n"))
-    name = fn.qualname.replace(".", "_") + "_inputs"
+    name = provider_name(fn.qualname)
     return lsp.CodeAction(
         f"Create `{name}()`",
         kind=lsp.CodeActionKind.QuickFix,
@@ -218,7 +226,8 @@ def hover(ls: KernelscopeServer, params: lsp.HoverParams) -> lsp.Hover | None:
 
 
 def code_lens(ls: KernelscopeServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens] | None:
-    """ "▶ Profile" on every def; the last run's headline beside it."""
+    """ "▶ Profile" on the defs the `lens.profile` setting picks (by default: not input
+    providers, not dunders but `__call__`); the last run's headline beside any def."""
     try:
         doc = ls.document(params.text_document.uri)
     except JsonRpcInvalidParams:
@@ -226,14 +235,17 @@ def code_lens(ls: KernelscopeServer, params: lsp.CodeLensParams) -> list[lsp.Cod
     path, source, uri = doc.path, doc.source, doc.uri
     store = ls.service.store_for(path)
     lenses: list[lsp.CodeLens] = []
-    for fn in functions(source):
+    module = functions(source)
+    scope = ls.settings.profile_lens
+    providers = ls.service.mapped_providers(path) if scope == "default" else set[str]()
+    for fn in module:
         here = lsp.Range(lsp.Position(fn.def_line - 1, 0), lsp.Position(fn.def_line - 1, 0))
         at = doc.to_editor(here)
         if at is None:  # in another cell
             continue
-        lenses.append(
-            lsp.CodeLens(at, lsp.Command("▶ Profile", PROFILE, arguments=[uri, fn.qualname]))
-        )
+        if scope == "all" or (scope == "default" and worth_a_lens(fn, module, providers)):
+            command = lsp.Command("▶ Profile", PROFILE, arguments=[uri, fn.qualname])
+            lenses.append(lsp.CodeLens(at, command))
         record = store.latest(str(path), fn.qualname)
         if record is None:
             continue
