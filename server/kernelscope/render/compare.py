@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kernelscope.render.text import shorten, table
 from kernelscope.report.compare import Comparison
-from kernelscope.units import fmt_us
+from kernelscope.units import cut, fmt_us
 
 
 def change_text(c: Comparison) -> str:
@@ -36,7 +36,7 @@ def render_comparison(c: Comparison, max_rows: int = 15) -> str:
             ["op", "status", f"{c.unit} before", f"{c.unit} after", "Δ per step", "calls/step"],
             [
                 [
-                    d.name[:48],
+                    cut(d.name, 48),
                     d.status,
                     fmt_us(d.before_us),
                     fmt_us(d.after_us),
@@ -53,9 +53,9 @@ def render_comparison(c: Comparison, max_rows: int = 15) -> str:
         out += ["", "lines that moved (per call):"]
         for d in c.lines[:max_rows]:
             moved = f" (was line {d.moved_from})" if d.moved_from else ""
-            moved += f" (edited; was `{d.was[:40]}`)" if d.was else ""
+            moved += f" (edited; was `{cut(d.was, 40)}`)" if d.was else ""
             out.append(
                 f"  {shorten(d.path)}:{d.line}{moved}  {fmt_us(d.before_us)} → "
-                f"{fmt_us(d.after_us)}  {d.code[:60]}"
+                f"{fmt_us(d.after_us)}  {cut(d.code, 60)}"
             )
     return "\n".join(out)
