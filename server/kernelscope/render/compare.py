@@ -4,7 +4,7 @@ lines that moved."""
 from __future__ import annotations
 
 from kernelscope.render.text import shorten, table
-from kernelscope.report.compare import Comparison
+from kernelscope.report.compare import MIN_DELTA_US, OP_NOISE, Comparison
 from kernelscope.units import cut, fmt_us
 
 
@@ -21,6 +21,16 @@ def change_text(c: Comparison) -> str:
     return (
         f"{c.change:+.0%} ({fmt_us(c.time_before_us)} → {fmt_us(c.time_after_us)}, "
         f"{c.timed}{noise}): {verdict}"
+    )
+
+
+def noise_rule(c: Comparison) -> str:
+    """What "changed" means for an op, and how many moved within their noise."""
+    run = f" (the run's noise, above the {OP_NOISE:.0%} floor)" if c.noise > OP_NOISE else ""
+    within = f"; {c.ops_within_noise} more moved within it" if c.ops_within_noise else ""
+    return (
+        f"an op changed when its calls did, or its time beyond its noise: ±{c.op_noise:.0%} "
+        f"of its time per step{run}, at least {MIN_DELTA_US:g} µs{within}"
     )
 
 
@@ -47,8 +57,9 @@ def render_comparison(c: Comparison, max_rows: int = 15) -> str:
             ],
             align="llrrrr",
         )
+        out.append(f"  {noise_rule(c)}")
     else:
-        out.append("ops       the same ops, within 0.5 µs per step")
+        out.append(f"ops       no op changed: {noise_rule(c)}")
     if c.lines:
         out += ["", "lines that moved (per call):"]
         for d in c.lines[:max_rows]:
