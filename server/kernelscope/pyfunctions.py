@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -115,6 +116,23 @@ def _annotation(arg: ast.arg) -> str | None:
     return ast.unparse(arg.annotation) if arg.annotation is not None else None
 
 
+def provider_name(qualname: str) -> str:
+    """The input provider a function's inputs are looked for under: `MLP.forward` ->
+    `MLP_forward_inputs`."""
+    return qualname.replace(".", "_") + "_inputs"
+
+
+def worth_a_lens(fn: FunctionDef, module: Sequence[FunctionDef], providers: Set[str]) -> bool:
+    """Whether `fn` is one a user profiles: not an input provider (named after a function of
+    its `module`, or one of `providers`, those mapped in pyproject or the settings), not a
+    dunder (`__init__`, `__repr__`) except `__call__`."""
+    if fn.qualname in providers:
+        return False
+    if fn.name.startswith("__") and fn.name.endswith("__") and fn.name != "__call__":
+        return False
+    return not any(provider_name(other.qualname) == fn.qualname for other in module)
+
+
 def provider_stub(fn: FunctionDef) -> str:
     """Source of an input provider for `fn`, built from its parameters' annotations."""
     params = [p for p in fn.params if p.kind in ("positional", "keyword")]
@@ -128,7 +146,7 @@ def provider_stub(fn: FunctionDef) -> str:
     for p in params:
         values.append(p.name)
         body.append(f"    {p.name} = {_example(p)}")
-    name = fn.qualname.replace(".", "_") + "_inputs"
+    name = provider_name(fn.qualname)
     returned = ", ".join(values) + ("," if len(values) == 1 else "")
     return (
         f'\n\ndef {name}(batch_size: int = 1, device: str = "cpu"):\n'

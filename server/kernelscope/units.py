@@ -1,4 +1,4 @@
-"""Human units for times and sizes."""
+"""Human units for times and sizes, and text cut to a width."""
 
 from __future__ import annotations
 
@@ -35,3 +35,8 @@ def fmt_rate(gbps: float) -> str:
 def stages_line(stages_s: dict[str, float]) -> str:
     """ "import 0.01 s · inputs 0.52 s · …", in the order the stages ran."""
     return " · ".join(f"{name} {s:.2f} s" for name, s in stages_s.items())
+
+
+def cut(text: str, width: int) -> str:
+    """`text` in at most `width` characters; where it is cut, its last one is "…"."""
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"

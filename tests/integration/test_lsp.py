@@ -18,16 +18,27 @@ async def test_code_action_offers_profile_inside_a_function(
     client: LanguageClient, project: Path
 ) -> None:
     uri = open_doc(client, project / "three_lines.py")
-    result = await client.text_document_code_action_async(
-        lsp.CodeActionParams(
-            lsp.TextDocumentIdentifier(uri),
-            lsp.Range(lsp.Position(5, 4), lsp.Position(5, 4)),
-            lsp.CodeActionContext(diagnostics=[]),
+    profile_it = "Profile `three_lines`"
+    kinds = lsp.CodeActionKind
+    for only, kind in [
+        (None, kinds.QuickFix),  # Neovim's code_action, VS Code's Ctrl+.
+        ([kinds.QuickFix], kinds.QuickFix),
+        ([kinds.Source], kinds.Source),  # VS Code's Source Action menu
+        ([kinds.QuickFix, kinds.Source], kinds.QuickFix),
+        ([kinds.Refactor], None),
+    ]:
+        result = await client.text_document_code_action_async(
+            lsp.CodeActionParams(
+                lsp.TextDocumentIdentifier(uri),
+                lsp.Range(lsp.Position(5, 4), lsp.Position(5, 4)),
+                lsp.CodeActionContext(diagnostics=[], only=only),
+            )
         )
-    )
-    titles = {(a.title, a.kind) for a in result or [] if isinstance(a, lsp.CodeAction)}
-    assert ("Profile `three_lines`", lsp.CodeActionKind.QuickFix) in titles
-    assert ("Profile `three_lines`", lsp.CodeActionKind.Source) in titles
+        actions = [a for a in result or [] if isinstance(a, lsp.CodeAction)]
+        titles = [a.title for a in actions]
+        assert len(titles) == len(set(titles)), (only, titles)  # each action once
+        expected = [] if kind is None else [(profile_it, kind)]
+        assert [(a.title, a.kind) for a in actions if a.title == profile_it] == expected, only
     outside = await client.text_document_code_action_async(
         lsp.CodeActionParams(
             lsp.TextDocumentIdentifier(uri),

@@ -4,12 +4,13 @@ shows for a run slower than the one before it (the CLI: tests/integration/test_d
 from __future__ import annotations
 
 import msgspec
+import pytest
 from lsprotocol import types as lsp
 
 from kernelscope.app.history import Delta
 from kernelscope.app.store import RunRecord
 from kernelscope.lsp import views
-from kernelscope.render.compare import change_text
+from kernelscope.render.compare import change_text, render_comparison
 from kernelscope.report.compare import compare
 from kernelscope.report.schema import Report
 
@@ -62,3 +63,53 @@ def test_the_editor_flags_a_regression_on_the_def_line() -> None:
         for d in views.run_diagnostics(record, big.function.path, lines, views.ViewOptions(), quiet)
         if d.code == "KS802"
     ]
+
+
+def test_an_op_changed_only_beyond_its_noise_and_the_diff_says_what_that_is() -> None:
+    a = fixture_report("matmul_add_8192")
+    t = a.timing
+    spread = msgspec.structs.replace(
+        t,
+        unprofiled_p10_us=t.unprofiled_us_per_call * 0.96,
+        unprofiled_p90_us=t.unprofiled_us_per_call * 1.04,
+    )
+    a = msgspec.structs.replace(a, timing=spread)
+    # the same code again: +3 % per call, every op 2-4 % slower (beyond 0.5 µs each)
+    b = msgspec.structs.replace(
+        a,
+        timing=msgspec.structs.replace(
+            spread, unprofiled_us_per_call=t.unprofiled_us_per_call * 1.03
+        ),
+        ops=[
+            msgspec.structs.replace(
+                o, self_cuda_us=o.self_cuda_us * 1.03, self_cpu_us=o.self_cpu_us * 1.04
+            )
+            for o in a.ops
+        ],
+    )
+    c = compare(a, b)
+    assert "within the noise" in change_text(c)
+    assert c.ops == []  # none beyond its noise
+    assert c.op_noise == pytest.approx(0.05) and c.ops_within_noise >= 1
+    text = render_comparison(c)
+    assert "changed" not in text.split("no op changed")[0]
+    assert "±5% of its time per step, at least 0.5 µs" in text
+    # one op 30 % slower, another called twice as often: those two, and only those, changed
+    mm, add = b.ops[0], b.ops[1]
+    assert (mm.name, add.name) == ("aten::mm", "aten::add")
+    worse = msgspec.structs.replace(
+        b,
+        ops=[
+            msgspec.structs.replace(mm, self_cuda_us=mm.self_cuda_us * 1.3),
+            msgspec.structs.replace(add, calls=add.calls * 2),
+            *b.ops[2:],
+        ],
+    )
+    c = compare(a, worse)
+    assert [(d.name, d.status) for d in c.ops] == [
+        ("aten::mm", "changed"),
+        ("aten::add", "changed"),
+    ]
+    assert c.ops[0].noise_us == pytest.approx(0.05 * c.ops[0].after_us)
+    text = render_comparison(c)
+    assert "its time beyond its noise: ±5%" in text

@@ -10,6 +10,7 @@ import pytest
 from kernelscope.analysis.scaling import ScalePoint, classify, points_from_times
 from kernelscope.app.scale import check_factors
 from kernelscope.render.plot import IDEAL, KNEE, MEASURED, render_png, text_chart
+from kernelscope.units import fmt_us
 
 from support import FIXTURES
 from support.png import decode_png
@@ -141,6 +142,35 @@ def test_text_chart() -> None:
     chart = text_chart(recorded(8192)).splitlines()
     assert len(chart) == 6  # five rows and the factor labels
     assert chart[-1].split()[:8] == ["×1", "×2", "×4", "×8", "×16", "×32", "×64", "×128"]
-    assert chart[0].rstrip().endswith("▄▄▄▄")  # only the largest factor reaches the top row
+    assert chart[0].rstrip().endswith(" ████")  # only the largest factor reaches the top row
+    assert chart[0].split()[:2] == ["1.51", "ms"]  # labelled with its measured time
     flat = text_chart(recorded(64)[:4]).splitlines()
     assert all(set(row.split()[-1]) <= {"│"} for row in flat[1:4])  # empty upper rows
+
+
+# --- what a report says agrees with the curve it prints -----------------------------------
+
+# per item 185 → 138 → 109 → 124 ms at ×1..×8: one fitted slope of 0.79 over the four
+REPORTED = points_from_times([1, 2, 4, 8], [185e3, 2 * 138e3, 4 * 109e3, 8 * 124e3])
+
+
+def test_a_curve_cheaper_per_item_to_x4_is_not_compute_bound_from_x1() -> None:
+    verdict = classify(REPORTED)
+    assert (verdict.shape, verdict.bound, verdict.knee_factor) == ("mixed", "memory", 4)
+    assert verdict.segment_shapes == ["sublinear", "sublinear", "linear"]
+    summary = verdict.summary
+    assert summary.startswith("sublinear to ×4, then linear"), summary
+    assert "from ×1" not in summary and "memory- or latency-bound at ×1" in summary
+    # the per-item times it quotes are the table's
+    for p in (REPORTED[0], REPORTED[2], REPORTED[3]):
+        assert f"{fmt_us(p.us_per_item)} at ×{p.factor}" in summary
+    assert "time per item grows" in summary
+
+
+def test_the_text_chart_is_labelled_with_measured_times_only() -> None:
+    for points in (REPORTED, recorded(8192), recorded(64)[:4]):
+        rows = text_chart(points).splitlines()
+        labels = [row.split("┤")[0].strip() for row in rows if "┤" in row]
+        times = [fmt_us(p.us_per_call) for p in points]
+        assert labels and set(labels) <= set(times), labels
+        assert labels[0] == fmt_us(max(p.us_per_call for p in points))  # the top label

@@ -20,7 +20,7 @@ from kernelscope.analysis.trace_model import Op, Trace
 from kernelscope.analysis.user_code import user_frame
 from kernelscope.analysis.verdict import BUSY_OVERHEAD
 from kernelscope.findings import Code, Finding, Severity
-from kernelscope.units import fmt_bytes
+from kernelscope.units import cut, fmt_bytes
 from kernelscope.units import fmt_us as fmt
 
 POINTWISE = frozenset(
@@ -485,7 +485,7 @@ def find_slow_ops(facts: Facts, options: Options) -> Iterable[Finding]:
                 "share": round(r.share, 3),
                 "efficiency": round(r.efficiency, 3),
                 "gpu_us_per_step": round(r.gpu_us_per_step, 1),
-                "kernel": r.kernel[:200],
+                "kernel": cut(r.kernel, 200),
             },
         )
 
@@ -499,7 +499,7 @@ def _slow_causes(facts: Facts, r: OpRoof, sms: int | None) -> tuple[list[str], l
     if odd:
         causes.append(
             f"{', '.join(map(str, odd))} is not a multiple of {align}: the library falls back to "
-            f"a kernel without aligned vector loads ({r.kernel[:80]})"
+            f"a kernel without aligned vector loads ({cut(r.kernel, 80)})"
         )
         tries.append(
             f"pad that dimension to a multiple of {align} (64 is better still: "
@@ -523,7 +523,7 @@ def _slow_causes(facts: Facts, r: OpRoof, sms: int | None) -> tuple[list[str], l
             "SDPBackend.CUDNN_ATTENTION) (on Hopper often the fastest) or FLASH_ATTENTION"
         )
     if not causes:
-        causes.append(f"a slow kernel for this shape ({r.kernel[:80]})")
+        causes.append(f"a slow kernel for this shape ({cut(r.kernel, 80)})")
         tries.append(
             "try another shape or dtype, torch.compile(mode='max-autotune'), or a fused library op"
         )

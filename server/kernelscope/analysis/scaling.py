@@ -2,7 +2,9 @@
 
 Flat means the call is overhead-bound (more work per call is nearly free), linear means the
 device is full (compute-bound, or bandwidth-saturated), sublinear is in between (memory- or
-latency-bound, partly saturated). ``classify`` is pure; app/scale.py measures the points."""
+latency-bound, partly saturated). The time per item is the same curve seen another way (its
+slope is the call's minus 1), and every summary quotes it as the table prints it.
+``classify`` is pure; app/scale.py measures the points."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ from collections.abc import Sequence
 from typing import Literal
 
 import msgspec
+
+from kernelscope.units import fmt_us
 
 Shape = Literal["flat", "sublinear", "linear", "mixed"]
 Bound = Literal["overhead", "memory", "compute"]
@@ -22,6 +26,8 @@ FLAT_BELOW = 0.25
 """A run is flat when its log-log slope is below this: doubling the batch costs < 19 % more."""
 LINEAR_FROM = 0.75
 """A run is linear from this slope up: doubling the batch costs ≥ 68 % more."""
+KNEE_RISE = 0.3
+"""A knee needs the slope to rise by this much across it (flat to linear always does)."""
 
 
 class ScalePoint(msgspec.Struct, frozen=True):
@@ -48,7 +54,8 @@ class ScaleVerdict(msgspec.Struct, frozen=True):
     bound: Bound
     """The bottleneck at the smallest factor measured (the batch the function runs at now)."""
     knee_factor: int | None
-    """The factor from which time grows linearly; None when it never does here."""
+    """The factor from which time grows linearly (the time per item stops falling); None when
+    it never does here."""
     summary: str
     slopes: list[float]
     """Log-log slope of each consecutive pair of points, as measured."""
@@ -85,9 +92,13 @@ def classify(points: Sequence[ScalePoint]) -> ScaleVerdict:
     - linear: slope >= ``LINEAR_FROM`` (0.75) -> compute-bound (or bandwidth-saturated);
     - sublinear: in between -> memory- or latency-bound, partly saturated.
 
-    The knee splits the points at a measured factor into a flat run and a linear run (both
-    include the knee's point); of all such splits the one with the largest change of slope
-    wins, and the shape is "mixed". With no such split the whole series is one run.
+    The knee splits the points at a measured factor into a flat or sublinear run and a
+    linear run (both include the knee's point; the slope rises by ``KNEE_RISE`` or more);
+    of all such splits the one with the largest change of slope wins (a flat first run
+    before a sublinear one), and the shape is "mixed", its bound the first run's. With no
+    such split the whole series is one run. So a time per item that falls to ×4 and then
+    grows (185, 138, 109, 124 ms at ×1..×8: one fitted slope of 0.79) is sublinear to ×4,
+    then linear, not compute-bound from ×1.
 
     On the recorded MLP runs (fixtures/mlp_*), width 64 fits 0.03 over x1..x128 and its
     steepest run, the last pair, is 0.68; width 8192 splits at x4 into -0.06 and 0.80 (at x8
@@ -99,23 +110,20 @@ def classify(points: Sequence[ScalePoint]) -> ScaleVerdict:
     xs = [math.log2(p.factor) for p in pts]
     ys = [math.log2(max(p.us_per_call, 1e-3)) for p in pts]
     slopes = [(ys[i] - ys[i - 1]) / (xs[i] - xs[i - 1]) for i in range(1, len(pts))]
-    knee: tuple[int, float, float] | None = None
+    knees: list[tuple[bool, float, int, float, float]] = []
     for k in range(1, len(pts) - 1):
         before, after = _fit_slope(xs[: k + 1], ys[: k + 1]), _fit_slope(xs[k:], ys[k:])
-        if (
-            before < FLAT_BELOW
-            and after >= LINEAR_FROM
-            and (knee is None or after - before > knee[2] - knee[1])
-        ):
-            knee = (k, before, after)
-    if knee is not None:
-        k, before, after = knee
-        shapes: list[RunShape] = ["flat" if i < k else "linear" for i in range(len(pts) - 1)]
+        if before < LINEAR_FROM <= after and after - before >= KNEE_RISE:
+            knees.append((before < FLAT_BELOW, after - before, k, before, after))
+    if knees:
+        _, _, k, before, after = max(knees)
+        first = _run_shape(before)
+        shapes: list[RunShape] = [first if i < k else "linear" for i in range(len(pts) - 1)]
         return ScaleVerdict(
             shape="mixed",
-            bound="overhead",
+            bound=_BOUND[first],
             knee_factor=pts[k].factor,
-            summary=_mixed_summary(pts, k, before, after),
+            summary=_mixed_summary(pts, k, first, before, after),
             slopes=slopes,
             segment_shapes=shapes,
             run_slopes=[before, after],
@@ -150,8 +158,14 @@ def _span(pts: Sequence[ScalePoint]) -> str:
     first, last = pts[0], pts[-1]
     return (
         f"×{last.factor / first.factor:g} the batch, "
-        f"×{last.us_per_call / first.us_per_call:.2f} the time per call"
+        f"×{last.us_per_call / first.us_per_call:.2f} the time per call "
+        f"(per item {_item(first)} → {_item(last)})"
     )
+
+
+def _item(p: ScalePoint) -> str:
+    """ "109 ms at ×4": the time per item at a factor, as the table prints it."""
+    return f"{fmt_us(p.us_per_item)} at ×{p.factor}"
 
 
 def _summary(pts: Sequence[ScalePoint], shape: RunShape, slope: float) -> str:
@@ -171,11 +185,22 @@ def _summary(pts: Sequence[ScalePoint], shape: RunShape, slope: float) -> str:
     )
 
 
-def _mixed_summary(pts: Sequence[ScalePoint], k: int, before: float, after: float) -> str:
-    knee = pts[k]
+def _mixed_summary(
+    pts: Sequence[ScalePoint], k: int, first: RunShape, before: float, after: float
+) -> str:
+    knee, last = pts[k], pts[-1]
     cheaper = pts[0].us_per_item / knee.us_per_item
+    if first == "flat":
+        at_first = "overhead-bound"
+        pays = f"the batch is nearly free (×{cheaper:.1f} cheaper per item)"
+    else:
+        at_first = "memory- or latency-bound"
+        pays = f"batching pays (×{cheaper:.1f} cheaper per item)"
+    change = last.us_per_item / knee.us_per_item
+    trend = "grows" if change > 1.05 else "falls slowly" if change < 0.95 else "stays"
     return (
-        f"flat to ×{knee.factor}, then linear (slopes {before:.2f} → {after:.2f}) — "
-        f"overhead-bound at ×{pts[0].factor}: up to ×{knee.factor} the batch is nearly free "
-        f"(×{cheaper:.1f} cheaper per item); beyond it the device is full (compute-bound)"
+        f"{first} to ×{knee.factor}, then linear (slopes {before:.2f} → {after:.2f}) — "
+        f"{at_first} at ×{pts[0].factor}: up to ×{knee.factor} {pays}; beyond it the device "
+        f"is full (compute-bound) and the time per item {trend} (per item {_item(pts[0])}, "
+        f"{_item(knee)}, {_item(last)})"
     )

@@ -108,6 +108,17 @@ class ProfileService:
             remotes = {}
         return sorted({*remotes, *self.settings.remotes})
 
+    def mapped_providers(self, path: Path) -> set[str]:
+        """The functions of the module at `path` that the project's `[tool.kernelscope.inputs]`
+        or the `inputs` setting name as input providers."""
+        try:
+            project = load_project(path)
+        except ProjectError:
+            return set()
+        module = project.module_name(path)
+        mapped = {*project.inputs.values(), *self.settings.inputs.values()}
+        return {name for m, _, name in (v.partition(":") for v in mapped) if m == module}
+
     def store_for(self, path: Path) -> Store:
         """The store of the project that holds `path`."""
         try:

@@ -16,7 +16,7 @@ from kernelscope.engine.dispatch import runner_for
 from kernelscope.engine.runner import JobFailed, JobRunner
 from kernelscope.engine.targets import Schedule, Target, build_request
 from kernelscope.protocol import JobProgress, ProfileFailed
-from kernelscope.pyfunctions import def_line, stub_for
+from kernelscope.pyfunctions import def_line, provider_name, stub_for
 from kernelscope.render.plot import render_png
 from kernelscope.units import fmt_us
 
@@ -124,7 +124,7 @@ def check_provider(target: Target) -> None:
     """
     if target.project.provider_for(target.module_name, target.qualname):
         return
-    name = target.qualname.replace(".", "_") + "_inputs"
+    name = provider_name(target.qualname)
     try:
         source = target.path.read_text(encoding="utf-8")
         tree = ast.parse(source)

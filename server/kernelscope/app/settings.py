@@ -13,6 +13,7 @@ from kernelscope.protocol import DEFAULT_ACTIVE, DEFAULT_WAIT, DEFAULT_WARMUP
 Check = Callable[[Any], bool]
 
 DEVICE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
+PROFILE_LENS = ("default", "all", "none")
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,9 @@ class Settings:
     timeout: float = 120.0
     nproc: int = 1
     top_lines: int = 5
+    profile_lens: str = "default"
+    """Where the "▶ Profile" lens goes: `default` (not on input providers or dunders but
+    `__call__`), `all` (every def) or `none`."""
     inputs: dict[str, str] = field(default_factory=dict[str, str])
     remotes: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
     keep_per_function: int = 5
@@ -91,6 +95,13 @@ def _device(v: object) -> bool:
     return isinstance(v, str) and DEVICE.match(v) is not None
 
 
+def _one_of(*choices: str) -> Check:
+    def check(v: object) -> bool:
+        return v in choices
+
+    return check
+
+
 def _table(v: object) -> bool:
     return isinstance(v, dict)
 
@@ -124,6 +135,7 @@ RULES: tuple[tuple[str, str, Check, Callable[[Any], Any] | None], ...] = (
     ("timeout", "timeout", _positive, float),
     ("nproc", "nproc", _count(1), int),
     ("top_lines", "diagnostics.topLines", _count(0), int),
+    ("profile_lens", "lens.profile", _one_of(*PROFILE_LENS), None),
     ("inputs", "inputs", _str_map, None),
     ("remotes", "remotes", _table, None),
     ("keep_per_function", "traces.keepPerFunction", _count(1), int),

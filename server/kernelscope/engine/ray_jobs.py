@@ -46,6 +46,7 @@ from kernelscope.protocol import (
     WorkerReady,
     failure,
 )
+from kernelscope.units import cut
 from kernelscope.worker import worker_source
 
 FRAME_PREFIX = "KSFRAME "
@@ -250,7 +251,7 @@ class RayJobs:
             with urllib.request.urlopen(req, timeout=30) as resp:
                 return json.loads(cast(bytes, resp.read()) or b"null")
         except urllib.error.HTTPError as e:
-            text = e.read().decode("utf-8", "replace").strip()[:500]
+            text = cut(e.read().decode("utf-8", "replace").strip(), 500)
             if e.code in (401, 403):
                 how = (
                     f"check token_file ({self.remote.token_file})"

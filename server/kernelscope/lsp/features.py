@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import attrs
@@ -15,7 +16,15 @@ from kernelscope.lsp import views as editor_views
 from kernelscope.lsp.documents import Document
 from kernelscope.lsp.server import OPEN_TRACE, PROFILE, TRY, KernelscopeServer, in_place
 from kernelscope.protocol import VARIANT_LABELS
-from kernelscope.pyfunctions import FunctionDef, find, function_at, functions, provider_stub
+from kernelscope.pyfunctions import (
+    FunctionDef,
+    find,
+    function_at,
+    functions,
+    provider_name,
+    provider_stub,
+    worth_a_lens,
+)
 
 if TYPE_CHECKING:
     from kernelscope.app.store import RunRecord
@@ -44,11 +53,8 @@ def code_actions(
             for name in ls.service.remote_names(path)
         ]
         tries = _try_targets(ls, doc, fn)
-        # Both kinds, as the Profile ones: VS Code's Ctrl+. lists quick fixes, its Source
-        # Action menu and Neovim's code_action the source ones.
-        for kind in (lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.Source):
-            if only and not any(kind.value.startswith(_kind_value(o)) for o in only):
-                continue
+        kind = _offered_kind(only)
+        if kind is not None:
             actions += [
                 lsp.CodeAction(title, kind=kind, command=lsp.Command(title, name, arguments=args))
                 for title, name, args in [(t, PROFILE, a) for t, a in targets] + tries
@@ -126,6 +132,17 @@ def _apply_variant_action(
     )
 
 
+def _offered_kind(only: Sequence[object] | None) -> lsp.CodeActionKind | None:
+    """The one kind the Profile and Try actions take, so each is listed once: a quick fix
+    (VS Code's Ctrl+. and Neovim's code_action send no `only`, and VS Code then hides source
+    actions), a source action when `only` asks for those alone (VS Code's Source Action
+    menu), none when `only` names neither."""
+    for kind in (lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.Source):
+        if not only or any(kind.value.startswith(_kind_value(o)) for o in only):
+            return kind
+    return None
+
+
 def _kind_value(kind: object) -> str:
     """A code action kind as its wire string ("source"), whether it arrived as str or enum."""
     return str(kind.value) if isinstance(kind, lsp.CodeActionKind) else str(kind)
@@ -147,7 +164,7 @@ def _create_inputs_action(
     if "torch." in stub and not re.search(r"^\s*(import torch|from torch)", source, re.M):
         top = lsp.Position(0, 0)
         edits.insert(0, lsp.TextEdit(lsp.Range(top, top), "import torch\n"))
-    name = fn.qualname.replace(".", "_") + "_inputs"
+    name = provider_name(fn.qualname)
     return lsp.CodeAction(
         f"Create `{name}()`",
         kind=lsp.CodeActionKind.QuickFix,
@@ -209,7 +226,8 @@ def hover(ls: KernelscopeServer, params: lsp.HoverParams) -> lsp.Hover | None:
 
 
 def code_lens(ls: KernelscopeServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens] | None:
-    """ "▶ Profile" on every def; the last run's headline beside it."""
+    """ "▶ Profile" on the defs the `lens.profile` setting picks (by default: not input
+    providers, not dunders but `__call__`); the last run's headline beside any def."""
     try:
         doc = ls.document(params.text_document.uri)
     except JsonRpcInvalidParams:
@@ -217,14 +235,17 @@ def code_lens(ls: KernelscopeServer, params: lsp.CodeLensParams) -> list[lsp.Cod
     path, source, uri = doc.path, doc.source, doc.uri
     store = ls.service.store_for(path)
     lenses: list[lsp.CodeLens] = []
-    for fn in functions(source):
+    module = functions(source)
+    scope = ls.settings.profile_lens
+    providers = ls.service.mapped_providers(path) if scope == "default" else set[str]()
+    for fn in module:
         here = lsp.Range(lsp.Position(fn.def_line - 1, 0), lsp.Position(fn.def_line - 1, 0))
         at = doc.to_editor(here)
         if at is None:  # in another cell
             continue
-        lenses.append(
-            lsp.CodeLens(at, lsp.Command("▶ Profile", PROFILE, arguments=[uri, fn.qualname]))
-        )
+        if scope == "all" or (scope == "default" and worth_a_lens(fn, module, providers)):
+            command = lsp.Command("▶ Profile", PROFILE, arguments=[uri, fn.qualname])
+            lenses.append(lsp.CodeLens(at, command))
         record = store.latest(str(path), fn.qualname)
         if record is None:
             continue

@@ -43,8 +43,11 @@ async def load_settings(ls: KernelscopeServer, pushed: object = None) -> None:
         except Exception as e:  # the client failed the request: keep the defaults
             log.warning("workspace/configuration failed: %s", e)
     settings, problems = parse_settings(raw)
+    lens_moved = settings.profile_lens != ls.settings.profile_lens
     ls.settings = settings
     ls.service.settings = settings
+    if lens_moved:
+        ls.refresh_views()
     for problem in problems:
         ls.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Warning, problem))
 

@@ -26,6 +26,7 @@ from kernelscope.lsp.documents import (
     file_path,
     notebook_of,
 )
+from kernelscope.lsp.rpc import KernelscopeProtocol
 from kernelscope.notebooks import MODULES_DIR
 from kernelscope.protocol import ProfileFailed
 from kernelscope.pyfunctions import FunctionDef, functions
@@ -53,7 +54,10 @@ class KernelscopeServer(LanguageServer):
 
     def __init__(self) -> None:
         super().__init__(  # pyright: ignore[reportUnknownMemberType]
-            "kernelscope", __version__, notebook_document_sync=NOTEBOOK_SYNC
+            "kernelscope",
+            __version__,
+            notebook_document_sync=NOTEBOOK_SYNC,
+            protocol_cls=KernelscopeProtocol,
         )
         self.settings = Settings()
         self._service: ProfileService | None = None

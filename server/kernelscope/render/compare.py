@@ -4,8 +4,8 @@ lines that moved."""
 from __future__ import annotations
 
 from kernelscope.render.text import shorten, table
-from kernelscope.report.compare import Comparison
-from kernelscope.units import fmt_us
+from kernelscope.report.compare import MIN_DELTA_US, OP_NOISE, Comparison
+from kernelscope.units import cut, fmt_us
 
 
 def change_text(c: Comparison) -> str:
@@ -24,6 +24,16 @@ def change_text(c: Comparison) -> str:
     )
 
 
+def noise_rule(c: Comparison) -> str:
+    """What "changed" means for an op, and how many moved within their noise."""
+    run = f" (the run's noise, above the {OP_NOISE:.0%} floor)" if c.noise > OP_NOISE else ""
+    within = f"; {c.ops_within_noise} more moved within it" if c.ops_within_noise else ""
+    return (
+        f"an op changed when its calls did, or its time beyond its noise: ±{c.op_noise:.0%} "
+        f"of its time per step{run}, at least {MIN_DELTA_US:g} µs{within}"
+    )
+
+
 def render_comparison(c: Comparison, max_rows: int = 15) -> str:
     """The CLI's text for `kernelscope diff`."""
     out = [
@@ -36,7 +46,7 @@ def render_comparison(c: Comparison, max_rows: int = 15) -> str:
             ["op", "status", f"{c.unit} before", f"{c.unit} after", "Δ per step", "calls/step"],
             [
                 [
-                    d.name[:48],
+                    cut(d.name, 48),
                     d.status,
                     fmt_us(d.before_us),
                     fmt_us(d.after_us),
@@ -47,15 +57,16 @@ def render_comparison(c: Comparison, max_rows: int = 15) -> str:
             ],
             align="llrrrr",
         )
+        out.append(f"  {noise_rule(c)}")
     else:
-        out.append("ops       the same ops, within 0.5 µs per step")
+        out.append(f"ops       no op changed: {noise_rule(c)}")
     if c.lines:
         out += ["", "lines that moved (per call):"]
         for d in c.lines[:max_rows]:
             moved = f" (was line {d.moved_from})" if d.moved_from else ""
-            moved += f" (edited; was `{d.was[:40]}`)" if d.was else ""
+            moved += f" (edited; was `{cut(d.was, 40)}`)" if d.was else ""
             out.append(
                 f"  {shorten(d.path)}:{d.line}{moved}  {fmt_us(d.before_us)} → "
-                f"{fmt_us(d.after_us)}  {d.code[:60]}"
+                f"{fmt_us(d.after_us)}  {cut(d.code, 60)}"
             )
     return "\n".join(out)

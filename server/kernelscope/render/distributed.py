@@ -5,7 +5,7 @@ from __future__ import annotations
 from kernelscope.analysis.collectives import Collective
 from kernelscope.render.text import MARKS, shorten, table
 from kernelscope.report.distributed import DistributedReport
-from kernelscope.units import fmt_bytes, fmt_rate, fmt_us
+from kernelscope.units import cut, fmt_bytes, fmt_rate, fmt_us
 
 
 def _collectives(rows: list[Collective], limit: int = 6) -> list[str]:
@@ -60,7 +60,7 @@ def render_distributed(d: DistributedReport) -> str:
                     f"{r.comm_share:.0%}",
                     f"{r.overlap_share:.0%}",
                     fmt_us(r.idle_us_per_call),
-                    r.top_op[:40],
+                    cut(r.top_op, 40),
                 ]
                 for r in d.ranks
             ],

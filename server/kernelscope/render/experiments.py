@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kernelscope.analysis.experiments import Experiments, VariantResult, baseline_text
 from kernelscope.render.text import shorten, table
-from kernelscope.units import fmt_us
+from kernelscope.units import cut, fmt_us
 
 
 def render_experiments(e: Experiments) -> str:
@@ -35,7 +35,7 @@ def render_experiments(e: Experiments) -> str:
 
 def _row(v: VariantResult) -> list[str]:
     if v.speedup is None:
-        return [v.label, "-", "-", "-", f"{v.status}: {v.why}"[:70]]
+        return [v.label, "-", "-", "-", cut(f"{v.status}: {v.why}", 70)]
     per = " /item" if v.items > 1 else ""
     interval = f"×{v.speedup:.2f} ({v.ci_low or 0:.2f}–{v.ci_high or 0:.2f}){per}"
     once = f"{v.one_time_s:.2f} s {v.one_time_what}" if v.one_time_s is not None else "-"

@@ -261,21 +261,33 @@ class Timed(Protocol):
 
 
 def text_chart(points: Sequence[Timed], rows: int = 5) -> str:
-    """Time per call per factor as columns of block characters on a log scale."""
+    """Time per call per factor as columns of block characters on a log scale. The rows are
+    labelled with measured times only: the longest where its bar ends (the top row when the
+    times span ×20 or more), the shortest where its bar ends, when that is another row."""
     pts = sorted(points, key=lambda p: p.factor)
     if not pts:
         return ""
-    lo, hi = _y_range([p.us_per_call for p in pts])
-    levels = [round(rows * 8 * math.log(p.us_per_call / lo) / math.log(hi / lo)) for p in pts]
+    us = [p.us_per_call for p in pts]
+    lo = min(us) * 0.7  # the shortest bar still shows
+    hi = max(*us, lo * 20)  # at least a ×20 span, so that noise on flat data looks flat
+    levels = [max(1, round(rows * 8 * math.log(u / lo) / math.log(hi / lo))) for u in us]
+    marks = {
+        _bar_top_row(levels[us.index(min(us))]): fmt_us(min(us)),
+        _bar_top_row(levels[us.index(max(us))]): fmt_us(max(us)),  # wins a shared row
+    }
     labels = [f"×{p.factor}" for p in pts]
     cell = max(2, *(len(label) for label in labels))
-    axis = [fmt_us(hi), fmt_us(lo)]
-    pad = max(len(a) for a in axis)
+    pad = max(len(m) for m in marks.values())
     lines: list[str] = []
     for row in range(rows - 1, -1, -1):
-        mark = axis[0] if row == rows - 1 else axis[1] if row == 0 else ""
+        mark = marks.get(row, "")
         bars = " ".join(BLOCKS[min(8, max(0, level - 8 * row))] * cell for level in levels)
         lines.append(f"  {mark:>{pad}} {'┤' if mark else '│'} {bars}")
     names = " ".join(label.ljust(cell) for label in labels)
     lines.append(f"  {'':>{pad}}   {names}  (log scale)")
     return "\n".join(line.rstrip() for line in lines)
+
+
+def _bar_top_row(level: int) -> int:
+    """The row (0 at the bottom) where a bar of `level` eighths ends."""
+    return (level - 1) // 8

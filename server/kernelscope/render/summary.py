@@ -11,7 +11,7 @@ from kernelscope.render.compare import change_text
 from kernelscope.render.text import shorten
 from kernelscope.report.compare import Comparison
 from kernelscope.report.schema import OpRow, Report, TraceAnalysis
-from kernelscope.units import fmt_us
+from kernelscope.units import cut, fmt_us
 
 #: Findings shown, most severe first.
 TOP_FINDINGS = 5
@@ -97,7 +97,7 @@ def comparison_summary(c: Comparison) -> str:
         d = c.lines[0]
         lines.append(
             f"line moved most: {_where(d.path, d.line)} {fmt_us(d.before_us)} → "
-            f"{fmt_us(d.after_us)} per call  {d.code[:60]}"
+            f"{fmt_us(d.after_us)} per call  {cut(d.code, 60)}"
         )
     return "\n".join(lines)
 

@@ -10,7 +10,7 @@ from kernelscope.analysis.roofline import OpRoof
 from kernelscope.findings import BOUND_CODES, Finding
 from kernelscope.protocol import ProfileFailed
 from kernelscope.report.schema import OpRow, Report, Timing, TraceAnalysis
-from kernelscope.units import fmt_bytes, fmt_rate, fmt_us, stages_line
+from kernelscope.units import cut, fmt_bytes, fmt_rate, fmt_us, stages_line
 
 DASH = "-"
 __all__ = [
@@ -125,7 +125,7 @@ def render_report(
                     fmt_us(r.self_cpu_us),
                     fmt_us(r.cpu_total_us),
                     fmt_us(r.cuda_us) if cuda else DASH,
-                    r.code[:60],
+                    cut(r.code, 60),
                 ]
                 for r in report.lines[:max_lines]
             ],
@@ -193,7 +193,7 @@ def _ops_table(ops: list[OpRow], cuda: bool, limit: int) -> list[str]:
         ["name", "calls", "self CPU", "CPU total", "self CUDA", "CUDA total"],
         [
             [
-                o.name[:48],
+                cut(o.name, 48),
                 str(o.calls),
                 fmt_us(o.self_cpu_us),
                 fmt_us(o.cpu_total_us),
@@ -234,14 +234,14 @@ def _roofline(rows: Sequence[OpRoof], limit: int = 8) -> list[str]:
         return []
     body = [
         [
-            r.name[:40],
+            cut(r.name, 40),
             f"{r.share:.0%}",
             fmt_us(r.gpu_us_per_step),
             f"{r.achieved_tflops:.0f}" if r.achieved_tflops is not None else DASH,
             f"{r.achieved_gbps:.0f}" if r.achieved_gbps is not None else DASH,
             r.bound,
             f"{r.efficiency:.0%} of {r.roof}" if r.efficiency is not None else DASH,
-            r.shapes[:40],
+            cut(r.shapes, 40),
         ]
         for r in rows[:limit]
     ]
@@ -284,7 +284,7 @@ def render_failure(failure: ProfileFailed, target: str) -> str:
     if failure.output.strip():
         tail = failure.output.rstrip("\n").splitlines()[-8:]
         out.append("  output of the function (last lines):")
-        out += ["    " + ln[:200] for ln in tail]
+        out += ["    " + cut(ln, 200) for ln in tail]
     return "\n".join(out)
 
 

@@ -10,6 +10,10 @@ from kernelscope.report.schema import LineRow, OpRow, Report, TraceAnalysis
 
 #: An op or line whose time per step moved less than this (µs) is not listed.
 MIN_DELTA_US = 0.5
+#: An op's noise, as a share of its time per step: a move within it (or within the run's own
+#: noise, when larger) is not a change. A floor chosen, not measured: an op's time comes from
+#: a few profiled steps, and no spread of it is recorded.
+OP_NOISE = 0.05
 
 
 class OpDelta(msgspec.Struct):
@@ -17,11 +21,14 @@ class OpDelta(msgspec.Struct):
 
     name: str
     status: str
-    """added | removed | changed."""
+    """added | removed | changed (calls per step, or time beyond `noise_us`)."""
     before_us: float
     after_us: float
     calls_before: float
     calls_after: float
+    noise_us: float = 0.0
+    """The move of its time per step that is noise (`Comparison.op_noise` of the larger
+    time, at least MIN_DELTA_US)."""
 
     @property
     def delta_us(self) -> float:
@@ -63,6 +70,12 @@ class Comparison(msgspec.Struct):
     improvement: bool
     ops: list[OpDelta]
     lines: list[LineDelta] = []
+    op_noise: float = OP_NOISE
+    """The share of an op's time within which it did not change: the larger of OP_NOISE and
+    `noise`."""
+    ops_within_noise: int = 0
+    """Ops in both runs, with the same calls, whose time moved within their noise (not in
+    `ops`)."""
 
 
 Side = Report | TraceAnalysis
@@ -80,6 +93,8 @@ def compare(a: Side, b: Side, before: str = "A", after: str = "B") -> Comparison
         n0 = n1 = 0.0
     change = (t1 - t0) / t0 if t0 > 0 else 0.0
     noise = max(n0, n1)
+    op_noise = max(OP_NOISE, noise)
+    ops, within = _ops(a, b, cuda, op_noise)
     return Comparison(
         before=before,
         after=after,
@@ -91,8 +106,10 @@ def compare(a: Side, b: Side, before: str = "A", after: str = "B") -> Comparison
         timed=timed,
         regression=change > noise and change > 0.01,
         improvement=-change > noise and change < -0.01,
-        ops=_ops(a, b, cuda),
+        ops=ops,
         lines=_lines(a, b) if isinstance(a, Report) and isinstance(b, Report) else [],
+        op_noise=op_noise,
+        ops_within_noise=within,
     )
 
 
@@ -122,7 +139,9 @@ def _ops_time(side: Side, cuda: bool) -> float:
     return total / _steps(side)
 
 
-def _ops(a: Side, b: Side, cuda: bool) -> list[OpDelta]:
+def _ops(a: Side, b: Side, cuda: bool, op_noise: float) -> tuple[list[OpDelta], int]:
+    """The ops added, removed or changed beyond their noise; how many moved within it."""
+
     def per_step(side: Side) -> dict[str, OpRow]:
         merged: dict[str, OpRow] = {}
         for o in side.ops:  # one row per name (shapes may split a name in some tables)
@@ -142,6 +161,7 @@ def _ops(a: Side, b: Side, cuda: bool) -> list[OpDelta]:
     sa, sb = _steps(a), _steps(b)
     ra, rb = per_step(a), per_step(b)
     out: list[OpDelta] = []
+    within = 0
     for name in ra.keys() | rb.keys():
         x, y = ra.get(name), rb.get(name)
         before = ((x.self_cuda_us if cuda else x.self_cpu_us) / sa) if x else 0.0
@@ -149,15 +169,13 @@ def _ops(a: Side, b: Side, cuda: bool) -> list[OpDelta]:
         status = "added" if x is None else "removed" if y is None else "changed"
         calls_before = x.calls / sa if x else 0.0
         calls_after = y.calls / sb if y else 0.0
-        if (
-            status == "changed"
-            and abs(after - before) < MIN_DELTA_US
-            and calls_before == calls_after
-        ):
+        noise_us = max(MIN_DELTA_US, op_noise * max(before, after))
+        if status == "changed" and abs(after - before) <= noise_us and calls_before == calls_after:
+            within += abs(after - before) >= MIN_DELTA_US  # a move, if within the noise
             continue
-        out.append(OpDelta(name, status, before, after, calls_before, calls_after))
+        out.append(OpDelta(name, status, before, after, calls_before, calls_after, noise_us))
     out.sort(key=lambda d: abs(d.delta_us), reverse=True)
-    return out
+    return out, within
 
 
 def _lines(a: Report, b: Report) -> list[LineDelta]:
