@@ -1,0 +1,221 @@
+"""`kernelscope profile --via`: functions of a real training project (tests/workloads/minigpt:
+a config file exec'd by the script, --key=value overrides, DataLoader workers, a module-level
+`while True:` loop, an eval pass first, a pytest test) profiled as its programs call them,
+with no harness code; and every way a program can fail to give the call, with its message."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support import WORKLOADS
+
+TRAIN = "train.py config/tiny.py --max_iters=3 --eval_interval=2"
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the project (its programs write out/), with a pyproject.toml of its own."""
+    root = tmp_path_factory.mktemp("entries") / "minigpt"
+    shutil.copytree(WORKLOADS / "minigpt", root, ignore=shutil.ignore_patterns("out"))
+    (root / "pyproject.toml").write_text(
+        "[project]\nname = 'minigpt'\n\n[tool.kernelscope.via]\n"
+        f'"model.py::MLP.forward" = "{TRAIN}"\n'
+    )
+    return root
+
+
+def kernelscope(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kernelscope", "profile", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=240,
+    )
+
+
+def report(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def error(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert proc.returncode == 1, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr
+    return json.loads(proc.stdout)["error"]
+
+
+def test_the_first_call_is_the_eval_pass(project: Path) -> None:
+    """estimate_loss() runs before the loop: Block.forward's first call is in eval mode
+    under no_grad, from GPT.forward's line in model.py."""
+    out = report(kernelscope(project, "model.py::Block.forward", "--via", TRAIN, "--json"))
+    site = out["call_site"]
+    assert site["via"] == TRAIN
+    assert site["call"] == 1 and site["captured"] is True
+    assert site["modes"][:2] == ["eval mode", "no_grad"]
+    assert Path(site["caller_path"]).name == "model.py"
+    assert out["timing"]["unprofiled_us_per_call"] > 0
+    assert out["lines"], "the line pass ran on the captured call"
+    assert {Path(line["path"]).name for line in out["lines"]} >= {"model.py"}
+    assert out["function"]["line"] > 0
+
+
+def test_from_a_line_of_the_training_loop(project: Path) -> None:
+    """--from names a line anywhere on the call's stack: the loop's model(X, Y), so the
+    call counted is a training one (train mode, grad on)."""
+    loop_line = _line_of(project / "train.py", "logits, loss = model(X, Y)")
+    out = report(
+        kernelscope(
+            project,
+            "model.py::Block.forward",
+            "--via",
+            TRAIN,
+            "--from",
+            f"train.py:{loop_line}",
+            "--call",
+            "3",
+            "--json",
+        )
+    )
+    site = out["call_site"]
+    assert (Path(site["caller_path"]).name, site["caller_line"]) == ("train.py", loop_line)
+    assert site["call"] == 3
+    assert site["modes"] == ["train mode"]
+
+
+def test_the_human_report_says_which_call_it_measured(project: Path) -> None:
+    proc = kernelscope(project, "model.py::GPT.forward", "--via", TRAIN, "--no-lines")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    call = next(line for line in proc.stdout.splitlines() if line.startswith("call "))
+    assert f"via {TRAIN}, call 1 from train.py:" in call
+    assert "eval mode, no_grad, captured" in call
+
+
+def test_a_pytest_node_id(project: Path) -> None:
+    out = report(
+        kernelscope(project, "model.py::GPT.forward", "--via", "tests/test_model.py::test_forward",
+                    "--json", "--no-lines")
+    )  # fmt: skip
+    assert out["call_site"]["via"] == "pytest tests/test_model.py::test_forward"
+    assert Path(out["call_site"]["caller_path"]).name == "test_model.py"
+
+
+def test_a_module_with_argparse_and_spawned_dataloader_workers(project: Path) -> None:
+    """train_main.py: argparse options, a main guard, DataLoader workers started by spawn
+    (they import the script again as __mp_main__ and unpickle its dataset)."""
+    out = report(
+        kernelscope(
+            project,
+            "train_main.py::train_step",
+            "--via",
+            "-m train_main --start_method spawn --num_workers 2 --max_iters 3",
+            "--json",
+            "--no-lines",
+        )
+    )
+    assert out["call_site"]["via"] == (
+        "-m train_main --start_method spawn --num_workers 2 --max_iters 3"
+    )
+    assert out["call_site"]["modes"] == ["train mode"]  # its first argument is the model
+
+
+def test_the_program_mapped_in_pyproject(project: Path) -> None:
+    out = report(kernelscope(project, "model.py::MLP.forward", "--json", "--no-lines"))
+    assert out["call_site"]["via"] == TRAIN
+
+
+def test_a_program_that_fails_before_the_call(project: Path) -> None:
+    err = error(kernelscope(project, "model.py::MLP.forward", "--via", "train.py config/no.py",
+                            "--json"))  # fmt: skip
+    assert err["kind"] == "entry_failed"
+    assert (
+        "train.py config/no.py failed before calling MLP.forward: FileNotFoundError"
+        in (err["message"])
+    )
+    assert (Path(err["path"]).name, err["line"]) == (
+        "train.py",
+        _line_of(project / "train.py", 'exec(open("configurator.py").read())'),
+    )
+
+
+def test_a_program_that_never_calls_the_function(project: Path) -> None:
+    err = error(kernelscope(project, "model.py::GPT.generate", "--via", TRAIN, "--json"))
+    assert err["kind"] == "not_called"
+    assert err["message"].startswith(f"{TRAIN} ran to the end in ")
+    assert err["message"].endswith("without calling GPT.generate; it ran for real and wrote "
+                                   "out/ckpt.pt")  # fmt: skip
+    assert (Path(err["path"]).name, err["line"]) == ("model.py", _def_line(project, "generate"))
+
+
+def test_too_few_calls(project: Path) -> None:
+    err = error(
+        kernelscope(project, "model.py::GPT.forward", "--via", TRAIN, "--call", "999", "--json")
+    )
+    assert err["kind"] == "too_few_calls"
+    assert "called GPT.forward" in err["message"]
+    assert err["message"].endswith("the call asked for is number 999")
+    assert "--call" in err["hint"]
+
+
+def test_a_caller_that_never_calls_it(project: Path) -> None:
+    err = error(
+        kernelscope(
+            project, "model.py::MLP.forward", "--via", TRAIN, "--from", "data.py:1", "--json"
+        )
+    )
+    assert err["kind"] == "not_called"
+    assert "none from data.py:1" in err["message"]
+    assert "model.py:" in err["hint"]
+
+
+def test_a_function_only_dataloader_workers_call(project: Path) -> None:
+    """The training set's __getitem__ runs in forked DataLoader workers only when the
+    validation loader (in-process) is left out: counted there, and said so."""
+    err = error(
+        kernelscope(
+            project,
+            "data.py::seed_worker",
+            "--via",
+            TRAIN,
+            "--json",
+        )
+    )
+    assert err["kind"] == "not_called"
+    assert "forked children" in err["hint"]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--via", "nope.py"], "no such script nope.py"),
+        (["--via", "train.py", "--nproc", "2"], "--via with --nproc is not supported yet"),
+        (["--call", "2"], "need a program (--via)"),
+        (["--via", TRAIN, "--from", "train.py"], "--from takes FILE:LINE"),
+        (["--via", "tests/test_nope.py::test_x"], "no such test file tests/test_nope.py"),
+    ],
+)
+def test_usage_errors(project: Path, args: list[str], says: str) -> None:
+    proc = kernelscope(project, "model.py::GPT.forward", *args)
+    assert proc.returncode == 2
+    assert says in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def _line_of(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def _def_line(project: Path, name: str) -> int:
+    lines = (project / "model.py").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines, 1) if line.strip().startswith(f"def {name}("))
+    while lines[at - 2].strip().startswith("@"):
+        at -= 1
+    return at
