@@ -63,6 +63,15 @@ BatchSize = Annotated[
     int | None, Field(ge=1, description="Passed to the function's input provider")
 ]
 Timeout = Annotated[float, Field(gt=0, description="Seconds before the job is stopped")]
+Via = Annotated[
+    str | None,
+    Field(
+        description="The program that calls the function, run from the server's folder: "
+        '"train.py --max_iters 20", "-m pkg.train", or "tests/test_model.py::test_forward"'
+    ),
+]
+#: A program's options: (via, call, caller).
+EntryOptions = tuple[str | None, int, str | None]
 
 
 def result(value: object, text: str) -> CallToolResult:
@@ -103,7 +112,9 @@ class Tools:
         timeout: float,
         batch_size: int | None,
         remote: str | None,
+        entry: EntryOptions | None = None,
     ) -> ProfileSpec:
+        via, call, caller = entry or (None, 1, None)
         return ProfileSpec(
             path=target.path,
             qualname=target.qualname,
@@ -114,6 +125,10 @@ class Tools:
             python=None,
             batch_size=batch_size,
             remote=remote,
+            via=via,
+            call=call,
+            caller=caller,
+            cwd=self.root,
         )
 
     async def profile(
@@ -132,11 +147,18 @@ class Tools:
         active: Annotated[int, Field(ge=1, description="Steps recorded")] = DEFAULT_ACTIVE,
         batch_size: BatchSize = None,
         timeout: Timeout = 120.0,
+        via: Via = None,
+        call: Annotated[int, Field(ge=1, description="With via: profile the K-th call")] = 1,
+        caller: Annotated[
+            str | None,
+            Field(description="With via: count only calls with this FILE:LINE on their stack"),
+        ] = None,
     ) -> CallToolResult:
         """Profile one function under a warmed torch.profiler schedule in a worker process
         of its own (this machine's GPU or CPU, or a remote); returns the verdict
         (overhead-, memory- or compute-bound, with the numbers), time per op and per line,
-        and findings at file:line with what to try."""
+        and findings at file:line with what to try. With `via`, the function is profiled
+        as that program (a training script with its arguments) calls it: no inputs needed."""
         target, source = self._target(path, qualname)
         spec = self._spec(
             target,
@@ -146,6 +168,7 @@ class Tools:
             timeout,
             batch_size,
             remote,
+            (via, call, caller),
         )
         record = await self._job(
             lambda on: self.service.profile(spec, on), ctx, f"{target.path}::{qualname}"

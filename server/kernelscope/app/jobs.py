@@ -35,9 +35,16 @@ from kernelscope.engine.dispatch import (
 from kernelscope.engine.project import ProjectError, load_project
 from kernelscope.engine.remotes import Remote, RemoteError
 from kernelscope.engine.runner import JobFailed, JobResult, JobRunner
-from kernelscope.engine.targets import Schedule, Target, TargetError, build_request
+from kernelscope.engine.targets import (
+    Schedule,
+    Target,
+    TargetError,
+    build_request,
+    parse_entry,
+)
 from kernelscope.protocol import (
     VARIANTS,
+    Entry,
     JobProgress,
     ProfileFailed,
     ProfileFinished,
@@ -68,6 +75,13 @@ class ProfileSpec:
     remote: str | None = None
     nproc: int | None = None
     """Ranks (None: the project's [tool.kernelscope] nproc, else the settings')."""
+    via: str | None = None
+    """The program that calls the function (None: [tool.kernelscope.via], the settings')."""
+    call: int = 1
+    caller: str | None = None
+    cwd: Path | None = None
+    """Where the program runs (None: the project's root)."""
+    no_compile: bool = False
 
 
 @dataclass
@@ -168,6 +182,8 @@ class ProfileService:
             project = dataclasses.replace(
                 project, inputs={**project.inputs, **self.settings.inputs}
             )
+        if self.settings.via:
+            project = dataclasses.replace(project, via={**project.via, **self.settings.via})
         try:
             remote = resolve_remote(spec.remote, project, self.settings.remotes)
         except RemoteError as e:
@@ -212,6 +228,7 @@ class ProfileService:
         self, spec: ProfileSpec, on_progress: Callable[[JobProgress], None] | None
     ) -> RunRecord:
         target, remote, store, fn = self._target(spec)
+        entry = self._entry(spec, target)
         request = build_request(
             target,
             store.traces_dir,
@@ -219,8 +236,11 @@ class ProfileService:
             device=spec.device,
             source=spec.source,
             batch_size=spec.batch_size,
+            entry=entry,
         )
         nproc = spec.nproc or target.project.nproc or self.settings.nproc
+        if nproc > 1 and entry is not None:
+            raise TargetError("a program (via) with nproc > 1 is not supported yet: set nproc 1")
         if nproc > 1:
             return await self._run_ranks(spec, request, remote, store, fn, nproc, on_progress)
         launcher = self.launcher(spec.python, remote)
@@ -241,6 +261,17 @@ class ProfileService:
         log.info("profiled %s: %s", spec.qualname, stages_line(record.report.stages_s))
         store.add(record)
         return record
+
+    @staticmethod
+    def _entry(spec: ProfileSpec, target: Target) -> Entry | None:
+        """The program the spec (or the project, or the settings) names; TargetError if bad."""
+        command = spec.via or target.project.via_for(target.path, target.qualname)
+        if not command:
+            return None
+        cwd = spec.cwd or target.project.root
+        return parse_entry(
+            command, target, cwd, spec.call, spec.caller, spec.no_compile, spec.source
+        )
 
     async def _run_ranks(
         self,

@@ -32,6 +32,8 @@ class Settings:
     """Where the "▶ Profile" lens goes: `default` (not on input providers or dunders but
     `__call__`), `all` (every def) or `none`."""
     inputs: dict[str, str] = field(default_factory=dict[str, str])
+    via: dict[str, str] = field(default_factory=dict[str, str])
+    """Programs that call functions, like [tool.kernelscope.via] (which it extends)."""
     remotes: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
     keep_per_function: int = 5
     max_trace_bytes: int = 1 << 30
@@ -137,6 +139,7 @@ RULES: tuple[tuple[str, str, Check, Callable[[Any], Any] | None], ...] = (
     ("top_lines", "diagnostics.topLines", _count(0), int),
     ("profile_lens", "lens.profile", _one_of(*PROFILE_LENS), None),
     ("inputs", "inputs", _str_map, None),
+    ("via", "via", _str_map, None),
     ("remotes", "remotes", _table, None),
     ("keep_per_function", "traces.keepPerFunction", _count(1), int),
     ("max_trace_bytes", "traces.maxBytes", _count(1 << 20), int),

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 import msgspec
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.uris import to_fs_path
 
 from kernelscope.app import perfetto
 from kernelscope.engine.targets import Schedule, TargetError
@@ -120,6 +121,15 @@ def _spec(
     nproc: object = options.get("nproc")
     if nproc is not None and (not isinstance(nproc, int) or isinstance(nproc, bool) or nproc < 1):
         raise JsonRpcInvalidParams(f"options.nproc must be an integer >= 1, got {nproc!r}")
+    via: object = options.get("via")
+    if via is not None and (not isinstance(via, str) or not via.strip()):
+        raise JsonRpcInvalidParams(f"options.via must name a program, got {via!r}")
+    call: object = options.get("call", 1)
+    if not isinstance(call, int) or isinstance(call, bool) or call < 1:
+        raise JsonRpcInvalidParams(f"options.call must be an integer >= 1, got {call!r}")
+    caller: object = options.get("from")
+    if caller is not None and not isinstance(caller, str):
+        raise JsonRpcInvalidParams(f"options.from must be FILE:LINE, got {caller!r}")
     from kernelscope.app.jobs import ProfileSpec
 
     return ProfileSpec(
@@ -132,6 +142,11 @@ def _spec(
         python=s.worker_python,
         remote=remote,
         nproc=nproc,
+        via=via,
+        call=call,
+        caller=caller,
+        cwd=_workspace_folder(ls, path),
+        no_compile=bool(options.get("noCompile", False)),
     )
 
 
@@ -198,6 +213,15 @@ def _profile_args(args: tuple[Any, ...], command: str = PROFILE) -> tuple[str, s
     if not isinstance(options, dict):
         raise JsonRpcInvalidParams(f"options must be an object, got {type(options).__name__}")
     return uri, qualname, dict(options)  # pyright: ignore[reportUnknownArgumentType]
+
+
+def _workspace_folder(ls: KernelscopeServer, path: Path) -> Path | None:
+    """The innermost workspace folder holding `path`: where a program runs, as a user at the
+    editor's terminal would run it (None: outside every folder)."""
+    paths = (to_fs_path(f.uri) for f in ls.workspace.folders.values())
+    folders = [Path(p) for p in paths if p]
+    inside = [f for f in folders if path.is_relative_to(f)]
+    return max(inside, key=lambda f: len(f.parts)) if inside else None
 
 
 def _runnable(ls: KernelscopeServer, uri: str) -> tuple[Path, str]:

@@ -169,6 +169,9 @@ def lens_title(record: RunRecord, delta: Delta | None = None) -> str:
             parts.append(f"GPU busy {busy:.0%}")
     if delta is not None:
         parts.append(delta.short)
+    if r.call_site is not None:
+        site = r.call_site
+        parts.append(f"via {site.via.split()[0]}, call {site.call}")
     return " · ".join(parts)
 
 
@@ -213,6 +216,8 @@ def hover_markdown(record: RunRecord, line: int | None = None, delta: Delta | No
     t, d = r.timing, r.dead_window
     cuda = r.device.type == "cuda"
     out = [f"**kernelscope · {r.function.qualname}** — last run {_when(record.created)}", ""]
+    if r.call_site is not None:
+        out += [f"*{r.call_site.label}*", ""]
     row = next(
         (x for x in r.lines if line is not None and x.line == line and x.path == record.path), None
     )

@@ -30,6 +30,8 @@ def report_summary(report: Report | TraceAnalysis) -> str:
             time += f"; GPU {fmt_us(t.cuda_us_per_step)} per step"
         verdict = report.verdict.summary if report.verdict else "no verdict (no steps)"
         cuda = report.device.type == "cuda"
+        if report.call_site is not None:
+            head += f"; {report.call_site.label}"
     else:
         head = f"trace {shorten(report.trace.path)} ({report.steps} steps)"
         time = ""

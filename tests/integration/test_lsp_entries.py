@@ -1,0 +1,110 @@
+"""The editor's "Profile" as a program calls the function (pytest-lsp, a real server): the
+profile command's `via` option and the `kernelscope.via` setting; the lens and the hover say
+which call of which program the run measured; a bad program is an error reply, the server
+stays up. And the MCP server's `profile` tool with `via`."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import LanguageClient
+
+from support import WORKLOADS
+from support.lsp import open_doc, profile, start, stop
+from support.mcp import server
+
+TRAIN = "train.py config/tiny.py --max_iters=3 --eval_interval=2"
+FAST = {"device": "cpu", "schedule": {"wait": 0, "warmup": 1, "active": 2}}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """The minigpt project (tests/workloads/minigpt), copied: its programs write out/."""
+    root = tmp_path / "minigpt"
+    shutil.copytree(WORKLOADS / "minigpt", root, ignore=shutil.ignore_patterns("out"))
+    (root / "pyproject.toml").write_text("[project]\nname = 'minigpt'\n")
+    return root
+
+
+async def _lens_and_hover(client: LanguageClient, uri: str, def_line: int) -> tuple[str, str]:
+    lenses = await client.text_document_code_lens_async(
+        lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri))
+    )
+    titles = [x.command.title for x in lenses or [] if x.command and "via" in x.command.title]
+    hover = await client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(def_line - 1, 8))
+    )
+    assert hover is not None
+    return " | ".join(titles), hover.contents.value  # type: ignore[union-attr]
+
+
+def _def_line(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+async def test_profile_via_a_program_from_the_editor(project: Path) -> None:
+    client = await start(project, settings=FAST)
+    try:
+        uri = open_doc(client, project / "model.py")
+        result = await profile(client, uri, "Block.forward", {"via": TRAIN})
+        assert result["ok"], result
+        line = _def_line(project / "model.py", "class Block")
+        block_forward = next(
+            i
+            for i, text in enumerate((project / "model.py").read_text().splitlines(), 1)
+            if i > line and text.strip().startswith("def forward")
+        )
+        lens, hover = await _lens_and_hover(client, uri, block_forward)
+        assert "via train.py, call 1" in lens
+        assert f"via {TRAIN}, call 1 from model.py:" in hover
+        assert "eval mode, no_grad, captured" in hover
+
+        with pytest.raises(JsonRpcException, match=r"no such script nope\.py"):
+            await profile(client, uri, "Block.forward", {"via": "nope.py"})
+        with pytest.raises(JsonRpcException, match=r"options\.call must be an integer"):
+            await profile(client, uri, "Block.forward", {"via": TRAIN, "call": 0})
+        failed = await profile(client, uri, "GPT.generate", {"via": TRAIN})
+        assert not failed["ok"] and failed["error"]["kind"] == "not_called"
+    finally:
+        await stop(client)
+
+
+async def test_the_via_setting_maps_a_function_to_its_program(project: Path) -> None:
+    client = await start(project, settings={**FAST, "via": {"model.py::MLP.forward": TRAIN}})
+    try:
+        uri = open_doc(client, project / "model.py")
+        result = await profile(client, uri, "MLP.forward")
+        assert result["ok"], result
+        mlp = _def_line(project / "model.py", "class MLP")
+        at = next(
+            i
+            for i, text in enumerate((project / "model.py").read_text().splitlines(), 1)
+            if i > mlp and text.strip().startswith("def forward")
+        )
+        lens, _ = await _lens_and_hover(client, uri, at)
+        assert "via train.py, call 1" in lens
+    finally:
+        await stop(client)
+
+
+async def test_the_mcp_profile_tool_takes_a_program(project: Path) -> None:
+    async with server(project) as client:
+        result = await client.call_tool(
+            "profile",
+            {"path": "model.py", "qualname": "GPT.forward", "via": TRAIN, "device": "cpu"},
+        )
+        assert not result.is_error, result.content
+        report = result.structured_content
+        assert report is not None
+        assert report["call_site"]["via"] == TRAIN
+        assert report["call_site"]["modes"] == ["eval mode", "no_grad"]
+        summary = result.content[0].text  # type: ignore[union-attr]
+        assert f"via {TRAIN}, call 1" in summary
+        bad = await client.call_tool(
+            "profile", {"path": "model.py", "qualname": "GPT.forward", "via": "nope.py"}
+        )
+        assert bad.is_error and "no such script nope.py" in bad.content[0].text  # type: ignore[union-attr]
