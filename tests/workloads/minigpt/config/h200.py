@@ -1,0 +1,26 @@
+# A GPT-2-small-sized block stack for one GPU: big enough that the GPU, not Python, sets
+# the pace (bf16 autocast on CUDA unless --dtype=float32).
+
+# model
+n_layer = 6
+n_head = 12
+n_embd = 768
+block_size = 512
+dropout = 0.0
+
+# batches
+batch_size = 16
+grad_accum_steps = 2
+
+# schedule
+max_iters = 20
+eval_interval = 10
+eval_iters = 2
+log_interval = 5
+learning_rate = 6e-4
+weight_decay = 0.1
+grad_clip = 1.0
+
+# data loading
+num_workers = 2
+start_method = "fork"
