@@ -7,7 +7,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../../tests/workloads/minigpt"))
-from model import Block, GPTConfig  # noqa: E402
+from model import Block, GPTConfig
 
 CONFIG = GPTConfig(vocab_size=43, block_size=512, n_layer=6, n_head=12, n_embd=768, bias=True)
 

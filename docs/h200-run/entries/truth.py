@@ -7,7 +7,6 @@ import statistics
 import sys
 
 import torch
-
 from block_provider import CONFIG, Block
 from model import GPT
 
@@ -35,8 +34,10 @@ def main():
     for _ in range(30):
         call()
     torch.cuda.synchronize()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(200)]
+    events = [
+        (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        for _ in range(200)
+    ]
     for a, b in events:
         a.record()
         call()
@@ -49,8 +50,9 @@ def main():
         call()
     end.record()
     end.synchronize()
-    print("%s %s median %.1f us  back-to-back %.1f us" % (
-        what, dtype, statistics.median(each), start.elapsed_time(end) * 1e3 / 200))
+    median = statistics.median(each)
+    back_to_back = start.elapsed_time(end) * 1e3 / 200
+    print(f"{what} {dtype} median {median:.1f} us  back-to-back {back_to_back:.1f} us")
 
 
 if __name__ == "__main__":
