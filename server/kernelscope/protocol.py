@@ -46,6 +46,8 @@ class Entry(msgspec.Struct):
     first_line: int = 0
     """The function's first line (its first decorator's, else its def): where its code
     object starts, so the worker knows it however the program imports it."""
+    def_line: int = 0
+    """Its def line (where failures point)."""
     no_compile: bool = False
     """Disable torch.compile (dynamo) while the program runs."""
 

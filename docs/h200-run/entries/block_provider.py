@@ -9,7 +9,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../../tests/workloads/minigpt"))
 from model import Block, GPTConfig
 
-CONFIG = GPTConfig(vocab_size=43, block_size=512, n_layer=6, n_head=12, n_embd=768, bias=True)
+CONFIG = GPTConfig(vocab_size=43, block_size=512, n_layer=6, n_head=16, n_embd=1024, bias=True)
 
 
 def block_forward(block, x):
@@ -19,7 +19,7 @@ def block_forward(block, x):
 def block_forward_inputs(device="cuda"):
     torch.manual_seed(0)
     block = Block(CONFIG).to(device).train()
-    x = torch.randn(16, 512, 768, device=device)
+    x = torch.randn(32, 512, 1024, device=device)
     return (block, x)
 
 

@@ -7,11 +7,14 @@ here=$PWD; E=$here/docs/h200-run/entries; M=$here/tests/workloads/minigpt
 ks() { (cd "$M" && timeout 300 python3 -m kernelscope profile "$@"); }
 summ() { python3 -c "
 import json,sys
-r=json.load(open(sys.argv[1])); t=r['timing']; s=r.get('call_site') or {}
+r=json.load(open(sys.argv[1]))
+if 'error' in r: print(sys.argv[2], 'FAILED', r['error']['message']); sys.exit()
+t=r['timing']; s=r.get('call_site') or {}
 print('%-38s GPU/step %8.1f us  unprofiled %8.1f us (%s, %s)  host %s  modes %s  stages %s' % (sys.argv[2],
  t['cuda_us_per_step'], t['unprofiled_us_per_call'], t['unprofiled_method'], t['unprofiled_process'],
  round(t.get('host_us_per_call') or 0,1), s.get('modes'), {k: round(v,2) for k,v in r['stages_s'].items()}))
 " "$1" "$2"; }
+for i in $(seq 20); do cat $M/data/input.txt; done > $M/data/large.txt
 L=$(grep -n "logits, loss = model(X, Y)" $M/train.py | cut -d: -f1)
 {
 ks model.py::Block.forward --via "train.py config/h200.py --dtype='float32'" --from train.py:$L --call 3 --json > /tmp/b32.json

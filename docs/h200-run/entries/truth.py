@@ -16,11 +16,11 @@ def main():
     torch.manual_seed(0)
     if what == "block":
         module = Block(CONFIG).cuda().train()
-        args = (torch.randn(16, 512, 768, device="cuda"),)
+        args = (torch.randn(32, 512, 1024, device="cuda"),)
     else:
         module = GPT(CONFIG).cuda().train()
-        idx = torch.randint(0, 43, (16, 512), device="cuda")
-        args = (idx, torch.randint(0, 43, (16, 512), device="cuda"))
+        idx = torch.randint(0, 43, (32, 512), device="cuda")
+        args = (idx, torch.randint(0, 43, (32, 512), device="cuda"))
     ctx = (
         torch.autocast("cuda", dtype=torch.bfloat16)
         if dtype == "bf16"

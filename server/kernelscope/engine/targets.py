@@ -141,6 +141,7 @@ def parse_entry(
         raise TargetError(f"--via: no such test file {program.partition('::')[0]} (from {cwd})")
     if call < 1:
         raise TargetError(f"--call must be >= 1, got {call}")
+    first, def_line = _lines(target, source)
     return Entry(
         kind=kind,
         target=program,
@@ -148,23 +149,33 @@ def parse_entry(
         cwd=str(cwd.resolve()),
         call=call,
         caller=_caller(caller, cwd) if caller else None,
-        first_line=_first_line(target, source),
+        first_line=first,
+        def_line=def_line,
         no_compile=no_compile,
     )
 
 
 def _caller(spec: str, cwd: Path) -> str:
+    """FILE:LINE with FILE found from here (as PATH::QUALNAME is), else from the program's
+    folder; the line must be in the file."""
     path, sep, line = spec.rpartition(":")
     if not sep or not path or not line.isdigit() or int(line) < 1:
         raise TargetError(f"--from takes FILE:LINE (e.g. train.py:154), got {spec!r}")
-    file = (cwd / path).resolve()
-    if not file.is_file():
-        raise TargetError(f"--from: no such file {path} (from {cwd})")
-    return f"{file}:{int(line)}"
+    file = next((f for f in (Path(path), cwd / path) if f.is_file()), None)
+    if file is None:
+        raise TargetError(f"--from: no such file {path} (here or in {cwd})")
+    try:
+        count = len(file.read_text(encoding="utf-8").splitlines())
+    except (OSError, UnicodeDecodeError) as e:
+        raise TargetError(f"--from: cannot read {path}: {e}") from None
+    if int(line) > count:
+        raise TargetError(f"--from: {path} has {count} lines, not {line}")
+    return f"{file.resolve()}:{int(line)}"
 
 
-def _first_line(target: Target, source: str | None) -> int:
-    """Where the function's code object starts (its first decorator, else its def)."""
+def _lines(target: Target, source: str | None) -> tuple[int, int]:
+    """Where the function's code object starts (its first decorator, else its def), and
+    its def line."""
     try:
         text = source if source is not None else target.path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
@@ -175,4 +186,4 @@ def _first_line(target: Target, source: str | None) -> int:
         raise TargetError(f"{target.path}:{e.lineno}: SyntaxError: {e.msg}") from None
     if fn is None:
         raise TargetError(f"{target.path.name} defines no function {target.qualname}")
-    return fn.first_line or fn.def_line
+    return fn.first_line or fn.def_line, fn.def_line

@@ -21,6 +21,8 @@ __all__ = [
     "shorten",
     "table",
 ]
+#: Failures of a program run with --via: its output is the program's, not the function's.
+PROGRAM_FAILURES = frozenset({"entry_failed", "not_called", "too_few_calls"})
 MARKS = {"error": "✖", "warning": "▲", "info": "●", "hint": "·"}
 
 
@@ -136,7 +138,8 @@ def render_report(
         more = " (truncated)" if report.output_truncated else ""
         out += [
             "",
-            f"output of the function (last {len(tail)} lines{more})",
+            f"output of the {'program' if report.call_site else 'function'} "
+            f"(last {len(tail)} lines{more})",
             *("  " + ln for ln in tail),
         ]
     out += ["", f"trace       {shorten(report.trace.path)}"]
@@ -267,7 +270,9 @@ def _inflation(report: Report) -> str:
     if report.device.type == "cuda" or t.unprofiled_us_per_call <= 0:
         return ""
     extra = t.cpu_us_per_step / t.unprofiled_us_per_call - 1
-    return f"; the profiler adds {extra:+.0%} CPU time" if abs(extra) >= 0.05 else ""
+    if extra < -0.05:  # a profiler adds time; a "negative" overhead is the two timings' noise
+        return "; the profiled and unprofiled times differ by more than the profiler can explain"
+    return f"; the profiler adds {extra:+.0%} CPU time" if extra >= 0.05 else ""
 
 
 def render_failure(failure: ProfileFailed, target: str) -> str:
@@ -283,7 +288,8 @@ def render_failure(failure: ProfileFailed, target: str) -> str:
         )
     if failure.output.strip():
         tail = failure.output.rstrip("\n").splitlines()[-8:]
-        out.append("  output of the function (last lines):")
+        whose = "program" if failure.kind in PROGRAM_FAILURES else "function"
+        out.append(f"  output of the {whose} (last lines):")
         out += ["    " + cut(ln, 200) for ln in tail]
     return "\n".join(out)
 

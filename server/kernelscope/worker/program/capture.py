@@ -115,9 +115,24 @@ class CallState:
             yield
 
 
-def replay(torch, fn, code, args, kwargs, state):
+def without_compiler(torch):
+    """Clear the thread's frame-evaluation callback (torch.compile's, while a compiled region
+    runs): (setter, the callback it had), or None where torch has no such hook."""
+    setter = getattr(
+        getattr(getattr(torch._C, "_dynamo", None), "eval_frame", None), "set_eval_frame", None
+    )
+    if setter is None:
+        return None
+    try:
+        return setter, setter(None)
+    except Exception:
+        return None
+
+
+def replay(torch, fn, code, args, kwargs, state, compiled=None):
     """The call as a function of no arguments: a module's ``forward`` through the module's
-    ``__call__`` (its hooks run), anything else as it is, each in the captured state."""
+    ``__call__`` (its hooks run), anything else as it is, each in the captured state and
+    under the frame evaluation (torch.compile's) the program's call had."""
     module = args[0] if args and isinstance(args[0], torch.nn.Module) else None
     if module is not None and code.co_name == "forward":
         target, rest = module, args[1:]
@@ -128,7 +143,18 @@ def replay(torch, fn, code, args, kwargs, state):
         with state.applied():
             return target(*rest, **kwargs)
 
-    return call
+    if compiled is None or compiled[1] is None:
+        return call
+    setter, callback = compiled
+
+    def call_compiled():
+        setter(callback)
+        try:
+            return call()
+        finally:
+            setter(None)
+
+    return call_compiled
 
 
 def _autocast(torch, device):

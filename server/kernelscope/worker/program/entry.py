@@ -13,7 +13,7 @@ import sys
 import time
 import types
 
-from .capture import CallState, arguments, function_of, replay
+from .capture import CallState, arguments, function_of, replay, without_compiler
 from .dynamo import dynamo_frames
 from .errors import JobError
 from .watch import CallWatch
@@ -43,6 +43,9 @@ def run_to_call(job, then):
     before = _files_now(job.entry_cwd)
 
     def on_call(frame, site):
+        # A compiled caller's frame evaluation (torch.compile) must not compile our code;
+        # the replays get it back, so they run as the program's calls do.
+        compiled = without_compiler(torch)
         entry_s = time.perf_counter() - started
         job.progress("inputs")
         args, kwargs = arguments(frame)
@@ -55,20 +58,26 @@ def run_to_call(job, then):
         if cuda:
             torch.cuda.set_device(device)
         sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
-        call = job.guarded(replay(torch, fn, code, args, kwargs, state), [], {})
+        call = job.guarded(replay(torch, fn, code, args, kwargs, state, compiled), [], {})
         quiet_s = settle_children()
         job.call_site = {
             "via": label,
             "call": want,
             "caller_path": job.local_text(site[0]) if site else None,
             "caller_line": site[1] if site else None,
-            "modes": state.modes(),
+            "modes": state.modes() + (["torch.compile off"] if entry.get("no_compile") else []),
             "captured": True,
             "entry_s": entry_s,
             "wrote": _written(job.entry_cwd, before),
             "settled_s": quiet_s,
         }
-        job.worker.conclude(job, lambda: then(fn, call, device, sync))
+
+        def body():
+            result = then(fn, call, device, sync)
+            job.call_site["wrote"] = _written(job.entry_cwd, before)  # replays write too
+            return result
+
+        job.worker.conclude(job, body)
 
     watch.on_call = on_call
     job.worker.fork_hooks.append(watch.forked)
@@ -202,7 +211,7 @@ def _where(job, path_line):
 
 def _not_called(job, entry, watch, ended, seconds, compiled_before, wrote):
     label = entry_label(entry)
-    line = int(entry.get("first_line") or 0) or None
+    line = int(entry.get("def_line") or entry.get("first_line") or 0) or None
     name = job.req["qualname"]
     want = watch.want
     if watch.calls:
@@ -224,7 +233,7 @@ def _not_called(job, entry, watch, ended, seconds, compiled_before, wrote):
             "%s (%d)" % (_where(job, "%s:%s" % (p, at)), n)
             for (p, at), n in sorted(
                 ((k, v) for k, v in watch.callers.items() if k), key=lambda kv: -kv[1]
-            )[:3]
+            )[:5]
         )
         message = "%s called %s %d times, none from %s" % (
             label,

@@ -84,7 +84,8 @@ class CallWatch:
         self.seen += 1
         stack = self.callers_of(frame)
         caller = stack[0] if stack else None
-        self.callers[caller] = self.callers.get(caller, 0) + 1
+        for site in set(stack):  # --from matches any of them: the hint names them all
+            self.callers[site] = self.callers.get(site, 0) + 1
         if self.caller is not None:
             if self.caller not in stack:
                 return
