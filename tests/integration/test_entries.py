@@ -16,7 +16,7 @@ import pytest
 
 from support import WORKLOADS
 
-TRAIN = "train.py config/tiny.py --max_iters=3 --eval_interval=2"
+TRAIN = "train.py config/tiny.py --max_iters=3 --eval_interval=2 --device=cpu"
 
 
 @pytest.fixture(scope="module")
@@ -116,13 +116,13 @@ def test_a_module_with_argparse_and_spawned_dataloader_workers(project: Path) ->
             project,
             "train_main.py::train_step",
             "--via",
-            "-m train_main --start_method spawn --num_workers 2 --max_iters 3",
+            "-m train_main --start_method spawn --num_workers 2 --max_iters 3 --device cpu",
             "--json",
             "--no-lines",
         )
     )
     assert out["call_site"]["via"] == (
-        "-m train_main --start_method spawn --num_workers 2 --max_iters 3"
+        "-m train_main --start_method spawn --num_workers 2 --max_iters 3 --device cpu"
     )
     assert out["call_site"]["modes"] == ["train mode"]  # its first argument is the model
 
@@ -217,3 +217,16 @@ def _line_of(path: Path, text: str) -> int:
 def _def_line(project: Path, name: str) -> int:
     lines = (project / "model.py").read_text().splitlines()
     return next(i for i, line in enumerate(lines, 1) if line.strip().startswith(f"def {name}("))
+
+
+def test_each_replay_casts_the_weights_as_the_programs_call_did() -> None:
+    """The replays run inside the program's autocast region; its cache of cast weights must
+    not outlive a replay (the program's calls each opened and closed their own region): the
+    weight, the bias and the input are cast in every step, not the input alone."""
+    out = report(
+        kernelscope(WORKLOADS, "autocast_program.py::step", "--via", "autocast_program.py",
+                    "--json", "--no-lines")
+    )  # fmt: skip
+    assert "autocast cpu bfloat16" in out["call_site"]["modes"]
+    casts = next(o["calls"] for o in out["ops"] if o["name"] == "aten::_to_copy")
+    assert casts == 3 * out["steps"]["active"]

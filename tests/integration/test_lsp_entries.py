@@ -17,7 +17,7 @@ from support import WORKLOADS
 from support.lsp import open_doc, profile, start, stop
 from support.mcp import server
 
-TRAIN = "train.py config/tiny.py --max_iters=3 --eval_interval=2"
+TRAIN = "train.py config/tiny.py --max_iters=3 --eval_interval=2 --device=cpu"
 FAST = {"device": "cpu", "schedule": {"wait": 0, "warmup": 1, "active": 2}}
 
 

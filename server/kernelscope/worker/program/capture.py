@@ -103,6 +103,11 @@ class CallState:
             for device, (on, dtype) in self.autocast.items():
                 if on:
                     stack.enter_context(torch.autocast(device, dtype=dtype))
+            if any(on for on, _ in self.autocast.values()):
+                # The replays run inside the program's own autocast region, whose cache of
+                # cast weights would outlive each call; the program's calls each left theirs
+                # (bf16 Block.forward on an H200: 8 % faster with the cache kept).
+                stack.callback(torch.clear_autocast_cache)
             if self.stream is not None:
                 stack.enter_context(torch.cuda.stream(self.stream))
             saved_sdpa = {b: _sdpa_enabled(torch, b) for b in SDPA_BACKENDS}
