@@ -230,3 +230,35 @@ def test_each_replay_casts_the_weights_as_the_programs_call_did() -> None:
     assert "autocast cpu bfloat16" in out["call_site"]["modes"]
     casts = next(o["calls"] for o in out["ops"] if o["name"] == "aten::_to_copy")
     assert casts == 3 * out["steps"]["active"]
+
+
+def test_on_a_remote_the_program_runs_there(tmp_path: Path, sshd) -> None:  # type: ignore[no-untyped-def]
+    """Through ssh (the throwaway sshd): with a workdir holding the project the program runs
+    there; without one the program's folder travels (its scripts, configs and text data:
+    configurator.py, config/tiny.py, data/input.txt) and runs from a temp folder there. Both
+    reports name the local files."""
+    local = tmp_path / "minigpt"
+    shutil.copytree(WORKLOADS / "minigpt", local, ignore=shutil.ignore_patterns("out"))
+    there = tmp_path / "elsewhere" / "minigpt"
+    shutil.copytree(local, there)
+    ssh = f"ssh_options = {json.dumps(sshd.ssh_options)}\n"
+    python = f"python = {json.dumps(sys.executable)}\n"
+    (local / "pyproject.toml").write_text(
+        "[project]\nname = 'minigpt'\n\n"
+        f'[tool.kernelscope.remotes.box]\nkind = "ssh"\nhost = "ks-test"\n{python}{ssh}'
+        f"workdir = {json.dumps(str(there))}\n\n"
+        f'[tool.kernelscope.remotes.shipped]\nkind = "ssh"\nhost = "ks-test"\n{python}{ssh}'
+    )
+    out = report(
+        kernelscope(local, "model.py::Block.forward", "--via", TRAIN, "--remote", "box",
+                    "--json", "--no-lines")
+    )  # fmt: skip
+    assert out["runner"]["remote"] == "box"
+    assert out["call_site"]["caller_path"] == str(local / "model.py")
+    assert out["function"]["path"] == str(local / "model.py")
+    shipped = report(
+        kernelscope(local, "model.py::Block.forward", "--via", TRAIN, "--remote", "shipped",
+                    "--json", "--no-lines")
+    )  # fmt: skip
+    assert shipped["call_site"]["caller_path"] == str(local / "model.py")
+    assert shipped["call_site"]["modes"] == out["call_site"]["modes"]

@@ -42,7 +42,40 @@ def remote_request(request: R, remote: Remote) -> R:
     root = Path(request.project_root)
     extra = [request.provider.partition(":")[0]] if request.provider else []
     files = import_closure(Path(request.path), root, request.source, extra)
+    entry = request.entry
+    if entry is not None and Path(entry.cwd).resolve().is_relative_to(root.resolve()):
+        files = {**program_files(Path(entry.cwd), root), **files}
     return msgspec.structs.replace(request, files=files, return_traces=True)
+
+
+#: Folders a program's own files are never in.
+SKIP_DIRS = frozenset({".git", ".kernelscope", "__pycache__", ".venv", "venv", "node_modules"})
+
+
+def program_files(
+    folder: Path, root: Path, max_files: int = MAX_FILES, max_bytes: int = MAX_BYTES
+) -> dict[str, str]:
+    """The text files under a program's folder (what it runs, imports, exec's and reads:
+    scripts, configs, small data), less what git ignores: relative path -> text. Binary
+    files stay behind (a remote with a workdir runs a program that reads them)."""
+    root, folder = root.resolve(), folder.resolve()
+    found: list[Path] = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and not SKIP_DIRS.intersection(path.relative_to(folder).parts):
+            found.append(path)
+        if len(found) > max_files:
+            _check_bounds(len(found), 0, folder, root, max_files, max_bytes)
+    texts: dict[str, str] = {}
+    size = 0
+    for path in _not_ignored(found, root, keep=folder):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        size += len(text.encode("utf-8"))
+        _check_bounds(len(texts), size, folder, root, max_files, max_bytes)
+        texts[path.relative_to(root).as_posix()] = text
+    return texts
 
 
 def import_closure(
@@ -79,7 +112,7 @@ def _check_bounds(
     if count > max_files or size > max_bytes:
         raise ShipError(
             "project_too_large",
-            f"the modules {target.name} imports from {root} are over the shipping bound "
+            f"the files {target.name} needs from {root} are over the shipping bound "
             f"(> {max_files} files or > {max_bytes / 2**20:.0f} MB); set workdir in the remote's "
             "definition to a copy of the project on the remote",
         )
