@@ -50,6 +50,15 @@ class Entry(msgspec.Struct):
     """Its def line (where failures point)."""
     no_compile: bool = False
     """Disable torch.compile (dynamo) while the program runs."""
+    in_place: bool = False
+    """Profile the program's own calls (or loop iterations) as the steps, not replays."""
+    skip: int = 5
+    """In place: steps before the profiler starts (the first is the cold one, the others
+    are timed without the profiler)."""
+    loop_line: int = 0
+    """In place: the `for`/`while` statement whose iterations are the steps (0: calls)."""
+    body_line: int = 0
+    """The first line of that loop's body: each time it runs an iteration begins."""
 
     @property
     def label(self) -> str:
@@ -301,9 +310,11 @@ class CallSite(msgspec.Struct):
     @property
     def label(self) -> str:
         """``via train.py, call 3 from model.py:181, train mode, captured``."""
-        parts = [f"via {self.via}", f"call {self.call}"]
-        if self.caller_path and self.caller_line:
-            parts[-1] += f" from {Path(self.caller_path).name}:{self.caller_line}"
+        parts = [f"via {self.via}"]
+        if self.captured:
+            parts.append(f"call {self.call}")
+            if self.caller_path and self.caller_line:
+                parts[-1] += f" from {Path(self.caller_path).name}:{self.caller_line}"
         parts += self.modes
         parts.append("captured" if self.captured else "in place")
         return ", ".join(parts)

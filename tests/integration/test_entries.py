@@ -193,6 +193,52 @@ def test_a_function_only_dataloader_workers_call(project: Path) -> None:
     assert "forked children" in err["hint"]
 
 
+def test_in_place_a_module_level_while_loop(project: Path) -> None:
+    """train.py's `while True:` at module level: its iterations are the steps, with the
+    program's own batches (fork DataLoader workers), gradient accumulation and eval."""
+    loop = _line_of(project / "train.py", "while True:")
+    out = report(
+        kernelscope(project, f"train.py:{loop}", "--via", TRAIN.replace("=3", "=20"), "--json")
+    )
+    site = out["call_site"]
+    assert site["captured"] is False
+    assert site["modes"] == ["iterations 6-14 profiled, 10-14 active"]
+    assert out["function"]["line"] == loop
+    assert out["timing"]["unprofiled_process"] == "before the profiler started"
+    assert out["timing"]["unprofiled_reps"] == 4  # iterations 2-5; the first is the cold one
+    assert out["lines"] == []  # no line pass in place
+    names = {o["name"] for o in out["ops"]}
+    assert "Optimizer.step#AdamW.step" in names  # the whole iteration: the optimizer too
+
+
+def test_in_place_a_functions_calls(project: Path) -> None:
+    out = report(
+        kernelscope(
+            project,
+            "train_main.py::train_step",
+            "--via",
+            "train_main.py --max_iters 20 --device cpu --num_workers 0",
+            "--in-place",
+            "--skip",
+            "3",
+            "--json",
+        )
+    )
+    assert out["call_site"]["modes"] == ["calls 4-12 profiled, 8-12 active"]
+    assert out["timing"]["unprofiled_reps"] == 2
+
+
+def test_in_place_with_too_few_iterations(project: Path) -> None:
+    loop = _line_of(project / "train.py", "while True:")
+    err = error(kernelscope(project, f"train.py:{loop}", "--via", TRAIN, "--json"))
+    assert err["kind"] == "too_few_calls"
+    assert f"iterations of the loop at line {loop}" in err["message"]
+    assert (
+        "in place needs 15 (--skip 5, then 9 profiled, and one more to end the last)"
+        in (err["message"])
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [
@@ -201,6 +247,8 @@ def test_a_function_only_dataloader_workers_call(project: Path) -> None:
         (["--call", "2"], "need a program (--via)"),
         (["--via", TRAIN, "--from", "train.py"], "--from takes FILE:LINE"),
         (["--via", "tests/test_nope.py::test_x"], "no such test file tests/test_nope.py"),
+        (["--in-place"], "need a program (--via)"),
+        (["--via", TRAIN, "--in-place", "--call", "2"], "--call and --from do not apply"),
     ],
 )
 def test_usage_errors(project: Path, args: list[str], says: str) -> None:
@@ -208,6 +256,20 @@ def test_usage_errors(project: Path, args: list[str], says: str) -> None:
     assert proc.returncode == 2
     assert says in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("target", "says"),
+    [
+        ("train.py:1", "train.py:1 is not a for or while statement"),
+        ("train.py:141", "a loop (PATH:LINE) runs in its program: give it with --via"),
+    ],
+)
+def test_loop_target_errors(project: Path, target: str, says: str) -> None:
+    args = ["--via", TRAIN] if target.endswith(":1") else []
+    proc = kernelscope(project, target, *args)
+    assert proc.returncode == 2, proc.stderr
+    assert says in proc.stderr
 
 
 def _line_of(path: Path, text: str) -> int:

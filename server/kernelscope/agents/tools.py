@@ -70,8 +70,8 @@ Via = Annotated[
         '"train.py --max_iters 20", "-m pkg.train", or "tests/test_model.py::test_forward"'
     ),
 ]
-#: A program's options: (via, call, caller).
-EntryOptions = tuple[str | None, int, str | None]
+#: A program's options: (via, call, caller, in_place).
+EntryOptions = tuple[str | None, int, str | None, bool]
 
 
 def result(value: object, text: str) -> CallToolResult:
@@ -114,7 +114,7 @@ class Tools:
         remote: str | None,
         entry: EntryOptions | None = None,
     ) -> ProfileSpec:
-        via, call, caller = entry or (None, 1, None)
+        via, call, caller, in_place = entry or (None, 1, None, False)
         return ProfileSpec(
             path=target.path,
             qualname=target.qualname,
@@ -129,6 +129,7 @@ class Tools:
             call=call,
             caller=caller,
             cwd=self.root,
+            in_place=in_place,
         )
 
     async def profile(
@@ -153,6 +154,10 @@ class Tools:
             str | None,
             Field(description="With via: count only calls with this FILE:LINE on their stack"),
         ] = None,
+        in_place: Annotated[
+            bool,
+            Field(description="With via: profile the program's own calls as the steps"),
+        ] = False,
     ) -> CallToolResult:
         """Profile one function under a warmed torch.profiler schedule in a worker process
         of its own (this machine's GPU or CPU, or a remote); returns the verdict
@@ -168,7 +173,7 @@ class Tools:
             timeout,
             batch_size,
             remote,
-            (via, call, caller),
+            (via, call, caller, in_place),
         )
         record = await self._job(
             lambda on: self.service.profile(spec, on), ctx, f"{target.path}::{qualname}"

@@ -82,6 +82,9 @@ class ProfileSpec:
     cwd: Path | None = None
     """Where the program runs (None: the project's root)."""
     no_compile: bool = False
+    in_place: bool = False
+    """Profile the program's own calls as the steps (after `skip`)."""
+    skip: int = 5
 
 
 @dataclass
@@ -270,7 +273,15 @@ class ProfileService:
             return None
         cwd = spec.cwd or target.project.root
         return parse_entry(
-            command, target, cwd, spec.call, spec.caller, spec.no_compile, spec.source
+            command,
+            target,
+            cwd,
+            spec.call,
+            spec.caller,
+            spec.no_compile,
+            spec.source,
+            in_place=spec.in_place,
+            skip=spec.skip,
         )
 
     async def _run_ranks(

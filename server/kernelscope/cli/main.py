@@ -52,6 +52,7 @@ from kernelscope.engine.targets import (
     TargetError,
     build_request,
     load_target,
+    loop_line,
     parse_entry,
 )
 from kernelscope.protocol import (
@@ -118,6 +119,17 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--cwd", metavar="DIR", help="where the program runs (default: here)")
     e.add_argument(
         "--no-compile", action="store_true", help="disable torch.compile while the program runs"
+    )
+    e.add_argument(
+        "--in-place",
+        action="store_true",
+        help="profile the program's own calls as the steps (a loop target PATH:LINE always is)",
+    )
+    e.add_argument(
+        "--skip",
+        type=positive_int,
+        default=5,
+        help="in place: calls before the profiler starts, the first cold, the rest timed (5)",
     )
 
     t = sub.add_parser(
@@ -215,12 +227,25 @@ def _entry(args: argparse.Namespace, target: Target) -> Entry | None:
         command = target.project.via_for(target.path, target.qualname)
         cwd = Path(args.cwd) if args.cwd else target.project.root
     if command is None:
-        if args.caller or args.call != 1 or args.no_compile:
-            raise TargetError("--call, --from and --no-compile need a program (--via)")
+        if args.caller or args.call != 1 or args.no_compile or args.in_place:
+            raise TargetError("--call, --from, --no-compile and --in-place need a program (--via)")
+        if loop_line(target.qualname):
+            raise TargetError("a loop (PATH:LINE) runs in its program: give it with --via")
         return None
     if not cwd.is_dir():
         raise TargetError(f"--cwd: no such folder {cwd}")
-    return parse_entry(command, target, cwd, args.call, args.caller, args.no_compile)
+    if (args.in_place or loop_line(target.qualname)) and (args.caller or args.call != 1):
+        raise TargetError("in place, the steps are every call: --call and --from do not apply")
+    return parse_entry(
+        command,
+        target,
+        cwd,
+        args.call,
+        args.caller,
+        args.no_compile,
+        in_place=args.in_place,
+        skip=args.skip,
+    )
 
 
 def _profile(args: argparse.Namespace) -> int:

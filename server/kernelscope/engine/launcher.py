@@ -419,8 +419,9 @@ class Launcher:
             request = await self._remote_request(request)
         finished, ready = await self._run(request, on_progress, timeout, stages)
         assert isinstance(finished, ProfileFinished)
-        again = self.clean_timing == "always" or (
-            self.clean_timing == "auto" and host_bound(finished)
+        in_place = request.entry is not None and request.entry.in_place
+        again = not in_place and (  # in place, the steps before the profiler are timed
+            self.clean_timing == "always" or (self.clean_timing == "auto" and host_bound(finished))
         )
         if again:
             t = time.perf_counter()

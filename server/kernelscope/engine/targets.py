@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import shlex
 import uuid
 from dataclasses import dataclass
@@ -44,11 +45,28 @@ class Schedule:
             raise TargetError("--wait and --warmup must be >= 0 and --active >= 1")
 
 
+#: The qualname a loop target gets (its line is the loop's): ``loop@141``.
+LOOP_PREFIX = "loop@"
+
+
+def loop_line(qualname: str) -> int:
+    """The loop's line for a loop target's qualname, else 0."""
+    rest = qualname.removeprefix(LOOP_PREFIX)
+    return int(rest) if rest != qualname and rest.isdigit() else 0
+
+
 def parse_target(spec: str) -> tuple[Path, str]:
     """Split PATH::QUALNAME."""
     path, sep, qualname = spec.rpartition("::")
+    if not sep:
+        file, colon, line = spec.rpartition(":")
+        if colon and file.endswith(".py") and line.isdigit() and int(line) > 0:
+            return Path(file), f"{LOOP_PREFIX}{int(line)}"
     if not sep or not path or not qualname:
-        raise TargetError(f"expected PATH::QUALNAME (e.g. model.py::forward), got {spec!r}")
+        raise TargetError(
+            "expected PATH::QUALNAME (e.g. model.py::forward) or PATH:LINE for a loop "
+            f"(train.py:141), got {spec!r}"
+        )
     if not all(part.isidentifier() for part in qualname.split(".")):
         raise TargetError(f"{qualname!r} is not a qualified name like fn or Class.method")
     return Path(path), qualname
@@ -108,6 +126,8 @@ def parse_entry(
     caller: str | None = None,
     no_compile: bool = False,
     source: str | None = None,
+    in_place: bool = False,
+    skip: int = 5,
 ) -> Entry:
     """The program `command` names, as a shell would split it: ``train.py --max_iters 20``
     (a leading ``python`` is dropped), ``-m pkg.train ...``, or a pytest node id
@@ -141,7 +161,14 @@ def parse_entry(
         raise TargetError(f"--via: no such test file {program.partition('::')[0]} (from {cwd})")
     if call < 1:
         raise TargetError(f"--call must be >= 1, got {call}")
-    first, def_line = _lines(target, source)
+    loop = loop_line(target.qualname)
+    if loop:
+        in_place = True
+        first, def_line, body = 0, loop, _loop_body(target, loop, source)
+    else:
+        (first, def_line), body = _lines(target, source), 0
+    if in_place and skip < 1:
+        raise TargetError(f"--skip must be >= 1 (the first call is the cold one), got {skip}")
     return Entry(
         kind=kind,
         target=program,
@@ -152,6 +179,28 @@ def parse_entry(
         first_line=first,
         def_line=def_line,
         no_compile=no_compile,
+        in_place=in_place,
+        skip=skip,
+        loop_line=loop,
+        body_line=body,
+    )
+
+
+def _loop_body(target: Target, line: int, source: str | None) -> int:
+    """The first line of the body of the `for`/`while` statement at `line`."""
+    try:
+        text = source if source is not None else target.path.read_text(encoding="utf-8")
+        tree = ast.parse(text, str(target.path))
+    except (OSError, UnicodeDecodeError) as e:
+        raise TargetError(f"cannot read {target.path}: {e}") from None
+    except SyntaxError as e:
+        raise TargetError(f"{target.path}:{e.lineno}: SyntaxError: {e.msg}") from None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.For | ast.AsyncFor | ast.While) and node.lineno == line:
+            return node.body[0].lineno
+    raise TargetError(
+        f"{target.path.name}:{line} is not a for or while statement: name the line of the "
+        "loop whose iterations are the steps"
     )
 
 

@@ -127,6 +127,9 @@ def _spec(
     call: object = options.get("call", 1)
     if not isinstance(call, int) or isinstance(call, bool) or call < 1:
         raise JsonRpcInvalidParams(f"options.call must be an integer >= 1, got {call!r}")
+    skip: object = options.get("skip", 5)
+    if not isinstance(skip, int) or isinstance(skip, bool) or skip < 1:
+        raise JsonRpcInvalidParams(f"options.skip must be an integer >= 1, got {skip!r}")
     caller: object = options.get("from")
     if caller is not None and not isinstance(caller, str):
         raise JsonRpcInvalidParams(f"options.from must be FILE:LINE, got {caller!r}")
@@ -147,6 +150,8 @@ def _spec(
         caller=caller,
         cwd=_workspace_folder(ls, path),
         no_compile=bool(options.get("noCompile", False)),
+        in_place=bool(options.get("inPlace", False)),
+        skip=skip,
     )
 
 

@@ -171,7 +171,9 @@ def lens_title(record: RunRecord, delta: Delta | None = None) -> str:
         parts.append(delta.short)
     if r.call_site is not None:
         site = r.call_site
-        parts.append(f"via {site.via.split()[0]}, call {site.call}")
+        parts.append(
+            f"via {site.via.split()[0]}, " + (f"call {site.call}" if site.captured else "in place")
+        )
     return " · ".join(parts)
 
 

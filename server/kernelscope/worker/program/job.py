@@ -206,6 +206,10 @@ class Job:
     def with_call(self, then):
         """``then(fn, call, device, sync)`` on the call: built from its inputs here, or
         taken from the program that calls it (that job ends the worker)."""
+        if self.entry and self.entry.get("in_place"):
+            from .inplace import run_in_place
+
+            return run_in_place(self)
         if self.entry:
             from .entry import run_to_call
 

@@ -45,7 +45,10 @@ def warm_up(job, call, sync):
         took, last = now - last, now
         elapsed = now - t0
         steady = previous is not None and max(took, previous) <= STEADY * min(took, previous)
-        if elapsed >= WARMUP_MAX_S or (elapsed >= WARMUP_S and steady):
+        done = elapsed >= WARMUP_MAX_S or (elapsed >= WARMUP_S and steady)
+        # Every rank of a job makes as many calls (each may hold a collective): all stop
+        # when the last one is steady.
+        if job.ranks.agree(int(done), "min"):
             return n
         previous = took
     return WARMUP_CALLS

@@ -1,0 +1,448 @@
+# pyright: basic
+"""In place: the program's own calls of the function (or iterations of a loop) are the
+steps, with its own changing inputs. Step 1 is the cold one; steps 2..skip are timed
+without the profiler (the process has not profiled yet); the next wait + warmup + active
+steps run under the profiler's schedule; then the result is sent and the worker ends.
+
+The only syncs kernelscope adds are the schedule's: before the active window opens and
+before it closes (CUDA events time the steps before, with no sync). There is no line pass
+in place.
+"""
+
+import os
+import statistics
+import sys
+import threading
+import time
+import types
+from typing import Any
+
+from .devices import profiler_activities
+from .names import CALL_RANGE, STAGES_PROFILED
+from .phases import finished, peak_memory, trace_stem
+from .traces import gzip_file
+from .watch import CallWatch
+
+
+class Steps:
+    """The step machine: each step's begin and end, from calls or loop iterations."""
+
+    def __init__(self, job, skip, steps, label, def_line, what):
+        self.job = job
+        self.what = what  # call | iteration
+        self.torch = job.torch
+        self.skip = max(1, skip)
+        self.wait, self.warmup, self.active = steps
+        self.label = label
+        self.def_line = def_line
+        self.n = 0  # steps begun
+        self.open = False
+        self.t0 = 0.0
+        self.cold_us = None
+        self.samples = []
+        self.events = []
+        self.prof: Any = None  # the profiler, once the profiled steps begin
+        self.range: Any = None  # the open step's record_function
+        self.marks = {}
+        self.done = False
+        self.started = time.perf_counter()
+        self.trace_tmp = None
+        cuda = self.torch.cuda.is_available() and self.torch.cuda.is_initialized()
+        self.device = (
+            self.torch.device("cuda", self.torch.cuda.current_device())
+            if cuda
+            else self.torch.device("cpu")
+        )
+
+    @property
+    def cuda(self):
+        return self.device.type == "cuda"
+
+    def sync(self):
+        if self.cuda:
+            self.torch.cuda.synchronize(self.device)
+
+    # one step --------------------------------------------------------------------------
+    def begin(self):
+        if self.done:
+            return
+        if not self.cuda and self.torch.cuda.is_available() and self.torch.cuda.is_initialized():
+            self.device = self.torch.device("cuda", self.torch.cuda.current_device())
+        self.n += 1
+        self.open = True
+        n, profiled = self.n, self.n - self.skip
+        if n == 1 or profiled < 1:
+            self.job.progress("cold" if n == 1 else "timing", n, self.skip)
+            self.t0 = time.perf_counter()
+            if self.cuda and n > 1:
+                start = self.torch.cuda.Event(enable_timing=True)
+                start.record()
+                self.events.append([start, None])
+            return
+        if profiled == 1:
+            self._start_profiler()
+        total = self.wait + self.warmup + self.active
+        stage = STAGES_PROFILED[
+            0 if profiled <= self.wait else 1 if profiled <= self.wait + self.warmup else 2
+        ]
+        self.job.progress(stage, profiled, total)
+        if profiled == self.wait + self.warmup + 1:
+            self._open_window()
+        from torch.autograd.profiler import record_function
+
+        self.range = record_function(CALL_RANGE)
+        self.range.__enter__()
+
+    def end(self):
+        if self.done or not self.open:
+            return
+        self.open = False
+        n, profiled = self.n, self.n - self.skip
+        if n == 1:
+            self.sync()
+            self.cold_us = (time.perf_counter() - self.t0) * 1e6
+            return
+        if profiled < 1:
+            if self.cuda:
+                end = self.torch.cuda.Event(enable_timing=True)
+                end.record()
+                self.events[-1][1] = end
+            else:
+                self.samples.append((time.perf_counter() - self.t0) * 1e6)
+            return
+        self.range.__exit__(None, None, None)
+        self.range = None
+        total = self.wait + self.warmup + self.active
+        if profiled == total:
+            self.sync()
+            self.marks["active1"] = time.perf_counter()
+        self.prof.step()
+        if profiled == total:
+            self.done = True
+            self.prof.__exit__(None, None, None)
+
+    # the profiler ----------------------------------------------------------------------
+    def _start_profiler(self):
+        from torch.profiler import profile, schedule
+
+        req = self.job.req
+        self.sync()  # the steps before: their events are read now
+        if self.cuda:
+            self.samples = [s.elapsed_time(e) * 1e3 for s, e in self.events if e is not None]
+        self.events = []
+        self.stem = trace_stem(self.job)
+        self.trace_tmp = os.path.join(self.job.trace_dir, self.stem + ".pt.trace.json")
+        tmp = self.trace_tmp
+        self.prof = profile(
+            activities=profiler_activities(self.device),
+            schedule=schedule(wait=self.wait, warmup=self.warmup, active=self.active, repeat=1),
+            on_trace_ready=lambda p: p.export_chrome_trace(tmp),
+            record_shapes=bool(req.get("record_shapes", True)),
+            with_stack=bool(req.get("with_stack", True)),
+            with_flops=bool(req.get("record_shapes", True)),
+        )
+        self.prof.__enter__()
+        if self.wait + self.warmup == 0:
+            self._open_window()
+
+    def _open_window(self):
+        self.sync()
+        if self.cuda:
+            self.torch.cuda.reset_peak_memory_stats(self.device)
+        self.marks["active0"] = time.perf_counter()
+
+    def conclude(self):
+        """The finished message of the profiled steps."""
+        job = self.job
+        job.progress("export")
+        trace_path = gzip_file(self.trace_tmp)
+        wall_us = (self.marks["active1"] - self.marks["active0"]) * 1e6 / max(self.active, 1)
+        memory = peak_memory(job, self.device)
+        samples = self.samples or [self.cold_us or 0.0]
+        deciles = (
+            statistics.quantiles(samples, n=10, method="inclusive")
+            if len(samples) >= 2
+            else samples * 9
+        )
+        timing = {
+            "us_per_call": statistics.median(samples),
+            "method": "cuda_events" if self.cuda else "perf_counter",
+            "reps": len(self.samples),
+            "samples_us": samples[:200],
+            "host_us_per_call": None,
+            "p10_us": deciles[0],
+            "p90_us": deciles[-1],
+            "gpu": None,
+            "process": "before the profiler started",
+        }
+        cold = {
+            "first_call_us": self.cold_us or 0.0,
+            "entry_to_first_kernel_us": None,
+            "process_fresh": job.worker.jobs_run == 0,
+            "trace_path": None,
+            "compile_us": None,
+        }
+        first = self.skip + 1
+        last = self.skip + self.wait + self.warmup + self.active
+        job.call_site = {
+            "via": self.label,
+            "call": first,
+            "caller_path": None,
+            "caller_line": None,
+            "modes": [
+                "%ss %d-%d profiled, %d-%d active"
+                % (self.what, first, last, last - self.active + 1, last)
+            ],
+            "captured": False,
+            "entry_s": self.marks.get("active0", time.perf_counter()) - self.started,
+            "wrote": [],
+            "settled_s": 0.0,
+        }
+        job.progress("done")
+        stand_in = types.SimpleNamespace(
+            __code__=types.SimpleNamespace(co_firstlineno=self.def_line)
+        )
+        return finished(
+            job,
+            stand_in,
+            self.device,
+            (self.wait, self.warmup, self.active),
+            cold,
+            timing,
+            trace_path,
+            wall_us,
+            [],
+            memory,
+        )
+
+
+class LoopWatch(CallWatch):
+    """Iterations of the loop whose body starts at `body_line` in `path`: each time that line
+    runs, one iteration ends and the next begins."""
+
+    def __init__(self, path, body_line, is_user_file):
+        super().__init__(path, "", 0, 0, None, is_user_file)
+        self.body_line = body_line
+        self.on_line: Any = None
+        self.loop_code = None
+
+    def holds(self, code):
+        if self.loop_code is not None:
+            return code is self.loop_code
+        if os.path.realpath(code.co_filename) != self.path:
+            return False
+        if any(line == self.body_line for _, _, line in code.co_lines()):
+            self.loop_code = code
+            return True
+        return False
+
+    def arm(self):
+        monitoring = getattr(sys, "monitoring", None)
+        if monitoring is None:
+            sys.settrace(self._trace_loop)
+            threading.settrace(self._trace_loop)
+            self.armed = True
+            return
+        for tool in (3, 4, 5):
+            if monitoring.get_tool(tool) is None:
+                monitoring.use_tool_id(tool, "kernelscope")
+                self.tool = tool
+                break
+        events = monitoring.events
+
+        def on_start(code, offset):
+            if self.holds(code):
+                monitoring.set_local_events(self.tool, code, events.LINE)
+                return None
+            return monitoring.DISABLE
+
+        def on_line(code, line):
+            if line == self.body_line and code is self.loop_code:
+                self.on_line()
+                return None
+            return monitoring.DISABLE
+
+        monitoring.register_callback(self.tool, events.PY_START, on_start)
+        monitoring.register_callback(self.tool, events.LINE, on_line)
+        monitoring.set_events(self.tool, events.PY_START)
+        self.armed = True
+
+    def _trace_loop(self, frame, event, arg):
+        if event == "call" and self.holds(frame.f_code):
+            return self._local_loop
+        return None
+
+    def _local_loop(self, frame, event, arg):
+        if event == "line" and frame.f_lineno == self.body_line:
+            self.on_line()
+        return self._local_loop
+
+    def disarm(self):
+        monitoring = getattr(sys, "monitoring", None)
+        if monitoring is not None and self.tool is not None and self.loop_code is not None:
+            monitoring.set_local_events(self.tool, self.loop_code, 0)
+        if monitoring is not None and self.tool is not None:
+            monitoring.register_callback(self.tool, monitoring.events.LINE, None)
+        super().disarm()
+
+
+class CallSteps(CallWatch):
+    """The function's calls as steps: each outermost call begins one and its return (or
+    exception) ends it."""
+
+    def __init__(self, path, qualname, first_line, is_user_file):
+        super().__init__(path, qualname, first_line, 0, None, is_user_file)
+        self.on_begin: Any = None
+        self.on_end: Any = None
+        self.depth = 0
+
+    def started(self, frame):
+        if os.getpid() != self.pid:
+            return False
+        self.depth += 1
+        if self.depth == 1:
+            self.calls += 1
+            self.on_begin()
+        return True
+
+    def returned(self):
+        self.depth -= 1
+        if self.depth == 0:
+            self.on_end()
+
+    def arm(self):
+        monitoring = getattr(sys, "monitoring", None)
+        if monitoring is None:
+            sys.settrace(self._trace_steps)
+            threading.settrace(self._trace_steps)
+            self.armed = True
+            return
+        for tool in (3, 4, 5):
+            if monitoring.get_tool(tool) is None:
+                monitoring.use_tool_id(tool, "kernelscope")
+                self.tool = tool
+                break
+        events = monitoring.events
+        name = self.name
+
+        def on_start(code, offset):
+            if code.co_name == name and self.matches(code):
+                monitoring.set_local_events(self.tool, code, events.PY_RETURN)
+                self.started(None)
+                return None
+            return monitoring.DISABLE
+
+        def on_return(code, offset, value):
+            if code is self.code:
+                self.returned()
+
+        # PY_UNWIND (a call ended by an exception) cannot be a local event: it is a global
+        # one, rare, and ignored for every other code object.
+        monitoring.register_callback(self.tool, events.PY_START, on_start)
+        monitoring.register_callback(self.tool, events.PY_RETURN, on_return)
+        monitoring.register_callback(self.tool, events.PY_UNWIND, on_return)
+        monitoring.set_events(self.tool, events.PY_START | events.PY_UNWIND)
+        self.armed = True
+
+    def _trace_steps(self, frame, event, arg):
+        code = frame.f_code
+        if (
+            event == "call"
+            and code.co_name == self.name
+            and self.matches(code)
+            and self.started(frame)
+        ):
+            frame.f_trace_lines = False
+            return self._local_steps
+        return None
+
+    def _local_steps(self, frame, event, arg):
+        if event == "return":
+            self.returned()
+        return self._local_steps
+
+    def disarm(self):
+        monitoring = getattr(sys, "monitoring", None)
+        if monitoring is not None and self.tool is not None:
+            if self.code is not None:
+                monitoring.set_local_events(self.tool, self.code, 0)
+            monitoring.register_callback(self.tool, monitoring.events.PY_RETURN, None)
+            monitoring.register_callback(self.tool, monitoring.events.PY_UNWIND, None)
+        super().disarm()
+
+
+def run_in_place(job):
+    """Run the program, its calls (or iterations) the steps; conclude the job from inside the
+    last active step (the worker ends). Returns only by raising a JobError."""
+    from .entry import entry_label, run_program
+
+    entry = job.req["entry"]
+    req = job.req
+    schedule = (int(req["wait"]), int(req["warmup"]), int(req["active"]))
+    skip = int(entry.get("skip") or 5)
+    loop = int(entry.get("loop_line") or 0)
+    label = entry_label(entry)
+    def_line = loop or int(entry.get("def_line") or 0)
+    steps = Steps(job, skip, schedule, label, def_line, "iteration" if loop else "call")
+
+    def conclude_if_done():
+        if steps.done:
+            job.worker.conclude(job, steps.conclude)
+
+    if loop:
+        watch = LoopWatch(job.path, int(entry["body_line"]), job.is_user_file)
+
+        def boundary():
+            steps.end()
+            conclude_if_done()
+            steps.begin()
+
+        watch.on_line = lambda: sys.call_tracing(boundary, ())
+    else:
+        watch = CallSteps(job.path, req["qualname"], int(entry.get("first_line") or 0),
+                          job.is_user_file)  # fmt: skip
+        watch.on_begin = lambda: sys.call_tracing(steps.begin, ())
+
+        def ended():
+            steps.end()
+            conclude_if_done()
+
+        watch.on_end = lambda: sys.call_tracing(ended, ())
+    job.worker.fork_hooks.append(watch.disarm)
+    job.progress("entry")
+    try:
+        watch.arm()
+        try:
+            run_program(job, entry)
+        finally:
+            watch.disarm()
+            if steps.prof is not None and not steps.done:
+                steps.prof.__exit__(None, None, None)
+    finally:
+        job.worker.fork_hooks.remove(watch.disarm)
+    from .errors import JobError
+
+    need = skip + sum(schedule) + (1 if loop else 0)
+    name = "the loop at line %d" % loop if loop else req["qualname"]
+    message = (
+        "%s made %d %s%s of %s in %.1f s; in place needs %d (--skip %d, then %d profiled%s)"
+        % (
+            label,
+            steps.n,
+            steps.what,
+            "" if steps.n == 1 else "s",
+            name,
+            time.perf_counter() - steps.started,
+            need,
+            skip,
+            sum(schedule),
+            ", and one more to end the last" if loop else "",
+        )
+    )
+    raise JobError(
+        "too_few_calls",
+        message,
+        job.path,
+        def_line or None,
+        hint="run the program longer, or lower --skip, --wait, --warmup or --active",
+    )
