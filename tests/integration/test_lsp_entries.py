@@ -42,8 +42,11 @@ async def _lens_and_hover(client: LanguageClient, uri: str, def_line: int) -> tu
     return " | ".join(titles), hover.contents.value  # type: ignore[union-attr]
 
 
-def _def_line(path: Path, text: str) -> int:
-    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+def _forward_of(path: Path, cls: str) -> int:
+    """The 1-based line of `cls`'s `def forward`."""
+    lines = path.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines, 1) if line.startswith(f"class {cls}"))
+    return next(i for i, t in enumerate(lines, 1) if i > start and "def forward" in t)
 
 
 async def test_profile_via_a_program_from_the_editor(project: Path) -> None:
@@ -52,13 +55,7 @@ async def test_profile_via_a_program_from_the_editor(project: Path) -> None:
         uri = open_doc(client, project / "model.py")
         result = await profile(client, uri, "Block.forward", {"via": TRAIN})
         assert result["ok"], result
-        line = _def_line(project / "model.py", "class Block")
-        block_forward = next(
-            i
-            for i, text in enumerate((project / "model.py").read_text().splitlines(), 1)
-            if i > line and text.strip().startswith("def forward")
-        )
-        lens, hover = await _lens_and_hover(client, uri, block_forward)
+        lens, hover = await _lens_and_hover(client, uri, _forward_of(project / "model.py", "Block"))
         assert "via train.py, call 1" in lens
         assert f"via {TRAIN}, call 1 from model.py:" in hover
         assert "eval mode, no_grad, captured" in hover
@@ -79,13 +76,7 @@ async def test_the_via_setting_maps_a_function_to_its_program(project: Path) -> 
         uri = open_doc(client, project / "model.py")
         result = await profile(client, uri, "MLP.forward")
         assert result["ok"], result
-        mlp = _def_line(project / "model.py", "class MLP")
-        at = next(
-            i
-            for i, text in enumerate((project / "model.py").read_text().splitlines(), 1)
-            if i > mlp and text.strip().startswith("def forward")
-        )
-        lens, _ = await _lens_and_hover(client, uri, at)
+        lens, _ = await _lens_and_hover(client, uri, _forward_of(project / "model.py", "MLP"))
         assert "via train.py, call 1" in lens
     finally:
         await stop(client)

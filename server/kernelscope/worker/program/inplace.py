@@ -12,7 +12,6 @@ in place.
 import os
 import statistics
 import sys
-import threading
 import time
 import types
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from .devices import profiler_activities
 from .names import CALL_RANGE, STAGES_PROFILED
 from .phases import finished, peak_memory, trace_stem
+from .timing import spread
 from .traces import gzip_file
 from .watch import CallWatch
 
@@ -159,19 +159,15 @@ class Steps:
         wall_us = (self.marks["active1"] - self.marks["active0"]) * 1e6 / max(self.active, 1)
         memory = peak_memory(job, self.device)
         samples = self.samples or [self.cold_us or 0.0]
-        deciles = (
-            statistics.quantiles(samples, n=10, method="inclusive")
-            if len(samples) >= 2
-            else samples * 9
-        )
+        p10, p90 = spread(samples)
         timing = {
             "us_per_call": statistics.median(samples),
             "method": "cuda_events" if self.cuda else "perf_counter",
             "reps": len(self.samples),
             "samples_us": samples[:200],
             "host_us_per_call": None,
-            "p10_us": deciles[0],
-            "p90_us": deciles[-1],
+            "p10_us": p10,
+            "p90_us": p90,
             "gpu": None,
             "process": "before the profiler started",
         }
@@ -236,18 +232,7 @@ class LoopWatch(CallWatch):
             return True
         return False
 
-    def arm(self):
-        monitoring = getattr(sys, "monitoring", None)
-        if monitoring is None:
-            sys.settrace(self._trace_loop)
-            threading.settrace(self._trace_loop)
-            self.armed = True
-            return
-        for tool in (3, 4, 5):
-            if monitoring.get_tool(tool) is None:
-                monitoring.use_tool_id(tool, "kernelscope")
-                self.tool = tool
-                break
+    def _arm_monitoring(self, monitoring):
         events = monitoring.events
 
         def on_start(code, offset):
@@ -265,9 +250,8 @@ class LoopWatch(CallWatch):
         monitoring.register_callback(self.tool, events.PY_START, on_start)
         monitoring.register_callback(self.tool, events.LINE, on_line)
         monitoring.set_events(self.tool, events.PY_START)
-        self.armed = True
 
-    def _trace_loop(self, frame, event, arg):
+    def _trace(self, frame, event, arg):
         if event == "call" and self.holds(frame.f_code):
             return self._local_loop
         return None
@@ -310,18 +294,7 @@ class CallSteps(CallWatch):
         if self.depth == 0:
             self.on_end()
 
-    def arm(self):
-        monitoring = getattr(sys, "monitoring", None)
-        if monitoring is None:
-            sys.settrace(self._trace_steps)
-            threading.settrace(self._trace_steps)
-            self.armed = True
-            return
-        for tool in (3, 4, 5):
-            if monitoring.get_tool(tool) is None:
-                monitoring.use_tool_id(tool, "kernelscope")
-                self.tool = tool
-                break
+    def _arm_monitoring(self, monitoring):
         events = monitoring.events
         name = self.name
 
@@ -342,9 +315,8 @@ class CallSteps(CallWatch):
         monitoring.register_callback(self.tool, events.PY_RETURN, on_return)
         monitoring.register_callback(self.tool, events.PY_UNWIND, on_return)
         monitoring.set_events(self.tool, events.PY_START | events.PY_UNWIND)
-        self.armed = True
 
-    def _trace_steps(self, frame, event, arg):
+    def _trace(self, frame, event, arg):
         code = frame.f_code
         if (
             event == "call"

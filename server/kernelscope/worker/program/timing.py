@@ -101,15 +101,23 @@ def time_unprofiled(job, call, sync, cuda, device):
         host_us = (time.perf_counter() - t0) * 1e6 / reps
         method = "perf_counter"
     gpu = sampler.stop() if sampler is not None else None
-    deciles = statistics.quantiles(samples, n=10) if len(samples) >= 2 else samples * 9
+    p10, p90 = spread(samples)
     return {
         "us_per_call": statistics.median(samples),
         "method": method,
         "reps": reps,
         "samples_us": samples[:200],
         "host_us_per_call": host_us,
-        "p10_us": deciles[0],
-        "p90_us": deciles[-1],
+        "p10_us": p10,
+        "p90_us": p90,
         "gpu": gpu,
         "process": "profiling worker",
     }
+
+
+def spread(samples):
+    """p10 and p90 of the samples (within their range: few samples are not extrapolated)."""
+    if len(samples) < 2:
+        return samples[0], samples[0]
+    deciles = statistics.quantiles(samples, n=10, method="inclusive")
+    return deciles[0], deciles[-1]

@@ -19,6 +19,17 @@ TOOL_IDS = (3, 4, 5)  # 0 debuggers, 1 coverage, 2 profilers: take a free one of
 TOOL_NAME = "kernelscope"
 
 
+def claim_tool(monitoring):
+    """A free ``sys.monitoring`` tool id, taken; None without sys.monitoring or a free id."""
+    if monitoring is None:
+        return None
+    for tool in TOOL_IDS:
+        if monitoring.get_tool(tool) is None:
+            monitoring.use_tool_id(tool, TOOL_NAME)
+            return tool
+    return None
+
+
 class CallWatch:
     """Counts the calls of one function (those with one user line on their stack, when
     given) and hands the `want`-th call's frame to `on_call(frame, caller)`: the named line,
@@ -105,9 +116,10 @@ class CallWatch:
     # arming ------------------------------------------------------------------------------------
     def arm(self):
         monitoring = getattr(sys, "monitoring", None)
-        if monitoring is not None:
+        self.tool = claim_tool(monitoring)
+        if self.tool is not None:
             self._arm_monitoring(monitoring)
-        else:
+        else:  # before 3.12, or every id taken: the tracer works there too, slower
             sys.settrace(self._trace)
             threading.settrace(self._trace)
         self.armed = True
@@ -117,15 +129,6 @@ class CallWatch:
             self.hit(frame)
 
     def _arm_monitoring(self, monitoring):
-        for tool in TOOL_IDS:
-            if monitoring.get_tool(tool) is None:
-                monitoring.use_tool_id(tool, TOOL_NAME)
-                self.tool = tool
-                break
-        else:
-            sys.settrace(self._trace)  # every id taken: the tracer still works, slower
-            threading.settrace(self._trace)
-            return
         disable = monitoring.DISABLE
         name = self.name
 
