@@ -45,7 +45,9 @@ async def _lens_and_hover(client: LanguageClient, uri: str, def_line: int) -> tu
 def _forward_of(path: Path, cls: str) -> int:
     """The 1-based line of `cls`'s `def forward`."""
     lines = path.read_text().splitlines()
-    start = next(i for i, line in enumerate(lines, 1) if line.startswith(f"class {cls}"))
+    start = next(
+        i for i, line in enumerate(lines, 1) if line.startswith((f"class {cls}(", f"class {cls}:"))
+    )
     return next(i for i, t in enumerate(lines, 1) if i > start and "def forward" in t)
 
 
@@ -66,6 +68,22 @@ async def test_profile_via_a_program_from_the_editor(project: Path) -> None:
             await profile(client, uri, "Block.forward", {"via": TRAIN, "call": 0})
         failed = await profile(client, uri, "GPT.generate", {"via": TRAIN})
         assert not failed["ok"] and failed["error"]["kind"] == "not_called"
+
+        # The project's programs that may call it, offered once each (no `only`: Neovim's way)
+        at = lsp.Position(_forward_of(project / "model.py", "GPT"), 8)
+        actions = await client.text_document_code_action_async(
+            lsp.CodeActionParams(
+                lsp.TextDocumentIdentifier(uri), lsp.Range(at, at), lsp.CodeActionContext([])
+            )
+        )
+        offered = {
+            a.title: list(a.command.arguments or [])
+            for a in actions or []
+            if isinstance(a, lsp.CodeAction) and a.command is not None
+        }
+        for via in ("train.py", "train_main.py", "tests/test_model.py::test_forward"):
+            title = f"Profile `GPT.forward` as called by {via}"
+            assert offered.get(title) == [uri, "GPT.forward", {"via": via}], list(offered)
     finally:
         await stop(client)
 

@@ -32,6 +32,7 @@ from kernelscope.engine.dispatch import (
     ranks_here_or_on_ray,
     runner_for,
 )
+from kernelscope.engine.entry_points import EntryPoint, entry_points
 from kernelscope.engine.project import ProjectError, load_project
 from kernelscope.engine.remotes import Remote, RemoteError
 from kernelscope.engine.runner import JobFailed, JobResult, JobRunner
@@ -124,6 +125,20 @@ class ProfileService:
         except ProjectError:
             remotes = {}
         return sorted({*remotes, *self.settings.remotes})
+
+    def entry_points(self, path: Path, qualname: str) -> list[EntryPoint]:
+        """Programs of the project of `path` that may call `qualname` (scripts that import
+        its module and run something; tests that import and name it), but none when the
+        project or the settings map one to it already (its plain "Profile" uses that)."""
+        try:
+            project = load_project(path)
+        except ProjectError:
+            return []
+        if project.via_for(path, qualname) or dataclasses.replace(
+            project, via=self.settings.via
+        ).via_for(path, qualname):
+            return []
+        return entry_points(project.root, project.module_name(path), qualname)
 
     def mapped_providers(self, path: Path) -> set[str]:
         """The functions of the module at `path` that the project's `[tool.kernelscope.inputs]`

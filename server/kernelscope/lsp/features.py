@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 def code_actions(
     ls: KernelscopeServer, params: lsp.CodeActionParams
 ) -> list[lsp.CodeAction] | None:
-    """ "Profile `fn`" (and "Profile `fn` on NAME" per remote) inside any function; after a
+    """ "Profile `fn`" (and "Profile `fn` on NAME" per remote, "Profile `fn` as called by
+    train.py" per program of the project that may call it) inside any function; after a
     run, "Try X on `fn`" for each variant its verdict suggests and "Try all suggested";
     "Create `fn_inputs()`" on missing inputs; "Apply torch.compile to `fn`" on a KS801 that
     measured it faster with equal results."""
@@ -51,6 +52,10 @@ def code_actions(
         targets += [
             (f"Profile `{fn.qualname}` on {name}", [uri, fn.qualname, {"remote": name}])
             for name in ls.service.remote_names(path)
+        ]
+        targets += [
+            (f"Profile `{fn.qualname}` as called by {e.via}", [uri, fn.qualname, {"via": e.via}])
+            for e in ls.service.entry_points(path, fn.qualname)
         ]
         tries = _try_targets(ls, doc, fn)
         kind = _offered_kind(only)

@@ -1,0 +1,128 @@
+"""The programs in a project that may call a function, found without running anything: scripts
+that import its module and run something (a main guard or a loop at module level), and the
+tests in test files that import it and name it. What the editor offers as "Profile `fn` as
+called by train.py"."""
+
+from __future__ import annotations
+
+import ast
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Files read at most per project, and how long a scan is reused.
+MAX_FILES = 300
+MAX_BYTES = 256 * 1024
+CACHE_S = 30.0
+SKIP_DIRS = frozenset(
+    {".git", ".kernelscope", "__pycache__", ".venv", "venv", "node_modules", "site-packages"}
+)
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """A program as `--via` takes it, relative to the project's root."""
+
+    via: str
+    kind: str  # script | test
+
+
+_cache: dict[tuple[Path, str, str], tuple[float, list[EntryPoint]]] = {}
+
+
+def entry_points(root: Path, module: str, qualname: str, limit: int = 3) -> list[EntryPoint]:
+    """Scripts first, then tests, at most `limit` of each, for `qualname` in `module`."""
+    key = (root, module, qualname)
+    hit = _cache.get(key)
+    now = time.monotonic()
+    if hit is not None and now - hit[0] < CACHE_S:
+        return hit[1]
+    scripts: list[EntryPoint] = []
+    tests: list[EntryPoint] = []
+    names = {qualname.split(".", maxsplit=1)[0], qualname.rsplit(".", 1)[-1]}
+    for path in _python_files(root):
+        tree = _parse(path)
+        if tree is None or not _imports(tree, module):
+            continue
+        rel = path.relative_to(root).as_posix()
+        if _is_test_file(path):
+            tests += [
+                EntryPoint(f"{rel}::{fn.name}", "test")
+                for fn in tree.body
+                if isinstance(fn, ast.FunctionDef)
+                and fn.name.startswith("test")
+                and names & _names_in(fn)
+            ]
+        elif _runs_something(tree):
+            scripts.append(EntryPoint(rel, "script"))
+    found = sorted(scripts, key=lambda e: e.via)[:limit] + tests[:limit]
+    _cache[key] = (now, found)
+    return found
+
+
+def _python_files(root: Path) -> list[Path]:
+    out: list[Path] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+        for name in sorted(files):
+            if name.endswith(".py"):
+                out.append(Path(folder, name))
+                if len(out) >= MAX_FILES:
+                    return out
+    return out
+
+
+def _parse(path: Path) -> ast.Module | None:
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            return None
+        return ast.parse(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return None
+
+
+def _imports(tree: ast.Module, module: str) -> bool:
+    """Whether the file imports `module` (by its dotted name, or its last part)."""
+    last = module.rsplit(".", 1)[-1]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(
+            a.name == module or a.name.rsplit(".", 1)[-1] == last for a in node.names
+        ):
+            return True
+        if isinstance(node, ast.ImportFrom):
+            name = node.module or ""
+            if name == module or name.rsplit(".", 1)[-1] == last:
+                return True
+            if any(a.name == last for a in node.names):  # from pkg import model
+                return True
+    return False
+
+
+def _runs_something(tree: ast.Module) -> bool:
+    """A main guard, or a loop at module level (a training script without one)."""
+    for node in tree.body:
+        if isinstance(node, ast.For | ast.While):
+            return True
+        if (
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Compare)
+            and isinstance(node.test.left, ast.Name)
+            and node.test.left.id == "__name__"
+        ):
+            return True
+    return False
+
+
+def _is_test_file(path: Path) -> bool:
+    return path.name.startswith("test_") or path.stem.endswith("_test")
+
+
+def _names_in(fn: ast.FunctionDef) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name):
+            out.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            out.add(node.attr)
+    return out
