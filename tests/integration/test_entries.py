@@ -324,3 +324,14 @@ def test_on_a_remote_the_program_runs_there(tmp_path: Path, sshd) -> None:  # ty
     )  # fmt: skip
     assert shipped["call_site"]["caller_path"] == str(local / "model.py")
     assert shipped["call_site"]["modes"] == out["call_site"]["modes"]
+
+
+def test_a_program_past_its_timeout_names_the_line_it_was_on() -> None:
+    proc = kernelscope(WORKLOADS, "hang_program.py::step", "--via", "hang_program.py",
+                       "--timeout", "6", "--json")  # fmt: skip
+    err = error(proc)
+    assert err["kind"] == "timeout"
+    assert (Path(err["path"]).name, err["line"]) == (
+        "hang_program.py",
+        _line_of(WORKLOADS / "hang_program.py", "the program hangs here"),
+    )
