@@ -95,7 +95,8 @@ def test_plugin_profiles_the_function_at_the_cursor_and_opens_its_trace(project:
 
     # a second run, then :KernelscopeCompare: the diff against the first, in a scratch buffer
     assert r["compare"].startswith("kernelscope diff · run "), r["compare"]
-    assert "aten::mm" in r["compare"], r["compare"]
+    # ops move within their noise between two runs of one call, or not: the lines are always there
+    assert "b = a @ a @ a @ a" in r["compare"], r["compare"]
     assert any(" vs " in t for t in r["code_lens_after"]), r["code_lens_after"]
 
     # :KernelscopeProfile active=100000 ... then :KernelscopeCancel
