@@ -10,7 +10,8 @@
 --  * 0.11 wants client:method() calls (client.method() is deprecated there; 0.7 only has it).
 --
 -- Env: E2E_PYTHON (the interpreter that runs `-m kernelscope serve`), E2E_FILE (a Python file in
--- a project), E2E_OUT (JSON written with everything observed), E2E_FUNC (function to profile),
+-- a project), E2E_OUT (JSON written with everything observed), E2E_FUNC (function to profile:
+-- `fn` or `Class.method`), E2E_ACTION (the code action's title, default "Profile `fn`"),
 -- E2E_MODE ("profile": the full flow; "bad": a bad executeCommand, then hover).
 -- The JSON is rewritten after every step, so a run killed by `timeout` still says how far it got.
 
@@ -196,8 +197,17 @@ local function run()
 
   -- the def line of the target (1-based)
   local def_line
+  local class, method = func:match('^([%w_]+)%.([%w_]+)$')
+  local in_class = false
   for i, l in ipairs(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)) do
-    if l:match('^def ' .. func .. '%(') then
+    if class then -- a method: its def after its class line
+      if l:match('^class ' .. class .. '[(:]') then
+        in_class = true
+      elseif in_class and l:match('^%s+def ' .. method .. '%(') then
+        def_line = i
+        in_class = false
+      end
+    elseif l:match('^def ' .. func .. '%(') then
       def_line = i
     end
   end
@@ -242,7 +252,7 @@ local function run()
     actions = actions or {}
     result.code_actions = vim.tbl_map(function(a) return { title = a.title, kind = a.kind } end, actions)
     step('code actions')
-    local wanted = 'Profile `' .. func .. '`'
+    local wanted = os.getenv('E2E_ACTION') or ('Profile `' .. func .. '`')
     local action
     for _, a in ipairs(actions) do
       if a.title == wanted and type(a.command) == 'table' then

@@ -8,6 +8,7 @@ this interpreter's environment).
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from nvim_driver import (
     run_driver,
     wait_for_port_9001,
 )
+from support import WORKLOADS
 
 
 @pytest.fixture(params=["debian", "binwheels"], ids=["nvim-0.7-debian", "nvim-0.11-binwheels"])
@@ -91,3 +93,26 @@ def test_neovim_bad_request_is_an_error_and_the_server_keeps_answering(
     after = r["hover_after_bad"]
     assert after["answered"] and after["error"] is None, after
     assert after["result"] is None, after  # nothing profiled yet: no hover, but an answer
+
+
+@pytest.mark.timeout(RUN_LIMIT_S + 30)
+def test_neovim_profiles_a_method_as_the_training_script_calls_it(
+    nvim: Path, tmp_path: Path
+) -> None:
+    """The code action the project's training script earns ("Profile `Block.forward` as
+    called by train.py", tests/workloads/minigpt, copied): the run's lens and hover say which
+    call of which program it measured."""
+    project = tmp_path / "minigpt"
+    shutil.copytree(WORKLOADS / "minigpt", project, ignore=shutil.ignore_patterns("out"))
+    (project / "pyproject.toml").write_text("[project]\nname = 'minigpt'\n")
+    wait_for_port_9001()
+    title = "Profile `Block.forward` as called by train.py"
+    env = {"E2E_FILE": str(project / "model.py"), "E2E_FUNC": "Block.forward", "E2E_ACTION": title}
+    r, _, _ = run_driver(nvim, "e2e.lua", project, "profile", extra_env=env, stopped=True)
+    titles = [a["title"] for a in r["code_actions"]]
+    assert titles.count(title) == 1, titles
+    assert r["command_result"]["ok"], r["command_result"]
+    assert "via train.py, call 1 from model.py:" in r["hover"], r["hover"]
+    assert "eval mode, no_grad, captured" in r["hover"], r["hover"]
+    lens_titles = [str(lens["title"]) for lens in r["code_lens"]]
+    assert any("via train.py, call 1" in t for t in lens_titles), lens_titles
