@@ -7,6 +7,8 @@ import gc
 import inspect
 import types
 
+from .errors import JobError
+
 CO_VARARGS, CO_VARKEYWORDS = 0x04, 0x08
 AUTOCAST_DEVICES = ("cuda", "cpu")
 SDPA_BACKENDS = ("flash", "mem_efficient", "math", "cudnn")
@@ -141,8 +143,18 @@ def replay(torch, fn, code, args, kwargs, state, compiled=None):
     module = args[0] if args and isinstance(args[0], torch.nn.Module) else None
     if module is not None and code.co_name == "forward":
         target, rest = module, args[1:]
-    else:
+    elif fn is not None:
         target, rest = fn, args
+    else:
+        raise JobError(
+            "internal",
+            "found no function object for %s (%s:%d) to call again"
+            % (
+                code.co_qualname if hasattr(code, "co_qualname") else code.co_name,
+                code.co_filename,
+                code.co_firstlineno,
+            ),
+        )
 
     def call():
         with state.applied():

@@ -47,34 +47,34 @@ def run_to_call(job, then):
         # the replays get it back, so they run as the program's calls do.
         compiled = without_compiler(torch)
         entry_s = time.perf_counter() - started
-        job.progress("inputs")
-        args, kwargs = arguments(frame)
-        code = frame.f_code
-        fn = function_of(code, args)
-        state = CallState(torch, args)
-        state.restore_rng()
-        device = _device_of(torch, args, kwargs)
-        cuda = device.type == "cuda"
-        if cuda:
-            torch.cuda.set_device(device)
-        sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
-        call = job.guarded(replay(torch, fn, code, args, kwargs, state, compiled), [], {})
-        quiet_s = settle_children()
-        job.call_site = {
-            "via": label,
-            "call": want,
-            "caller_path": job.local_text(site[0]) if site else None,
-            "caller_line": site[1] if site else None,
-            "modes": state.modes() + (["torch.compile off"] if entry.get("no_compile") else []),
-            "captured": True,
-            "entry_s": entry_s,
-            "wrote": _written(job.entry_cwd, before),
-            "settled_s": quiet_s,
-        }
 
-        def body():
+        def body():  # whatever it raises is the job's failure, never the program's exception
+            job.progress("inputs")
+            args, kwargs = arguments(frame)
+            code = frame.f_code
+            fn = function_of(code, args)
+            state = CallState(torch, args)
+            state.restore_rng()
+            device = _device_of(torch, args, kwargs)
+            cuda = device.type == "cuda"
+            if cuda:
+                torch.cuda.set_device(device)
+            sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
+            call = job.guarded(replay(torch, fn, code, args, kwargs, state, compiled), [], {})
+            modes = state.modes() + (["torch.compile off"] if entry.get("no_compile") else [])
+            job.call_site = {
+                "via": label,
+                "call": want,
+                "caller_path": job.local_text(site[0]) if site else None,
+                "caller_line": site[1] if site else None,
+                "modes": modes,
+                "captured": True,
+                "entry_s": entry_s,
+                "wrote": [],
+                "settled_s": settle_children(),
+            }
             result = then(fn, call, device, sync)
-            job.call_site["wrote"] = _written(job.entry_cwd, before)  # replays write too
+            job.call_site["wrote"] = _written(job.entry_cwd, before)  # the replays' too
             return result
 
         job.worker.conclude(job, body)

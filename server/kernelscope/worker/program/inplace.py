@@ -361,6 +361,19 @@ def run_in_place(job):
         if steps.done:
             job.worker.conclude(job, steps.conclude)
 
+    def safely(fn):
+        """Run a step's bookkeeping; what it raises is the job's failure (the worker ends),
+        never an exception in the program's code."""
+        try:
+            fn()
+        except BaseException as e:
+            failure = e
+
+            def fail():
+                raise failure
+
+            job.worker.conclude(job, fail)
+
     if loop:
         watch = LoopWatch(job.path, int(entry["body_line"]), job.is_user_file)
 
@@ -369,17 +382,17 @@ def run_in_place(job):
             conclude_if_done()
             steps.begin()
 
-        watch.on_line = lambda: sys.call_tracing(boundary, ())
+        watch.on_line = lambda: sys.call_tracing(safely, (boundary,))
     else:
         watch = CallSteps(job.path, req["qualname"], int(entry.get("first_line") or 0),
                           job.is_user_file)  # fmt: skip
-        watch.on_begin = lambda: sys.call_tracing(steps.begin, ())
+        watch.on_begin = lambda: sys.call_tracing(safely, (steps.begin,))
 
         def ended():
             steps.end()
             conclude_if_done()
 
-        watch.on_end = lambda: sys.call_tracing(ended, ())
+        watch.on_end = lambda: sys.call_tracing(safely, (ended,))
     job.worker.fork_hooks.append(watch.disarm)
     job.progress("entry")
     try:
