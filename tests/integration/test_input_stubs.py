@@ -39,9 +39,7 @@ def test_the_stub_in_kernelscope_inputs_beside_the_model_runs(
 def test_the_stub_in_the_pyprojects_inputs_module_runs(
     driver: LauncherDriver, tmp_path: Path
 ) -> None:
-    (tmp_path / "pyproject.toml").write_text(
-        '[tool.kernelscope]\ninputs_module = "tools.inputs"\n'
-    )
+    (tmp_path / "pyproject.toml").write_text('[tool.kernelscope]\ninputs_module = "tools.inputs"\n')
     (tmp_path / "src").mkdir()
     path = tmp_path / "src" / "model.py"  # not a package: imported as `model`
     path.write_text((MODELS / "nanogpt_like.py").read_text())

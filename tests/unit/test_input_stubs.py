@@ -76,7 +76,10 @@ def test_plain_class_gets_its_annotated_parameters_and_keeps_its_defaults() -> N
 
 
 def test_a_config_nobody_defines_is_a_todo_and_nothing_is_imported_for_it() -> None:
-    source = "class Block:\n    def __init__(self, config):\n        pass\n\n    def forward(self, x):\n        return x\n"
+    source = (
+        "class Block:\n    def __init__(self, config):\n        pass\n\n"
+        "    def forward(self, x):\n        return x\n"
+    )
     fn = find(source, "Block.forward")
     assert fn is not None
     made = provider_stub(fn, source, "model")
@@ -119,9 +122,7 @@ def test_the_hint_names_kernelscope_inputs_beside_the_file(tmp_path: Path) -> No
 
 
 def test_inputs_module_is_read_from_pyproject(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text(
-        '[tool.kernelscope]\ninputs_module = "tools.inputs"\n'
-    )
+    (tmp_path / "pyproject.toml").write_text('[tool.kernelscope]\ninputs_module = "tools.inputs"\n')
     project = load_project(tmp_path / "model.py")
     assert project.inputs_module == "tools.inputs"
     root = tmp_path.resolve()
