@@ -89,6 +89,9 @@ class RunProfile(Message, tag="run_profile"):
     record_shapes: bool = True
     provider: str | None = None
     batch_size: int | None = None
+    inputs_module: str | None = None
+    """Where input providers are looked for after the target's module and the
+    `kernelscope_inputs.py` beside it and at the root ([tool.kernelscope] inputs_module)."""
     # Remote jobs. `path` and `project_root` stay the user's local paths; the worker runs the
     # project from `files` (relative path -> text, written to a content-addressed folder on
     # its host) or from `remote_root` (a remote's workdir), and maps paths back to local ones

@@ -11,7 +11,7 @@ import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from support.lsp import open_doc, profile, start, stop
+from support.lsp import capabilities, open_doc, profile, start, stop
 
 
 async def test_code_action_offers_profile_inside_a_function(
@@ -125,16 +125,55 @@ async def test_missing_inputs_gets_a_diagnostic_and_a_quick_fix(
             lsp.TextDocumentIdentifier(uri), diag.range, lsp.CodeActionContext([diag])
         )
     )
-    fix = next(
-        a
-        for a in actions or []
-        if isinstance(a, lsp.CodeAction) and a.title == "Create `needs_inputs_inputs()`"
+    title = "Create `needs_inputs_inputs()` in kernelscope_inputs.py"
+    fix = next(a for a in actions or [] if isinstance(a, lsp.CodeAction) and a.title == title)
+    inputs = project / "kernelscope_inputs.py"
+    assert fix.edit and fix.edit.document_changes and not fix.edit.changes  # not three_lines.py
+    create, text = fix.edit.document_changes
+    assert isinstance(create, lsp.CreateFile) and create.uri == inputs.as_uri()
+    assert isinstance(text, lsp.TextDocumentEdit) and text.text_document.uri == inputs.as_uri()
+    written = "".join(e.new_text for e in text.edits if isinstance(e, lsp.TextEdit))
+    assert 'def needs_inputs_inputs(batch_size: int = 1, device: str = "cpu"):' in written
+    assert "import torch\n" in written and "x = torch.randn(" in written and "k = 1" in written
+    # a module that exists gets the provider appended, with only the imports it lacks
+    inputs.write_text("import torch\n")
+    actions = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            lsp.TextDocumentIdentifier(uri), diag.range, lsp.CodeActionContext([diag])
+        )
     )
-    assert fix.edit and fix.edit.changes
-    inserted = "".join(e.new_text for e in fix.edit.changes[uri])
-    assert 'def needs_inputs_inputs(batch_size: int = 1, device: str = "cpu"):' in inserted
-    assert "x = torch.randn(" in inserted and "k = 1" in inserted
-    compile(inserted, "stub", "exec")
+    fix = next(a for a in actions or [] if isinstance(a, lsp.CodeAction) and a.title == title)
+    assert fix.edit and fix.edit.changes and list(fix.edit.changes) == [inputs.as_uri()]
+    (appended,) = fix.edit.changes[inputs.as_uri()]
+    assert appended.range.start == lsp.Position(1, 0)
+    assert appended.new_text.startswith("\n\ndef needs_inputs_inputs(")
+    inputs.write_text("import torch\n" + appended.new_text)  # as the client applies it
+    result = await profile(client, uri, "needs_inputs")
+    assert result["ok"], result  # the worker finds it there, the user's file unchanged
+    assert "needs_inputs_inputs" not in (project / "three_lines.py").read_text()
+
+
+async def test_create_inputs_without_file_creation_edits_the_new_files_uri(
+    project: Path,
+) -> None:
+    client = await start(project, capabilities(create_files=False))
+    try:
+        uri = open_doc(client, project / "three_lines.py")
+        await profile(client, uri, "needs_inputs")
+        diag = next(d for d in client.diagnostics[uri] if d.code == "KS001")
+        actions = await client.text_document_code_action_async(
+            lsp.CodeActionParams(
+                lsp.TextDocumentIdentifier(uri), diag.range, lsp.CodeActionContext([diag])
+            )
+        )
+        fix = next(a for a in actions or [] if isinstance(a, lsp.CodeAction) and a.edit)
+        assert fix.edit and fix.edit.changes and not fix.edit.document_changes
+        assert list(fix.edit.changes) == [(project / "kernelscope_inputs.py").as_uri()]
+        compile(
+            fix.edit.changes[(project / "kernelscope_inputs.py").as_uri()][0].new_text, "s", "exec"
+        )
+    finally:
+        await stop(client)
 
 
 async def test_unsaved_buffer_is_profiled_as_the_editor_has_it(

@@ -19,7 +19,10 @@ FAST = {"device": "cpu", "schedule": {"wait": 0, "warmup": 1, "active": 1}}
 
 
 def capabilities(
-    progress: bool = True, show_document: bool = True, configuration: bool = True
+    progress: bool = True,
+    show_document: bool = True,
+    configuration: bool = True,
+    create_files: bool = True,
 ) -> lsp.ClientCapabilities:
     return lsp.ClientCapabilities(
         window=lsp.WindowClientCapabilities(
@@ -30,6 +33,10 @@ def capabilities(
             configuration=configuration,
             code_lens=lsp.CodeLensWorkspaceClientCapabilities(refresh_support=True),
             inlay_hint=lsp.InlayHintWorkspaceClientCapabilities(refresh_support=True),
+            workspace_edit=lsp.WorkspaceEditClientCapabilities(
+                document_changes=create_files,
+                resource_operations=[lsp.ResourceOperationKind.Create] if create_files else None,
+            ),
         ),
         text_document=lsp.TextDocumentClientCapabilities(
             code_action=lsp.CodeActionClientCapabilities(

@@ -388,3 +388,36 @@ def test_traces_sent_back_are_written_locally(tmp_path: Path) -> None:
     )
     with pytest.raises(ShipError, match=r"did not send back other\.json\.gz"):
         keep_traces(missing, tmp_path / "traces")
+
+
+def test_kernelscope_inputs_and_the_inputs_module_are_shipped(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path / "p",
+        {
+            "src/m.py": "x = 1\n",
+            "src/kernelscope_inputs.py": "import helper\n",
+            "helper.py": "",
+            "kernelscope_inputs.py": "",
+            "tools/__init__.py": "",
+            "tools/inputs.py": "",
+            "unrelated.py": "",
+        },
+    )
+    request = RunProfile(
+        job_id="j",
+        path=str(root / "src" / "m.py"),
+        qualname="f",
+        module_name="m",
+        project_root=str(root),
+        trace_dir=str(tmp_path / "t"),
+        inputs_module="tools.inputs",
+    )
+    shipped = remote_request(request, Remote("gpu", "ssh", host="h"))
+    assert set(shipped.files) == {
+        "src/m.py",
+        "src/kernelscope_inputs.py",
+        "helper.py",
+        "kernelscope_inputs.py",
+        "tools/__init__.py",
+        "tools/inputs.py",
+    }

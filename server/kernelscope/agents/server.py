@@ -29,7 +29,8 @@ INSTRUCTIONS = (
     "torch.compile, CUDA Graphs, TF32, bf16 … on it in place; `diff` compares runs; "
     "`last_run` reads the stored result without running; `analyze` diagnoses any "
     "torch.profiler trace; `scale` times it at growing batch sizes. A function needs "
-    "inputs: a provider `def <fn>_inputs(): return args` (or `(args, kwargs)`) beside it."
+    "inputs: a provider `def <fn>_inputs(): return args` (or `(args, kwargs)`) in its "
+    "module or in kernelscope_inputs.py beside it."
 )
 
 

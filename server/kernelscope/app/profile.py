@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from kernelscope.engine.dispatch import runner_for
-from kernelscope.engine.project import Project
+from kernelscope.engine.project import Project, provider_hint
 from kernelscope.engine.remotes import Remote, find_remote
 from kernelscope.engine.runner import JobResult, ProgressCallback
 from kernelscope.protocol import ProfileFailed, RunProfile
-from kernelscope.pyfunctions import stub_for
 from kernelscope.report.build import report_for_job
 from kernelscope.report.files import save_sidecar
 from kernelscope.report.schema import Report
@@ -62,7 +62,8 @@ def job_report(result: JobResult, path: str, qualname: str, remote: str | None =
 
 
 def with_hint(failure: ProfileFailed, qualname: str) -> ProfileFailed:
-    """A missing-inputs failure with the provider stub to paste, when it has none."""
+    """A missing-inputs failure with the provider stub to paste (into kernelscope_inputs.py
+    beside the file), when it has none."""
     if failure.kind == "missing_inputs" and failure.path and not failure.hint:
-        return msgspec.structs.replace(failure, hint=stub_for(failure.path, qualname))
+        return msgspec.structs.replace(failure, hint=provider_hint(Path(failure.path), qualname))
     return failure

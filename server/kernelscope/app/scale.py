@@ -13,10 +13,11 @@ import msgspec
 
 from kernelscope.analysis.scaling import ScalePoint, ScaleVerdict, classify, growth
 from kernelscope.engine.dispatch import runner_for
+from kernelscope.engine.project import provider_hint
 from kernelscope.engine.runner import JobFailed, JobRunner
 from kernelscope.engine.targets import Schedule, Target, build_request
 from kernelscope.protocol import JobProgress, ProfileFailed
-from kernelscope.pyfunctions import def_line, provider_name, stub_for
+from kernelscope.pyfunctions import INPUTS_FILE, def_line, provider_name
 from kernelscope.render.plot import render_png
 from kernelscope.units import fmt_us
 
@@ -125,24 +126,27 @@ def check_provider(target: Target) -> None:
     if target.project.provider_for(target.module_name, target.qualname):
         return
     name = provider_name(target.qualname)
-    try:
-        source = target.path.read_text(encoding="utf-8")
-        tree = ast.parse(source)
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
-        return  # the worker reports it, with the line
-    if name in _top_level_names(tree):
-        return
+    for i, path in enumerate([target.path, *target.project.provider_files(target.path)]):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+            if i == 0 or path.is_file():
+                return  # the worker reports it, with the line
+            continue
+        if name in _top_level_names(tree):
+            return
     failure = ProfileFailed(
         job_id="",
         kind="missing_inputs",
         message=(
             f"{target.qualname} has no input provider, so nothing can pass it a batch size: "
-            f"define {name}(batch_size: int = 1, device: str = 'cpu') in {target.path.name}, "
+            f"define {name}(batch_size: int = 1, device: str = 'cpu') in "
+            f"{INPUTS_FILE} beside {target.path.name} (or at the project root), "
             "or map one in pyproject.toml under [tool.kernelscope.inputs]"
         ),
         path=str(target.path),
         line=def_line(target.path, target.qualname),
-        hint=stub_for(str(target.path), target.qualname),
+        hint=provider_hint(target.path, target.qualname),
     )
     raise ScaleFailed(failure, None, [])
 

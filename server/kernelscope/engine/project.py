@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from kernelscope.notebooks import MODULES_DIR
+from kernelscope.pyfunctions import INPUTS_FILE, stub_for
 
 ROOT_MARKERS = ("pyproject.toml", ".git", "setup.py", "setup.cfg")
 
@@ -28,6 +29,9 @@ class Project:
     via: dict[str, str] = field(default_factory=dict[str, str])
     """[tool.kernelscope.via]: a function (``model.py::Block.forward``, ``pkg.model:Block.
     forward``) or a file (``model.py``) -> the program that calls it (run from the root)."""
+    inputs_module: str | None = None
+    """[tool.kernelscope] inputs_module: a module (dotted, from the root) the worker looks
+    for input providers in after the target's module and the `kernelscope_inputs.py` files."""
 
     def module_name(self, path: Path) -> str:
         """Dotted name of `path` relative to the root, through packages; else the file's stem."""
@@ -50,9 +54,46 @@ class Project:
                 return self.via[key]
         return None
 
+    def inputs_file(self, path: Path) -> Path:
+        """Where "Create inputs" writes a provider for a function of the file at `path`: the
+        `inputs_module`'s file when pyproject names one, else `kernelscope_inputs.py` beside
+        the file."""
+        if self.inputs_module:
+            return self.root.joinpath(*self.inputs_module.split(".")).with_suffix(".py")
+        return path.resolve().parent / INPUTS_FILE
+
+    def provider_files(self, path: Path) -> list[Path]:
+        """Where the worker looks for a provider of a function of `path` after `path`
+        itself, in order: `kernelscope_inputs.py` beside it, at the root, the inputs_module's
+        file."""
+        files = [path.resolve().parent / INPUTS_FILE, self.root / INPUTS_FILE]
+        if self.inputs_module:
+            module = self.root.joinpath(*self.inputs_module.split("."))
+            files += [module.with_suffix(".py"), module / "__init__.py"]
+        return list(dict.fromkeys(files))
+
     def provider_for(self, module: str, qualname: str) -> str | None:
         """The `module:provider` mapped to `module:qualname` in pyproject.toml, if any."""
         return self.inputs.get(f"{module}:{qualname}")
+
+
+def provider_hint(path: Path, qualname: str) -> str | None:
+    """The provider stub for `qualname` of the file at `path`, headed by where it goes."""
+    try:
+        project = load_project(path)
+    except ProjectError:
+        project = Project(path.resolve().parent)
+    stub = stub_for(str(path), qualname, project.module_name(path))
+    if stub is None:
+        return None
+    where = project.inputs_file(path)
+    try:
+        shown = where.relative_to(project.root).as_posix()
+    except ValueError:
+        shown = where.name
+    if where.parent == path.resolve().parent:
+        shown = f"{where.name} (beside {path.name})"
+    return f"# in {shown}\n{stub}"
 
 
 def find_root(path: Path) -> Path:
@@ -102,10 +143,19 @@ def load_project(path: Path) -> Project:
     nproc = table.get("nproc")
     if nproc is not None and (not isinstance(nproc, int) or isinstance(nproc, bool) or nproc < 1):
         raise ProjectError(f"{config}: [tool.kernelscope] nproc must be an integer >= 1")
+    inputs_module = table.get("inputs_module")
+    if inputs_module is not None and (
+        not isinstance(inputs_module, str)
+        or not all(part.isidentifier() for part in inputs_module.split("."))
+    ):
+        raise ProjectError(
+            f'{config}: [tool.kernelscope] inputs_module names a module, like "tools.inputs"'
+        )
     return Project(
         root,
         cast(dict[str, str], inputs),
         cast(dict[str, dict[str, Any]], remotes),
         nproc,
         cast(dict[str, str], via),
+        inputs_module,
     )

@@ -18,6 +18,7 @@ import msgspec
 
 from kernelscope.engine.remotes import Remote
 from kernelscope.protocol import ProfileFinished, RunProfile
+from kernelscope.pyfunctions import INPUTS_FILE
 
 MAX_FILES = 500
 MAX_BYTES = 20 * 1024 * 1024
@@ -41,7 +42,12 @@ def remote_request(request: R, remote: Remote) -> R:
         return msgspec.structs.replace(request, remote_root=remote.workdir, return_traces=True)
     root = Path(request.project_root)
     extra = [request.provider.partition(":")[0]] if request.provider else []
+    extra += [request.inputs_module] if request.inputs_module else []
     files = import_closure(Path(request.path), root, request.source, extra)
+    # the kernelscope_inputs.py files the worker looks for providers in, and what they import
+    for inputs in dict.fromkeys([Path(request.path).parent / INPUTS_FILE, root / INPUTS_FILE]):
+        if inputs.is_file():
+            files = {**import_closure(inputs, root), **files}
     entry = request.entry
     if entry is not None and Path(entry.cwd).resolve().is_relative_to(root.resolve()):
         files = {**program_files(Path(entry.cwd), root), **files}

@@ -114,6 +114,7 @@ def build_request(
         with_stack=with_stack,
         provider=None if entry else target.project.provider_for(module, target.qualname),
         batch_size=batch_size,
+        inputs_module=target.project.inputs_module,
         entry=entry,
     )
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
 
+from kernelscope.engine.project import ProjectError, load_project
 from kernelscope.findings import Code
 from kernelscope.lsp import views as editor_views
 from kernelscope.lsp.documents import Document
@@ -18,6 +20,7 @@ from kernelscope.lsp.server import OPEN_TRACE, PROFILE, TRY, KernelscopeServer, 
 from kernelscope.protocol import VARIANT_LABELS
 from kernelscope.pyfunctions import (
     FunctionDef,
+    Stub,
     find,
     function_at,
     functions,
@@ -36,7 +39,8 @@ def code_actions(
     """ "Profile `fn`" (and "Profile `fn` on NAME" per remote, "Profile `fn` as called by
     train.py" per program of the project that may call it) inside any function; after a
     run, "Try X on `fn`" for each variant its verdict suggests and "Try all suggested";
-    "Create `fn_inputs()`" on missing inputs; "Apply torch.compile to `fn`" on a KS801 that
+    "Create `fn_inputs()` in kernelscope_inputs.py" on missing inputs (in the notebook's
+    cells, for a notebook); "Apply torch.compile to `fn`" on a KS801 that
     measured it faster with equal results."""
     uri = params.text_document.uri
     try:
@@ -73,7 +77,9 @@ def code_actions(
         if target is None:
             continue
         fix = None
-        if diag.code == Code.MISSING_INPUTS:
+        if diag.code == Code.MISSING_INPUTS and doc.span is None:
+            fix = _create_inputs_module_action(ls, doc, target, diag)
+        elif diag.code == Code.MISSING_INPUTS:
             fix = _create_inputs_action(uri, source, target, diag)
         elif diag.code == Code.WHAT_IF and fields.get("apply") is True:
             fix = _apply_variant_action(uri, source, target, diag, str(fields["variant"]))
@@ -156,10 +162,11 @@ def _kind_value(kind: object) -> str:
 def _create_inputs_action(
     uri: str, source: str, fn: FunctionDef, diag: lsp.Diagnostic
 ) -> lsp.CodeAction:
-    """Insert a provider stub after the function (after its class, for a method)."""
+    """Insert a provider stub after the function (after its class, for a method): in a
+    notebook, whose cells are the user's own module."""
     lines = source.splitlines()
     end = _class_end(source, fn) if fn.is_method else fn.end_line
-    stub = provider_stub(fn)
+    stub = "\n\n" + provider_stub(fn, source).text
     if end < len(lines) or source.endswith("\n"):
         at = lsp.Position(end, 0)
     else:  # the function ends the file, with no final newline
@@ -169,12 +176,99 @@ def _create_inputs_action(
     if "torch." in stub and not re.search(r"^\s*(import torch|from torch)", source, re.M):
         top = lsp.Position(0, 0)
         edits.insert(0, lsp.TextEdit(lsp.Range(top, top), "import torch\n"))
-    name = provider_name(fn.qualname)
+    return _create_action(fn, diag, lsp.WorkspaceEdit(changes={uri: edits}), "")
+
+
+def _create_inputs_module_action(
+    ls: KernelscopeServer, doc: Document, fn: FunctionDef, diag: lsp.Diagnostic
+) -> lsp.CodeAction | None:
+    """Write a provider stub to `kernelscope_inputs.py` beside the file (or the project's
+    `inputs_module`), importing from the file's module: appended when that module exists;
+    created (CreateFile, then its text) when the client can create files, else one text
+    edit on the new file's URI (a client that cannot create files opens it as a new buffer)."""
+    try:
+        project = load_project(doc.path)
+    except ProjectError:
+        return None
+    target = project.inputs_file(doc.path)
+    stub = provider_stub(fn, doc.source, project.module_name(doc.path))
+    target_uri = target.as_uri()
+    try:
+        _, existing = ls.source_of(target_uri)
+    except JsonRpcInvalidParams:
+        existing = None
+    if existing is None:
+        whole = stub.module_text()
+        start = lsp.Position(0, 0)
+        insert = lsp.TextEdit(lsp.Range(start, start), whole)
+        if _can_create_files(ls):
+            edit = lsp.WorkspaceEdit(
+                document_changes=[
+                    lsp.CreateFile(
+                        target_uri, options=lsp.CreateFileOptions(ignore_if_exists=True)
+                    ),
+                    lsp.TextDocumentEdit(
+                        lsp.OptionalVersionedTextDocumentIdentifier(target_uri, None), [insert]
+                    ),
+                ]
+            )
+        else:
+            edit = lsp.WorkspaceEdit(changes={target_uri: [insert]})
+    else:
+        edit = lsp.WorkspaceEdit(changes={target_uri: _append_edits(existing, stub)})
+    return _create_action(fn, diag, edit, f" in {_shown(target, project.root)}")
+
+
+def _append_edits(existing: str, stub: Stub) -> list[lsp.TextEdit]:
+    """The imports `existing` lacks after its last top-level import; the stub at its end."""
+    lines = existing.splitlines()
+    missing = [i for i in stub.imports if i not in lines]
+    edits: list[lsp.TextEdit] = []
+    if missing:
+        after = 0
+        try:
+            body = ast.parse(existing).body
+        except SyntaxError:
+            body = []
+        for node in body:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                after = node.end_lineno or node.lineno
+        at = lsp.Position(after, 0)
+        edits.append(lsp.TextEdit(lsp.Range(at, at), "".join(i + "\n" for i in missing)))
+    if existing.endswith("\n") or not existing:
+        end = lsp.Position(len(lines), 0)
+        text = ("\n\n" if existing.strip() else "") + stub.text
+    else:
+        end = lsp.Position(len(lines) - 1, len(lines[-1]))
+        text = "\n\n\n" + stub.text
+    edits.append(lsp.TextEdit(lsp.Range(end, end), text))
+    return edits
+
+
+def _can_create_files(ls: KernelscopeServer) -> bool:
+    """Whether the client applies a CreateFile in a WorkspaceEdit's documentChanges."""
+    workspace = ls.client_capabilities.workspace
+    edits = workspace.workspace_edit if workspace else None
+    ops = (edits.resource_operations or []) if edits and edits.document_changes else []
+    return lsp.ResourceOperationKind.Create in ops
+
+
+def _shown(path: Path, root: Path) -> str:
+    """`path` relative to the project's root, else its name."""
+    try:
+        return path.relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.name
+
+
+def _create_action(
+    fn: FunctionDef, diag: lsp.Diagnostic, edit: lsp.WorkspaceEdit, where: str
+) -> lsp.CodeAction:
     return lsp.CodeAction(
-        f"Create `{name}()`",
+        f"Create `{provider_name(fn.qualname)}()`{where}",
         kind=lsp.CodeActionKind.QuickFix,
         diagnostics=[diag],
-        edit=lsp.WorkspaceEdit(changes={uri: edits}),
+        edit=edit,
         is_preferred=True,
     )
 

@@ -1,6 +1,7 @@
 # pyright: basic
-"""The call's inputs: a function's defaults, a provider ``<qualname>_inputs`` in its module
-or one mapped in pyproject.toml, placed on the job's device."""
+"""The call's inputs: a function's defaults, a provider ``<qualname>_inputs`` (in its module,
+in ``kernelscope_inputs.py`` beside its file or at the project root, or in the project's
+``inputs_module``) or one mapped in pyproject.toml, placed on the job's device."""
 
 import inspect
 import os
@@ -34,10 +35,20 @@ def find_inputs(job, module, fn, owner, device):
     return to_device(job.torch, args, device), to_device(job.torch, kwargs, device)
 
 
+INPUTS_MODULE = "kernelscope_inputs"
+
+
 def provider_of(job, module):
     spec = job.req.get("provider")
     if not spec:
-        return getattr(module, job.req["qualname"].replace(".", "_") + "_inputs", None)
+        name = job.req["qualname"].replace(".", "_") + "_inputs"
+        found = getattr(module, name, None)
+        if found is None:
+            for place in _inputs_modules(job):
+                found = getattr(place, name, None)
+                if found is not None:
+                    break
+        return found
     mod_name, _, attr = spec.partition(":")
     try:
         if mod_name == job.req["module_name"]:
@@ -53,6 +64,53 @@ def provider_of(job, module):
             "missing_inputs", e, "input provider %s from pyproject.toml: " % spec
         ) from None
     return target
+
+
+def _inputs_modules(job):
+    """The modules providers are looked for in after the target's, in order, each imported
+    when the one before has no provider: kernelscope_inputs.py beside the target's file,
+    the one at the project root, then the project's inputs_module."""
+    files = []
+    for folder in (os.path.dirname(job.path), job.root):
+        path = os.path.join(folder, INPUTS_MODULE + ".py")
+        if path not in files and os.path.isfile(path):
+            files.append(path)
+    for path in files:
+        loaded = _load_inputs_file(job, path)
+        if loaded is not None:
+            yield loaded
+    name = job.req.get("inputs_module")
+    if name:
+        import importlib
+
+        try:
+            yield importlib.import_module(name)
+        except BaseException as e:
+            raise job.user_error(
+                "import_error", e, "while importing inputs_module %s: " % name
+            ) from None
+
+
+def _load_inputs_file(job, path):
+    """kernelscope_inputs.py at `path`, imported fresh for the job (the worker drops it with
+    the job's other user modules)."""
+    import importlib.util
+    import sys
+
+    loaded = sys.modules.get(INPUTS_MODULE)
+    if loaded is not None and getattr(loaded, "__file__", None) == path:
+        return loaded
+    spec = importlib.util.spec_from_file_location(INPUTS_MODULE, path)
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[INPUTS_MODULE] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as e:
+        sys.modules.pop(INPUTS_MODULE, None)
+        raise job.user_error("import_error", e, "while importing %s: " % path) from None
+    return module
 
 
 def _call_provider(job, provider, device):
@@ -135,10 +193,10 @@ def missing_inputs(job, fn, params, owner=None):
     values = (["instance"] if owner is not None else []) + names
     return JobError(
         "missing_inputs",
-        "%s(%s) needs inputs: define %s(batch_size=1, device=...) in %s returning a tuple of "
-        'arguments (or {"args": [...], "kwargs": {...}}), or map it in pyproject.toml '
-        "under [tool.kernelscope.inputs]"
-        % (qual, ", ".join(values), provider, os.path.basename(job.path)),
+        "%s(%s) needs inputs: define %s(batch_size=1, device=...) in %s.py beside %s (or at "
+        'the project root) returning a tuple of arguments (or {"args": [...], "kwargs": '
+        "{...}}), or map it in pyproject.toml under [tool.kernelscope.inputs]"
+        % (qual, ", ".join(values), provider, INPUTS_MODULE, os.path.basename(job.path)),
         job.path,
         def_line(fn),
     )
