@@ -17,6 +17,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from kernelscope.engine.project import ProjectError, find_root, load_project, resolve_path
+
 log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
@@ -282,6 +284,25 @@ class UiServer:
                 return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.closed.wait(), left)
+
+
+def configured_ui(source: Path, setting: str | None) -> tuple[Path | None, list[str]]:
+    """The UI build configured for the project of `source` (a profiled file): the editor's
+    `setting`, else [tool.kernelscope] perfetto_ui, relative to the project root; None where
+    neither is set. Also what was wrong with the project's value, if anything."""
+    try:
+        project = load_project(source)
+    except ProjectError as e:
+        problems = [f"{e}; its perfetto_ui is not read"]
+        root = find_root(source)
+        configured = None
+    else:
+        problems = list(project.problems)
+        root = project.root
+        configured = project.perfetto_ui
+    if setting is not None:
+        return resolve_path(root, setting), problems
+    return configured, problems
 
 
 def local_ui_url(name: str, port: int = UI_PORT) -> str:

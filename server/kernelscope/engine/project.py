@@ -28,6 +28,12 @@ class Project:
     via: dict[str, str] = field(default_factory=dict[str, str])
     """[tool.kernelscope.via]: a function (``model.py::Block.forward``, ``pkg.model:Block.
     forward``) or a file (``model.py``) -> the program that calls it (run from the root)."""
+    perfetto_ui: Path | None = None
+    """Perfetto's UI build (a folder or perfetto-ui.zip) to serve offline (`perfetto_ui` under
+    [tool.kernelscope], relative to the root); None: unset, or unusable (see `problems`)."""
+    problems: tuple[str, ...] = ()
+    """Values of [tool.kernelscope] that were left unset because they are unusable, each saying
+    why (those that are not cheap to get wrong raise ProjectError instead)."""
 
     def module_name(self, path: Path) -> str:
         """Dotted name of `path` relative to the root, through packages; else the file's stem."""
@@ -102,10 +108,25 @@ def load_project(path: Path) -> Project:
     nproc = table.get("nproc")
     if nproc is not None and (not isinstance(nproc, int) or isinstance(nproc, bool) or nproc < 1):
         raise ProjectError(f"{config}: [tool.kernelscope] nproc must be an integer >= 1")
+    problems: list[str] = []
+    perfetto_ui = table.get("perfetto_ui")
+    if perfetto_ui is not None and not (isinstance(perfetto_ui, str) and perfetto_ui.strip()):
+        problems.append(
+            f"{config}: [tool.kernelscope] perfetto_ui must be the path of Perfetto's UI build "
+            f"(a folder or perfetto-ui.zip), got {perfetto_ui!r}; using ui.perfetto.dev"
+        )
+        perfetto_ui = None
     return Project(
         root,
         cast(dict[str, str], inputs),
         cast(dict[str, dict[str, Any]], remotes),
         nproc,
         cast(dict[str, str], via),
+        resolve_path(root, perfetto_ui) if perfetto_ui is not None else None,
+        tuple(problems),
     )
+
+
+def resolve_path(root: Path, value: str) -> Path:
+    """A configured path: `~` expanded, relative to `root` unless absolute."""
+    return root / Path(value.strip()).expanduser()
