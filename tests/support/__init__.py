@@ -22,3 +22,5 @@ TESTS = Path(__file__).parent.parent
 WORKLOADS = TESTS / "workloads"
 REPO_ROOT = TESTS.resolve().parent
 FIXTURES = REPO_ROOT / "fixtures"
+#: A stand-in for Perfetto's released UI build, laid out as the real one (see its README.md).
+PERFETTO_UI_STANDIN = TESTS / "standins" / "perfetto-ui"

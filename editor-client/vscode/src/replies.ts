@@ -29,7 +29,8 @@ export interface ProfileError {
 
 /**
  * The trace file served once for Perfetto at url, and whether the client opened it; not ok, with
- * no url, when the port is taken (the user loads path by hand).
+ * no url, when the port is taken or the configured UI build cannot be used (the user loads path by
+ * hand).
  * The reply of `kernelscope.openTrace`.
  */
 export interface OpenTraceReply {

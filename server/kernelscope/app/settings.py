@@ -37,6 +37,9 @@ class Settings:
     remotes: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
     keep_per_function: int = 5
     max_trace_bytes: int = 1 << 30
+    perfetto_ui: str | None = None
+    """Perfetto's UI build (a folder or perfetto-ui.zip) to serve instead of ui.perfetto.dev;
+    relative paths are the project root's. Wins over [tool.kernelscope] perfetto_ui."""
 
 
 def parse_settings(raw: object) -> tuple[Settings, list[str]]:
@@ -143,4 +146,5 @@ RULES: tuple[tuple[str, str, Check, Callable[[Any], Any] | None], ...] = (
     ("remotes", "remotes", _table, None),
     ("keep_per_function", "traces.keepPerFunction", _count(1), int),
     ("max_trace_bytes", "traces.maxBytes", _count(1 << 20), int),
+    ("perfetto_ui", "perfettoUi", _text, str.strip),
 )

@@ -32,6 +32,12 @@ class Project:
     inputs_module: str | None = None
     """[tool.kernelscope] inputs_module: a module (dotted, from the root) the worker looks
     for input providers in after the target's module and the `kernelscope_inputs.py` files."""
+    perfetto_ui: Path | None = None
+    """Perfetto's UI build (a folder or perfetto-ui.zip) to serve offline (`perfetto_ui` under
+    [tool.kernelscope], relative to the root); None: unset, or unusable (see `problems`)."""
+    problems: tuple[str, ...] = ()
+    """Values of [tool.kernelscope] that were left unset because they are unusable, each saying
+    why (those that are not cheap to get wrong raise ProjectError instead)."""
 
     def module_name(self, path: Path) -> str:
         """Dotted name of `path` relative to the root, through packages; else the file's stem."""
@@ -151,6 +157,14 @@ def load_project(path: Path) -> Project:
         raise ProjectError(
             f'{config}: [tool.kernelscope] inputs_module names a module, like "tools.inputs"'
         )
+    problems: list[str] = []
+    perfetto_ui = table.get("perfetto_ui")
+    if perfetto_ui is not None and not (isinstance(perfetto_ui, str) and perfetto_ui.strip()):
+        problems.append(
+            f"{config}: [tool.kernelscope] perfetto_ui must be the path of Perfetto's UI build "
+            f"(a folder or perfetto-ui.zip), got {perfetto_ui!r}; using ui.perfetto.dev"
+        )
+        perfetto_ui = None
     return Project(
         root,
         cast(dict[str, str], inputs),
@@ -158,4 +172,11 @@ def load_project(path: Path) -> Project:
         nproc,
         cast(dict[str, str], via),
         inputs_module,
+        resolve_path(root, perfetto_ui) if perfetto_ui is not None else None,
+        tuple(problems),
     )
+
+
+def resolve_path(root: Path, value: str) -> Path:
+    """A configured path: `~` expanded, relative to `root` unless absolute."""
+    return root / Path(value.strip()).expanduser()

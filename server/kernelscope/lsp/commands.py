@@ -253,11 +253,17 @@ def _request_future(ls: KernelscopeServer) -> Any:
 
 
 async def open_trace(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
-    """Serve a run's trace once on 127.0.0.1:9001 and ask the client to open Perfetto on it."""
+    """Serve a run's trace once and ask the client to open Perfetto on it: on 127.0.0.1:9001
+    for ui.perfetto.dev, or, where a UI build is configured, with that UI on 127.0.0.1:9002."""
     record = _record_from_args(ls, args)
     trace = Path(record.report.trace.path)
     if not trace.is_file():
         raise JsonRpcInvalidParams(f"the trace of run {record.run_id} is gone: {trace}")
+    build, problems = perfetto.configured_ui(Path(record.path), ls.settings.perfetto_ui)
+    for problem in problems:
+        ls.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Warning, problem))
+    if build is not None:
+        return await _open_in_local_ui(ls, build, trace)
     if ls.trace_server is not None:
         await ls.trace_server.close()
     try:
@@ -271,7 +277,37 @@ async def open_trace(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
             )
         )
         return msgspec.to_builtins(OpenTraceReply(ok=False, url=None, path=str(trace)))
-    url = ls.trace_server.url
+    return await _show_trace(ls, ls.trace_server.url, trace)
+
+
+async def _open_in_local_ui(ls: KernelscopeServer, build: Path, trace: Path) -> dict[str, Any]:
+    """Offer the trace to the local UI's server, started on `build` where it is not running."""
+    ui = ls.ui_server
+    if ui is not None and (ui.closed.is_set() or ui.build.source != build):
+        await ui.close()
+        ui = ls.ui_server = None
+    if ui is None:
+        try:
+            ui = await perfetto.serve_ui(perfetto.UiBuild(build))
+        except (perfetto.UiBuildError, perfetto.PortInUse) as e:
+            what = (
+                "use the Perfetto UI build of kernelscope.perfettoUi / [tool.kernelscope] "
+                "perfetto_ui"
+                if isinstance(e, perfetto.UiBuildError)
+                else "serve the Perfetto UI"
+            )
+            ls.window_show_message(
+                lsp.ShowMessageParams(
+                    lsp.MessageType.Error, f"kernelscope: cannot {what} ({e}); the trace is {trace}"
+                )
+            )
+            return msgspec.to_builtins(OpenTraceReply(ok=False, url=None, path=str(trace)))
+        ls.ui_server = ui
+    return await _show_trace(ls, ui.offer(trace), trace)
+
+
+async def _show_trace(ls: KernelscopeServer, url: str, trace: Path) -> dict[str, Any]:
+    """Ask the client to open `url`; where it cannot, show the URL and the trace's path."""
     shown = False
     if ls.supports_show_document():
         with contextlib.suppress(Exception):

@@ -53,10 +53,12 @@ async def load_settings(ls: KernelscopeServer, pushed: object = None) -> None:
 
 
 async def shutdown(ls: KernelscopeServer, params: None) -> None:
-    """Stop workers and the trace server."""
+    """Stop workers and the trace servers."""
     del params
     if ls.trace_server is not None:
         await ls.trace_server.close()
+    if ls.ui_server is not None:
+        await ls.ui_server.close()
     await ls.service.close()
 
 

@@ -46,7 +46,8 @@ class ProfileReply(msgspec.Struct):
 
 class OpenTraceReply(msgspec.Struct):
     """The trace file served once for Perfetto at url, and whether the client opened it; not
-    ok, with no url, when the port is taken (the user loads path by hand)."""
+    ok, with no url, when the port is taken or the configured UI build cannot be used (the
+    user loads path by hand)."""
 
     ok: bool
     url: str | None

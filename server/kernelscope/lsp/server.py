@@ -63,6 +63,8 @@ class KernelscopeServer(LanguageServer):
         self._service: ProfileService | None = None
         self.failures: dict[tuple[str, str], tuple[ProfileFailed, str]] = {}
         self.trace_server: perfetto.OneShot | None = None
+        #: The local Perfetto UI (kernelscope.perfettoUi / [tool.kernelscope] perfetto_ui).
+        self.ui_server: perfetto.UiServer | None = None
         #: The last experiment of each (path, qualname), with the function's text hash then.
         self.experiments: dict[tuple[str, str], tuple[Experiments, str]] = {}
         #: The notebook each notebook module (its path) was built from, by URI.
