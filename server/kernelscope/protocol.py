@@ -59,6 +59,10 @@ class Entry(msgspec.Struct):
     """In place: the `for`/`while` statement whose iterations are the steps (0: calls)."""
     body_line: int = 0
     """The first line of that loop's body: each time it runs an iteration begins."""
+    save: bool = False
+    """Save the captured call under the project's .kernelscope/captures/ (local runs)."""
+    capture: str | None = None
+    """A saved capture to replay instead of running the program (the clean worker's)."""
 
     @property
     def label(self) -> str:
@@ -272,6 +276,10 @@ class UnprofiledTiming(msgspec.Struct):
     ``clean worker`` that never ran the profiler (its host timings are not slowed)."""
     profiling_worker_us_per_call: float | None = None
     """The profiling worker's own median, when a clean worker's replaced it."""
+    replayed_from: str = ""
+    """For a program's call timed in a clean worker: ``saved capture`` (loaded from the file)
+    or ``program run again`` (no capture, or it could not be loaded: ``replay_note`` says)."""
+    replay_note: str = ""
 
 
 class LineStat(msgspec.Struct):
@@ -309,6 +317,10 @@ class CallSite(msgspec.Struct):
     settled_s: float = 0.0
     """Seconds waited, before timing, for the program's child processes (DataLoader
     workers filling their queues) to stop using the CPU."""
+    saved: str | None = None
+    """With --save: the file the capture was saved to."""
+    save_error: str | None = None
+    """With --save: why it could not be saved (the argument named)."""
 
     @property
     def label(self) -> str:

@@ -335,3 +335,54 @@ def test_a_program_past_its_timeout_names_the_line_it_was_on() -> None:
         "hang_program.py",
         _line_of(WORKLOADS / "hang_program.py", "the program hangs here"),
     )
+
+
+def _clean_timing_run(project: Path, spec: str, command: str) -> Any:
+    """A --via --save profile on a launcher that times every call again in its clean worker
+    (on a GPU host-bound calls are; on the CPU only this way)."""
+    import asyncio
+
+    from kernelscope.engine.launcher import Launcher
+    from kernelscope.engine.targets import Schedule, build_request, load_target, parse_entry
+
+    target = load_target(str(project / spec))
+    entry = parse_entry(command, target, project, save=True)
+    request = build_request(
+        target, project / ".kernelscope" / "traces", Schedule(0, 1, 2), device="cpu", entry=entry
+    )
+
+    async def go() -> Any:
+        launcher = Launcher(python=sys.executable, clean_timing="always")
+        try:
+            return await launcher.profile(request, None, 180)
+        finally:
+            await launcher.close()
+
+    return asyncio.run(go()).finished.sidecar
+
+
+def test_save_and_the_clean_worker_replays_the_saved_capture(project: Path) -> None:
+    """--save keeps the captured Block.forward; the clean worker's timing loads it and
+    replays it, without running the program again."""
+    side = _clean_timing_run(project, "model.py::Block.forward", TRAIN)
+    saved = Path(side.call_site.saved)
+    assert saved.parent == project / ".kernelscope" / "captures" and saved.is_file()
+    assert side.timing.process == "clean worker"
+    assert (side.timing.replayed_from, side.timing.replay_note) == ("saved capture", "")
+
+
+def test_a_function_of_the_script_itself_runs_the_program_again(project: Path) -> None:
+    side = _clean_timing_run(
+        project, "train_main.py::train_step", "train_main.py --max_iters 3 --device cpu"
+    )
+    assert side.call_site.saved
+    assert side.timing.replayed_from == "program run again"
+    assert "defined in the program's script" in side.timing.replay_note
+
+
+def test_an_argument_that_cannot_be_saved_is_named() -> None:
+    proc = kernelscope(WORKLOADS, "unsaveable_program.py::step", "--via", "unsaveable_program.py",
+                       "--save", "--json", "--no-lines")  # fmt: skip
+    site = report(proc)["call_site"]
+    assert site["saved"] is None
+    assert site["save_error"].startswith("argument 1 (lock) cannot be saved: TypeError")

@@ -121,6 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-compile", action="store_true", help="disable torch.compile while the program runs"
     )
     e.add_argument(
+        "--save",
+        action="store_true",
+        help="keep the captured call under .kernelscope/captures/ (the clean worker replays it)",
+    )
+    e.add_argument(
         "--in-place",
         action="store_true",
         help="profile the program's own calls as the steps (a loop target PATH:LINE always is)",
@@ -227,8 +232,10 @@ def _entry(args: argparse.Namespace, target: Target) -> Entry | None:
         command = target.project.via_for(target.path, target.qualname)
         cwd = Path(args.cwd) if args.cwd else target.project.root
     if command is None:
-        if args.caller or args.call != 1 or args.no_compile or args.in_place:
-            raise TargetError("--call, --from, --no-compile and --in-place need a program (--via)")
+        if args.caller or args.call != 1 or args.no_compile or args.in_place or args.save:
+            raise TargetError(
+                "--call, --from, --no-compile, --in-place and --save need a program (--via)"
+            )
         if loop_line(target.qualname):
             raise TargetError("a loop (PATH:LINE) runs in its program: give it with --via")
         return None
@@ -245,6 +252,7 @@ def _entry(args: argparse.Namespace, target: Target) -> Entry | None:
         args.no_compile,
         in_place=args.in_place,
         skip=args.skip,
+        save=args.save,
     )
 
 

@@ -445,9 +445,12 @@ class Launcher:
     ) -> ProfileFinished:
         """Time the call again in the worker that never profiles; on any failure keep the
         profiling worker's timing (and log why)."""
-        job = msgspec.convert(
-            msgspec.structs.asdict(request) | {"job_id": request.job_id + "-t"}, RunTiming
-        )
+        fields = msgspec.structs.asdict(request) | {"job_id": request.job_id + "-t"}
+        site = finished.sidecar.call_site
+        if request.entry is not None and site is not None and site.saved:
+            # the program's call, replayed from its saved capture: the program does not run again
+            fields["entry"] = msgspec.structs.replace(request.entry, capture=site.saved)
+        job = msgspec.convert(fields, RunTiming)
 
         def progress(msg: JobProgress) -> None:
             if on_progress is not None and msg.stage == "timing":

@@ -129,6 +129,7 @@ def parse_entry(
     source: str | None = None,
     in_place: bool = False,
     skip: int = 5,
+    save: bool = False,
 ) -> Entry:
     """The program `command` names, as a shell would split it: ``train.py --max_iters 20``
     (a leading ``python`` is dropped), ``-m pkg.train ...``, or a pytest node id
@@ -184,6 +185,7 @@ def parse_entry(
         skip=skip,
         loop_line=loop,
         body_line=body,
+        save=save and not in_place,
     )
 
 

@@ -57,6 +57,14 @@ def _call_site(report: Report) -> list[str]:
     out = [f"call      {site.label} (the program ran {site.entry_s:.1f} s to reach it)"]
     if site.wrote:
         out.append(f"          it ran for real and wrote {', '.join(site.wrote)}")
+    if site.saved:
+        out.append(f"          saved to {shorten(site.saved)}")
+    if site.save_error:
+        out.append(f"          not saved: {site.save_error}")
+    t = report.timing
+    if t.replayed_from:
+        why = f" ({t.replay_note})" if t.replay_note else ""
+        out.append(f"          the clean worker's timing: {t.replayed_from}{why}")
     return out
 
 

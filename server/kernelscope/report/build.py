@@ -75,6 +75,8 @@ def build_report(
             gpu=side.timing.gpu,
             unprofiled_process=side.timing.process,
             profiling_worker_us_per_call=side.timing.profiling_worker_us_per_call,
+            replayed_from=side.timing.replayed_from,
+            replay_note=side.timing.replay_note,
         ),
         dead_window=DeadWindow(
             first_call_us=side.cold.first_call_us,

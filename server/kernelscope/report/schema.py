@@ -66,6 +66,9 @@ class Timing(msgspec.Struct):
     unprofiled_process: str = "profiling worker"
     """Where the unprofiled timing ran: a ``clean worker`` never ran the profiler."""
     profiling_worker_us_per_call: float | None = None
+    replayed_from: str = ""
+    """A program's call timed in the clean worker: ``saved capture`` or ``program run again``."""
+    replay_note: str = ""
 
 
 class DeadWindow(msgspec.Struct):

@@ -5,6 +5,7 @@ reference) and the state that changes what runs, replayed the same way on every 
 import contextlib
 import gc
 import inspect
+import os
 import types
 
 from .errors import JobError
@@ -87,6 +88,36 @@ class CallState:
         if self.dtype != self.torch.float32:
             out.append("default dtype %s" % str(self.dtype).replace("torch.", ""))
         return out
+
+    def saved(self):
+        """The state as plain values (and the RNG's tensors), for a saved capture."""
+        return {
+            "grad": self.grad,
+            "inference": self.inference,
+            "autocast": {d: (on, str(dtype)) for d, (on, dtype) in self.autocast.items()},
+            "training": self.training,
+            "dtype": str(self.dtype),
+            "sdpa": dict(self.sdpa),
+            "rng": self.rng,
+            "cuda_rng": self.cuda_rng,
+        }
+
+    @classmethod
+    def from_saved(cls, torch, saved):
+        """The state a saved capture recorded (the current CUDA stream is not saved)."""
+        state = cls.__new__(cls)
+        state.torch = torch
+        state.grad, state.inference = saved["grad"], saved["inference"]
+        state.autocast = {
+            d: (on, getattr(torch, dtype.replace("torch.", "")))
+            for d, (on, dtype) in saved["autocast"].items()
+        }
+        state.training = saved["training"]
+        state.dtype = getattr(torch, saved["dtype"].replace("torch.", ""))
+        state.stream = None
+        state.sdpa = dict(saved["sdpa"])
+        state.rng, state.cuda_rng = saved["rng"], saved["cuda_rng"]
+        return state
 
     def restore_rng(self):
         """The RNG as it was at the call, so the first replay draws what the program did."""
@@ -196,3 +227,32 @@ def _set_sdpa(torch, flags):
         enable = getattr(torch.backends.cuda, "enable_%s_sdp" % backend, None)
         if enable is not None and on is not None:
             enable(on)
+
+
+def save_capture(torch, path, args, kwargs, state, meta):
+    """Save the call (arguments by value, objects by pickle) and its state to `path`; None,
+    or why it cannot be saved, naming the argument."""
+    import io
+
+    names = ["argument %d" % i for i in range(len(args))] + ["`%s`" % k for k in kwargs]
+    for name, value in zip(names, list(args) + list(kwargs.values())):
+        try:
+            torch.save(value, io.BytesIO())
+        except Exception as e:
+            return "%s (%s) cannot be saved: %s: %s" % (
+                name,
+                type(value).__name__,
+                type(e).__name__,
+                str(e).splitlines()[0][:200] if str(e) else "",
+            )
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    torch.save({"args": list(args), "kwargs": kwargs, "state": state.saved(), "meta": meta}, tmp)
+    os.replace(tmp, path)
+    return None
+
+
+def load_capture(torch, path):
+    """(args, kwargs, state, meta) of a saved capture; raises what loading raises."""
+    data = torch.load(path, weights_only=False, map_location=None)
+    return data["args"], data["kwargs"], CallState.from_saved(torch, data["state"]), data["meta"]

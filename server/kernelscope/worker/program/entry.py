@@ -13,7 +13,7 @@ import sys
 import time
 import types
 
-from .capture import CallState, arguments, function_of, replay, without_compiler
+from .capture import CallState, arguments, function_of, replay, save_capture, without_compiler
 from .dynamo import dynamo_frames
 from .errors import JobError
 from .watch import CallWatch
@@ -55,7 +55,7 @@ def run_to_call(job, then):
             fn = function_of(code, args)
             state = CallState(torch, args)
             state.restore_rng()
-            device = _device_of(torch, args, kwargs)
+            device = device_of(torch, args, kwargs)
             cuda = device.type == "cuda"
             if cuda:
                 torch.cuda.set_device(device)
@@ -72,7 +72,11 @@ def run_to_call(job, then):
                 "entry_s": entry_s,
                 "wrote": [],
                 "settled_s": settle_children(),
+                "saved": None,
+                "save_error": None,
             }
+            if entry.get("save"):
+                _save(job, args, kwargs, state, want)
             result = then(fn, call, device, sync)
             job.call_site["wrote"] = _written(job.entry_cwd, before)  # the replays' too
             return result
@@ -97,6 +101,23 @@ def run_to_call(job, then):
     seconds = time.perf_counter() - started
     wrote = _written(job.entry_cwd, before)
     raise _not_called(job, entry, watch, ended, seconds, compiled_before, wrote)
+
+
+def _save(job, args, kwargs, state, call):
+    """Save the captured call under the project's .kernelscope/captures/ (local runs)."""
+    site = job.call_site
+    if job.root != job.local_root:
+        site["save_error"] = "a capture is saved on local runs only, not on a remote"
+        return
+    name = "%s-call%d.pt" % (job.req["qualname"].replace(".", "_"), call)
+    path = os.path.join(job.local_root, ".kernelscope", "captures", name)
+    meta = {"via": site["via"], "call": call, "qualname": job.req["qualname"], "path": job.path}
+    try:
+        site["save_error"] = save_capture(job.torch, path, args, kwargs, state, meta)
+    except Exception as e:
+        site["save_error"] = "cannot save the capture: %s: %s" % (type(e).__name__, e)
+    if site["save_error"] is None:
+        site["saved"] = path
 
 
 def entry_label(entry):
@@ -298,7 +319,7 @@ def _cpu_ticks(pids):
     return total
 
 
-def _device_of(torch, args, kwargs):
+def device_of(torch, args, kwargs):
     """The device of the call's tensors (the first found, modules' parameters too)."""
     seen = set()
 

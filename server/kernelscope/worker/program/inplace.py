@@ -170,6 +170,8 @@ class Steps:
             "p90_us": p90,
             "gpu": None,
             "process": "before the profiler started",
+            "replayed_from": "",
+            "replay_note": "",
         }
         cold = {
             "first_call_us": self.cold_us or 0.0,
@@ -193,6 +195,8 @@ class Steps:
             "entry_s": self.marks.get("active0", time.perf_counter()) - self.started,
             "wrote": [],
             "settled_s": 0.0,
+            "saved": None,
+            "save_error": None,
         }
         job.progress("done")
         stand_in = types.SimpleNamespace(
