@@ -321,6 +321,9 @@ class CallSite(msgspec.Struct):
     """With --save: the file the capture was saved to."""
     save_error: str | None = None
     """With --save: why it could not be saved (the argument named)."""
+    reused: bool = False
+    """Replayed from the saved capture (`saved`): the program and its files had not changed,
+    so it did not run."""
 
     @property
     def label(self) -> str:
@@ -332,6 +335,8 @@ class CallSite(msgspec.Struct):
                 parts[-1] += f" from {Path(self.caller_path).name}:{self.caller_line}"
         parts += self.modes
         parts.append("captured" if self.captured else "in place")
+        if self.reused:
+            parts.append("from the saved capture (the program did not run)")
         return ", ".join(parts)
 
 

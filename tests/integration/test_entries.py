@@ -386,3 +386,20 @@ def test_an_argument_that_cannot_be_saved_is_named() -> None:
     site = report(proc)["call_site"]
     assert site["saved"] is None
     assert site["save_error"].startswith("argument 1 (lock) cannot be saved: TypeError")
+
+
+def test_a_saved_capture_is_reused_while_the_program_is_unchanged(tmp_path: Path) -> None:
+    """After --save, the next profile of the same call replays the saved capture (the
+    program does not run); an edited config file makes the program run again."""
+    root = tmp_path / "minigpt"
+    shutil.copytree(WORKLOADS / "minigpt", root, ignore=shutil.ignore_patterns("out"))
+    (root / "pyproject.toml").write_text("[project]\nname = 'minigpt'\n")
+    args = ("model.py::Block.forward", "--via", TRAIN, "--json", "--no-lines")
+    first = report(kernelscope(root, *args, "--save"))["call_site"]
+    assert first["saved"] and first["reused"] is False
+    again = report(kernelscope(root, *args))["call_site"]
+    assert again["reused"] is True and again["saved"] == first["saved"]
+    assert again["modes"] == first["modes"] and again["caller_line"] == first["caller_line"]
+    config = root / "config" / "tiny.py"
+    config.write_text(config.read_text() + "\n# edited\n")
+    assert report(kernelscope(root, *args))["call_site"]["reused"] is False

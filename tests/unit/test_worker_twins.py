@@ -9,6 +9,7 @@ import ast
 import gzip
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -154,3 +155,20 @@ def test_sync_rules_agree_beyond_the_recordings(worker) -> None:
     disagree = [n for n in SYNC_CANDIDATES if _worker_counts_sync(worker, n) != facts.is_sync(n)]
     assert disagree == []
     assert not facts.is_sync("cudaMemcpyAsync") and facts.is_sync("cudaMemcpy2D")
+
+
+def test_the_program_digest_is_the_servers(worker, tmp_path: Path) -> None:
+    """A saved capture is reused only while the digest the worker took when it saved it
+    equals the server's of the program now: the two must hash alike."""
+    from kernelscope.engine.captures import program_digest
+
+    folder = tmp_path / "prog"
+    shutil.copytree(FIXTURES.parent / "tests" / "workloads" / "minigpt", folder)
+    (folder / ".kernelscope").mkdir()
+    (folder / ".kernelscope" / "ignored.txt").write_text("not the program's")
+    argv = ["train.py", "config/tiny.py", "--max_iters=3"]
+    ours = worker["program_digest"](str(folder), argv)
+    assert ours == program_digest(folder, argv)
+    (folder / "config" / "tiny.py").write_text("n_layer = 3\n")
+    assert worker["program_digest"](str(folder), argv) == program_digest(folder, argv) != ours
+    assert program_digest(folder, [*argv[:2], "--max_iters=4"]) != program_digest(folder, argv)

@@ -8,7 +8,10 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
+
 from kernelscope import pyfunctions
+from kernelscope.engine.captures import reusable
 from kernelscope.engine.project import Project, ProjectError, load_project
 from kernelscope.protocol import DEFAULT_ACTIVE, DEFAULT_WAIT, DEFAULT_WARMUP, Entry, RunProfile
 
@@ -171,7 +174,7 @@ def parse_entry(
         (first, def_line), body = _lines(target, source), 0
     if in_place and skip < 1:
         raise TargetError(f"--skip must be >= 1 (the first call is the cold one), got {skip}")
-    return Entry(
+    entry = Entry(
         kind=kind,
         target=program,
         args=args,
@@ -187,6 +190,10 @@ def parse_entry(
         body_line=body,
         save=save and not in_place,
     )
+    if entry.in_place or entry.save:  # --save takes a fresh capture
+        return entry
+    saved = reusable(target.project.root, target.qualname, entry)
+    return msgspec.structs.replace(entry, capture=str(saved)) if saved else entry
 
 
 def _loop_body(target: Target, line: int, source: str | None) -> int:

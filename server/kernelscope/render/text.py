@@ -54,7 +54,8 @@ def _call_site(report: Report) -> list[str]:
     site = report.call_site
     if site is None:
         return []
-    out = [f"call      {site.label} (the program ran {site.entry_s:.1f} s to reach it)"]
+    ran = "" if site.reused else f" (the program ran {site.entry_s:.1f} s to reach it)"
+    out = [f"call      {site.label}{ran}"]
     if site.wrote:
         out.append(f"          it ran for real and wrote {', '.join(site.wrote)}")
     if site.saved:

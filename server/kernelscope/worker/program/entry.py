@@ -8,12 +8,14 @@ chosen call, its result is sent, and the worker ends (the launcher starts a fres
 """
 
 import builtins
+import json
 import os
 import sys
 import time
 import types
 
 from .capture import CallState, arguments, function_of, replay, save_capture, without_compiler
+from .digest import program_digest
 from .dynamo import dynamo_frames
 from .errors import JobError
 from .watch import CallWatch
@@ -41,6 +43,12 @@ def run_to_call(job, then):
     )
     started = time.perf_counter()
     before = _files_now(job.entry_cwd)
+    # what the program is before it runs (it may write into its folder before the call)
+    digest = (
+        program_digest(job.entry_cwd, [entry["target"], *entry.get("args", [])])
+        if entry.get("save")
+        else None
+    )
 
     def on_call(frame, site):
         # A compiled caller's frame evaluation (torch.compile) must not compile our code;
@@ -74,9 +82,10 @@ def run_to_call(job, then):
                 "settled_s": settle_children(),
                 "saved": None,
                 "save_error": None,
+                "reused": False,
             }
-            if entry.get("save"):
-                _save(job, args, kwargs, state, want)
+            if digest is not None:
+                _save(job, args, kwargs, state, want, digest)
             result = then(fn, call, device, sync)
             job.call_site["wrote"] = _written(job.entry_cwd, before)  # the replays' too
             return result
@@ -103,21 +112,31 @@ def run_to_call(job, then):
     raise _not_called(job, entry, watch, ended, seconds, compiled_before, wrote)
 
 
-def _save(job, args, kwargs, state, call):
+def _save(job, args, kwargs, state, call, digest):
     """Save the captured call under the project's .kernelscope/captures/ (local runs)."""
     site = job.call_site
     if job.root != job.local_root:
         site["save_error"] = "a capture is saved on local runs only, not on a remote"
         return
+    entry = job.entry
     name = "%s-call%d.pt" % (job.req["qualname"].replace(".", "_"), call)
     path = os.path.join(job.local_root, ".kernelscope", "captures", name)
-    meta = {"via": site["via"], "call": call, "qualname": job.req["qualname"], "path": job.path}
+    meta = {
+        "label": site["via"],
+        "call": call,
+        "caller": entry.get("caller"),
+        "qualname": job.req["qualname"],
+        "digest": digest,
+        "site": dict(site),
+    }
     try:
         site["save_error"] = save_capture(job.torch, path, args, kwargs, state, meta)
     except Exception as e:
         site["save_error"] = "cannot save the capture: %s: %s" % (type(e).__name__, e)
     if site["save_error"] is None:
         site["saved"] = path
+        with open(os.path.splitext(path)[0] + ".json", "w", encoding="utf-8") as f:
+            json.dump({k: v for k, v in meta.items() if k != "site"}, f)
 
 
 def entry_label(entry):

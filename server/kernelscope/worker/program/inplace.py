@@ -197,6 +197,7 @@ class Steps:
             "settled_s": 0.0,
             "saved": None,
             "save_error": None,
+            "reused": False,
         }
         job.progress("done")
         stand_in = types.SimpleNamespace(

@@ -35,6 +35,7 @@ class Job:
         self.entry = req.get("entry")  # the program that calls the function, if any
         self.entry_cwd = self.entry and os.path.abspath(self.entry.get("cwd") or self.root)
         self.call_site = None  # which call of the program was measured
+        self.replayed = ("", "")  # a program's call: from a saved capture, or run again (why)
         self.own_trace_dir = None
         self._set_user_dirs()
         self._user_cache = {}
@@ -213,6 +214,21 @@ class Job:
         if self.entry:
             from .entry import run_to_call
 
+            capture = self.entry.get("capture")
+            if capture:
+                from .replayed import saved_call
+
+                prepared, meta, why = saved_call(self, capture)
+                if prepared is not None:
+                    self.replayed = ("saved capture", "")
+                    site = dict((meta or {}).get("site") or {})
+                    site.update({"reused": True, "saved": capture, "entry_s": 0.0})
+                    site.update({"wrote": [], "settled_s": 0.0, "save_error": None})
+                    self.call_site = site
+                    return then(*prepared)
+                self.replayed = ("program run again", why or "")
+            else:
+                self.replayed = ("program run again", "")
             return run_to_call(self, then)
         return then(*self.prepare())
 

@@ -10,24 +10,25 @@ from .target import load_module, resolve
 
 
 def saved_call(job, path):
-    """((fn, call, device, sync), None), or (None, why the program must run again)."""
+    """((fn, call, device, sync), the capture's record, None), or (None, None, why the
+    program must run again)."""
     torch = job.torch
     entry = job.entry
     script = os.path.abspath(os.path.join(job.entry_cwd, entry["target"].partition("::")[0]))
     if entry["kind"] == "script" and os.path.realpath(script) == os.path.realpath(job.path):
-        return None, "the function is defined in the program's script (importing it runs it)"
+        return None, None, "the function is defined in the program's script (importing it runs it)"
     try:
-        args, kwargs, state, _meta = load_capture(torch, path)
+        args, kwargs, state, meta = load_capture(torch, path)
     except Exception as e:  # classes in the script's __main__, a file gone, another torch
-        return None, "the saved capture could not be loaded: %s: %s" % (type(e).__name__, e)
+        return None, None, "the saved capture could not be loaded: %s: %s" % (type(e).__name__, e)
     try:
         module = load_module(job)
         fn, _owner = resolve(job, module)
     except Exception as e:
-        return None, "the function's module could not be imported: %s" % (e,)
+        return None, None, "the function's module could not be imported: %s" % (e,)
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
     if code is None:
-        return None, "%s has no code object to replay" % job.req["qualname"]
+        return None, None, "%s has no code object to replay" % job.req["qualname"]
     state.restore_rng()
     device = device_of(torch, args, kwargs)
     cuda = device.type == "cuda"
@@ -35,4 +36,4 @@ def saved_call(job, path):
         torch.cuda.set_device(device)
     sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
     call = job.guarded(replay(torch, fn, code, args, kwargs, state), [], {})
-    return (fn, call, device, sync), None
+    return (fn, call, device, sync), meta, None

@@ -23,26 +23,14 @@ def run_timing(job):
     be (up to 10 calls, stopping after the one that passes 50 ms): this worker may have
     just started."""
 
-    replayed = {"from": "program run again" if job.entry else "", "note": ""}
-
     def timed(_fn, call, device, sync):
         warm_up(job, call, sync)
         timing = unprofiled_timing(job, call, sync, device)
         job.progress("done")
         timing["process"] = "clean worker"
-        timing["replayed_from"] = replayed["from"]
-        timing["replay_note"] = replayed["note"]
+        timing["replayed_from"], timing["replay_note"] = job.replayed
         return {"type": "timing_finished", "job_id": job.id, "timing": timing}
 
-    capture = job.entry.get("capture") if job.entry else None
-    if capture:
-        from .replayed import saved_call
-
-        prepared, why = saved_call(job, capture)
-        if prepared is not None:
-            replayed["from"] = "saved capture"
-            return timed(*prepared)
-        replayed["note"] = why or ""
     return job.with_call(timed)
 
 
