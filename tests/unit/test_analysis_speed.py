@@ -103,7 +103,10 @@ def reference_own(trace: Trace, op: Op) -> bool:
         if other.parent >= 0:
             parent = trace.ops[other.parent]
             inside[other.index] = inside[other.parent] or parent.name == "ks:call"
-    return inside[op.index] if marked else True
+    if marked:
+        return inside[op.index]
+    calls = find_calls(trace)  # unmarked: inside a call's window (a scan of every window)
+    return any(s <= op.ts <= e for s, e in zip(calls.starts, calls.ends, strict=True))
 
 
 def facts_of(trace: Trace) -> Facts:

@@ -10,11 +10,12 @@ import msgspec
 from kernelscope.analysis.diagnose import Analysis, analyze
 from kernelscope.analysis.facts import Options
 from kernelscope.analysis.peaks import datasheet_peaks
-from kernelscope.analysis.trace_model import load_trace
+from kernelscope.analysis.trace_model import decode_trace, load_trace
 from kernelscope.findings import Code
 from kernelscope.protocol import Sidecar
 
 from support import FIXTURES
+from support.traces import RAW_PROFILER_SYNC, dumps
 
 H200 = datasheet_peaks("NVIDIA H200")
 
@@ -97,3 +98,44 @@ def test_the_recorded_gpu_runs_keep_their_sync_findings() -> None:
     for folder in sorted(FIXTURES.glob("*/sidecar.json")):
         name = folder.parent.name
         assert syncs(live(name)) == GPU_SYNCS.get(name, []), name
+
+
+# -- the profiler's own syncs ---------------------------------------------------------------------
+
+
+def test_the_profilers_sync_at_the_end_of_its_window_is_left_out() -> None:
+    """RAW_PROFILER_SYNC: the user's two syncs stay on step()'s def line; the profiler's
+    cudaDeviceSynchronize after the last step is no call's, and not on `prof.step()`'s line."""
+    a = analyze(decode_trace(dumps(RAW_PROFILER_SYNC)))
+    assert syncs(a) == [
+        (
+            "train.py",
+            12,
+            "warning",
+            "host-device sync: 1 per step (cudaStreamSynchronize), the CPU waiting "
+            "15.0 µs per step",
+        )
+    ]
+
+
+RAW = sorted(p.parent.name for p in FIXTURES.glob("*/raw.json.gz"))
+# The raw traces' syncs that are the user's: transformers' causal mask (`is_nonzero`) under
+# GPT-2's prefill, and the pageable copy's wait, each once per step inside the call.
+RAW_SYNCS = {
+    "gpt2_prefill": "host-device sync: 1 per step (cudaStreamSynchronize), the CPU waiting "
+    "1.90 ms per step",
+    "h2d_pageable": "host-device sync: 1 per step (cudaStreamSynchronize), the CPU waiting "
+    "10.2 µs per step",
+}
+
+
+def test_raw_traces_show_only_the_users_syncs() -> None:
+    """Each raw trace of the suite ends with the profiler's cudaDeviceSynchronize (stop_trace,
+    after the last step): no KS301 for it, and no advice to remove syncs because of it."""
+    assert len(RAW) >= 10
+    for name in RAW:
+        a = analyze(load_trace(FIXTURES / name / "raw.json.gz"), None, Options(peaks=H200))
+        expected = [m for n, m in RAW_SYNCS.items() if n == name]
+        assert [m for *_, m in syncs(a)] == expected, name
+        if not expected:
+            assert not any("KS301" in t for f in a.findings for t in f.try_), name
