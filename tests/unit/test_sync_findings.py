@@ -12,10 +12,10 @@ from kernelscope.analysis.facts import Options
 from kernelscope.analysis.peaks import datasheet_peaks
 from kernelscope.analysis.trace_model import decode_trace, load_trace
 from kernelscope.findings import Code
-from kernelscope.protocol import Sidecar
+from kernelscope.protocol import ColdCall, LineStat, Sidecar, UnprofiledTiming
 
 from support import FIXTURES
-from support.traces import RAW_PROFILER_SYNC, dumps
+from support.traces import CPU_ONLY, RAW_PROFILER_SYNC, dumps, launch
 
 H200 = datasheet_peaks("NVIDIA H200")
 
@@ -139,3 +139,52 @@ def test_raw_traces_show_only_the_users_syncs() -> None:
         assert [m for *_, m in syncs(a)] == expected, name
         if not expected:
             assert not any("KS301" in t for f in a.findings for t in f.try_), name
+
+
+# -- CPU runs -------------------------------------------------------------------------------------
+
+
+def cpu_sidecar(*lines: LineStat) -> Sidecar:
+    return Sidecar(
+        function_line=3,
+        device_type="cpu",
+        device_name="cpu",
+        device_index=None,
+        device_properties={},
+        wait=1,
+        warmup=1,
+        active=2,
+        cold=ColdCall(first_call_us=100.0),
+        timing=UnprofiledTiming(us_per_call=80.0, method="perf_counter", reps=100),
+        wall_us_per_step=100.0,
+        lines=list(lines),
+    )
+
+
+# What the line pass counts on a CPU run: `.item()` on a CPU index (a nanoGPT sampler's
+# randint, an optimizer's step), `nonzero()` on a CPU mask.
+ITEM = LineStat("train.py", 5, 10.0, 10.0, hits=1.0, syncs=1, top_ops=["aten::item"])
+NONZERO = LineStat("train.py", 6, 10.0, 10.0, hits=1.0, syncs=2, top_ops=["aten::nonzero"])
+
+
+def test_a_cpu_run_claims_no_device_sync_for_cpu_tensors() -> None:
+    """CPU_ONLY with a CPU sidecar: the line pass's `.item()`/`nonzero()` read CPU tensors;
+    there is no device to wait for, so no KS301 (it said "on a GPU this line would wait")."""
+    a = analyze(decode_trace(dumps(CPU_ONLY)), cpu_sidecar(ITEM, NONZERO))
+    assert syncs(a) == []
+    assert not any("KS301" in t for f in a.findings for t in f.try_)
+
+
+def test_a_cpu_run_reports_a_sync_the_trace_shows() -> None:
+    """The same run with a cudaMemcpy in the first call (a tensor on a device after all): the
+    runtime call is a sync, from the trace, at train.py's step() (def line 3)."""
+    events = [*CPU_ONLY["traceEvents"], launch("cudaMemcpy", 80.0, 6.0, 50)]
+    a = analyze(decode_trace(dumps({**CPU_ONLY, "traceEvents": events})), cpu_sidecar(ITEM))
+    assert syncs(a) == [
+        (
+            "train.py",
+            3,
+            "warning",
+            "host-device sync: 0.5 per step (cudaMemcpy), the CPU waiting 3.0 µs per step",
+        )
+    ]

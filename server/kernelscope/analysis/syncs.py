@@ -9,36 +9,45 @@ from kernelscope.analysis.facts import Facts, Options
 from kernelscope.analysis.trace_model import Op, Trace
 from kernelscope.analysis.user_code import user_frame
 from kernelscope.findings import Code, Finding, Severity
+from kernelscope.protocol import LineStat
 from kernelscope.units import fmt_us as fmt
 
 
 def find_sync_points(facts: Facts, options: Options) -> Iterable[Finding]:
     """KS301: host-device syncs on their lines, with the time the CPU waited."""
-    lines = [s for s in facts.sidecar.lines if s.syncs > 0] if facts.sidecar else []
-    if lines:
-        cuda = facts.sidecar is not None and facts.sidecar.device_type == "cuda"
-        for s in sorted(lines, key=lambda s: -s.sync_wait_us)[: options.max_sync_findings]:
-            what = ", ".join(s.top_ops[:2]) or "a synchronize or copy call"
-            wait = f", the CPU waiting {fmt(s.sync_wait_us)} per call" if cuda else ""
-            yield Finding(
-                Code.SYNC,
-                Severity.WARNING if cuda else Severity.INFO,
-                f"host-device sync: {s.syncs} per call ({what}){wait}"
-                + ("" if cuda else " (on a GPU this line would wait for the device)"),
-                path=s.path,
-                line=s.line,
-                try_=[
-                    "keep the value on the device (no .item(), .cpu(), .tolist(), print of a "
-                    "tensor)",
-                    "boolean-mask indexing and nonzero() sync to size the output: "
-                    "use torch.where or masked ops",
-                    "if the value is needed, fetch it once "
-                    "per step, after the work is queued (non_blocking copies + an event)",
-                ],
-                evidence={"syncs_per_call": s.syncs, "wait_us": round(s.sync_wait_us, 1)},
-            )
+    lines = _line_syncs(facts)
+    if not lines:
+        yield from _trace_syncs(facts, options)
         return
-    yield from _trace_syncs(facts, options)
+    for s in sorted(lines, key=lambda s: -s.sync_wait_us)[: options.max_sync_findings]:
+        what = ", ".join(s.top_ops[:2]) or "a synchronize or copy call"
+        yield Finding(
+            Code.SYNC,
+            Severity.WARNING,
+            f"host-device sync: {s.syncs} per call ({what}), the CPU waiting "
+            f"{fmt(s.sync_wait_us)} per call",
+            path=s.path,
+            line=s.line,
+            try_=[
+                "keep the value on the device (no .item(), .cpu(), .tolist(), print of a tensor)",
+                "boolean-mask indexing and nonzero() sync to size the output: "
+                "use torch.where or masked ops",
+                "if the value is needed, fetch it once "
+                "per step, after the work is queued (non_blocking copies + an event)",
+            ],
+            evidence={"syncs_per_call": s.syncs, "wait_us": round(s.sync_wait_us, 1)},
+        )
+
+
+def _line_syncs(facts: Facts) -> list[LineStat]:
+    """The line pass's lines that synced, on a GPU run. On a CPU run the line pass counts
+    ``.item()`` and ``nonzero()`` (``aten::_local_scalar_dense``, ``aten::nonzero``), which
+    there read CPU tensors: no device to wait for, so they are no evidence of a sync (a
+    tensor on a device shows as a runtime call in the trace, which ``_trace_syncs`` reads)."""
+    side = facts.sidecar
+    if side is None or side.device_type != "cuda":
+        return []
+    return [s for s in side.lines if s.syncs > 0]
 
 
 def _trace_syncs(facts: Facts, options: Options) -> Iterable[Finding]:
@@ -91,6 +100,4 @@ def python_places(trace: Trace, ops: list[Op]) -> list[tuple[str | None, int | N
 
 def has_syncs(facts: Facts) -> bool:
     """Whether the calls make any host-device sync (for the advice of other findings)."""
-    if facts.sidecar and any(s.syncs for s in facts.sidecar.lines):
-        return True
-    return bool(facts.own_syncs)
+    return bool(_line_syncs(facts) or facts.own_syncs)
