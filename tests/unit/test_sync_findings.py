@@ -12,9 +12,10 @@ from kernelscope.analysis.facts import Options
 from kernelscope.analysis.peaks import datasheet_peaks
 from kernelscope.analysis.trace_model import decode_trace, load_trace
 from kernelscope.findings import Code
-from kernelscope.protocol import ColdCall, LineStat, Sidecar, UnprofiledTiming
+from kernelscope.protocol import LineStat, Sidecar
 
 from support import FIXTURES
+from support.sidecars import cpu_sidecar
 from support.traces import CPU_ONLY, RAW_PROFILER_SYNC, dumps, launch
 
 H200 = datasheet_peaks("NVIDIA H200")
@@ -142,23 +143,6 @@ def test_raw_traces_show_only_the_users_syncs() -> None:
 
 
 # -- CPU runs -------------------------------------------------------------------------------------
-
-
-def cpu_sidecar(*lines: LineStat) -> Sidecar:
-    return Sidecar(
-        function_line=3,
-        device_type="cpu",
-        device_name="cpu",
-        device_index=None,
-        device_properties={},
-        wait=1,
-        warmup=1,
-        active=2,
-        cold=ColdCall(first_call_us=100.0),
-        timing=UnprofiledTiming(us_per_call=80.0, method="perf_counter", reps=100),
-        wall_us_per_step=100.0,
-        lines=list(lines),
-    )
 
 
 # What the line pass counts on a CPU run: `.item()` on a CPU index (a nanoGPT sampler's
