@@ -291,26 +291,17 @@ def find_launch_queue(facts: Facts, options: Options) -> Iterable[Finding]:
         )
 
 
+CHAIN_MIN_SHARE = 0.02  # of the calls' GPU time
+CHAIN_MIN_US = 5.0  # of GPU time per step
+
+
 def find_fusion_chains(facts: Facts, options: Options) -> Iterable[Finding]:
-    """KS501: runs of elementwise kernels, each reading and writing whole tensors."""
+    """KS501: runs of elementwise kernels, each reading and writing whole tensors, when they
+    take at least ``CHAIN_MIN_SHARE`` of the calls' GPU time and ``CHAIN_MIN_US`` per step."""
     del options
-    ops, tl = facts.trace.ops, facts.timeline
-    chains: list[list[Op]] = []
-    run: list[Op] = []
-    for g in tl.events:
-        if g.cat != "kernel":
-            continue  # copies and sets neither extend nor break a chain
-        op = ops[g.op] if g.op >= 0 else None
-        if op is not None and op.name in POINTWISE:
-            if not run or run[-1] is not op:
-                run.append(op)
-            continue
-        if len(run) >= 2:
-            chains.append(run)
-        run = []
-    if len(run) >= 2:
-        chains.append(run)
-    if not chains:
+    tl = facts.timeline
+    chains, chain_us = _elementwise_chains(facts)
+    if not chains or not _matters(chain_us, tl.kernel_us, tl.steps):
         return
     steps = tl.steps
     names = Counter(op.name for chain in chains for op in chain)
@@ -333,8 +324,45 @@ def find_fusion_chains(facts: Facts, options: Options) -> Iterable[Finding]:
             "torch.compile fuses the chain into one kernel: one read, one write",
             "or write it as one op (torch.addcmul, in-place ops, a custom Triton kernel)",
         ],
-        evidence={"kernels_per_step": sum(len(c) for c in chains) / steps},
+        evidence={
+            "kernels_per_step": sum(len(c) for c in chains) / steps,
+            "gpu_us_per_step": round(chain_us / steps, 1),
+            "gpu_share": round(chain_us / tl.kernel_us, 3),
+        },
     )
+
+
+def _elementwise_chains(facts: Facts) -> tuple[list[list[Op]], float]:
+    """Runs of two or more elementwise kernels in GPU order (copies and sets neither extend
+    nor break one), with the GPU time of their kernels."""
+    ops = facts.trace.ops
+    chains: list[list[Op]] = []
+    chain_us = 0.0
+    run: list[Op] = []
+    run_us = 0.0
+    for g in facts.timeline.events:
+        if g.cat != "kernel":
+            continue
+        op = ops[g.op] if g.op >= 0 else None
+        if op is not None and op.name in POINTWISE:
+            if not run or run[-1] is not op:
+                run.append(op)
+            run_us += g.dur
+            continue
+        if len(run) >= 2:
+            chains.append(run)
+            chain_us += run_us
+        run, run_us = [], 0.0
+    if len(run) >= 2:
+        chains.append(run)
+        chain_us += run_us
+    return chains, chain_us
+
+
+def _matters(us: float, gpu_us: float, steps: int) -> bool:
+    """Whether GPU work of ``us`` in all is worth a finding: at least ``CHAIN_MIN_SHARE`` of
+    the calls' ``gpu_us`` and ``CHAIN_MIN_US`` per step."""
+    return us >= CHAIN_MIN_SHARE * gpu_us and us / max(steps, 1) >= CHAIN_MIN_US
 
 
 def _lines_with_ops(facts: Facts, names: set[str]) -> list[tuple[str | None, int | None]]:
