@@ -165,3 +165,28 @@ ROCM = doc(
     launch("hipStreamSynchronize", 2150.0, 40.0, 103, cat="hip_runtime"),
     deviceProperties=[MI300X],
 )
+
+
+# A raw torch.profiler trace of a user's loop (`for ...: step(x); prof.step()` in train.py,
+# its <module> frame around all): two 100 µs steps, each an aten::mm launching a 20 µs kernel
+# and a cudaStreamSynchronize that waits 15 µs, inside train.py's step() (def line 12). The
+# calls are the steps' ops: [5, 60] and [105, 160]. After the last step, at the end of the
+# profiler's window, its stop_trace synchronizes the device (cudaDeviceSynchronize, 50 µs at
+# 210): on the user's `prof.step()` line, in no step (Kineto drops no frame, the trace model
+# keeps the user's only: torch/profiler's frames around it are gone).
+RAW_PROFILER_SYNC = doc(
+    span("python_function", "train.py(1): <module>", 0.0, 300.0),
+    step(1, 0.0, 100.0),
+    span("python_function", "train.py(12): step", 2.0, 60.0),
+    op("aten::mm", 5.0, 10.0, 2, *MM),
+    launch("cudaLaunchKernel", 6.0, 2.0, 21),
+    gpu("gemm", 20.0, 20.0, 21, ext=2),
+    launch("cudaStreamSynchronize", 45.0, 15.0, 22),
+    step(2, 100.0, 100.0),
+    span("python_function", "train.py(12): step", 102.0, 60.0),
+    op("aten::mm", 105.0, 10.0, 4, *MM),
+    launch("cudaLaunchKernel", 106.0, 2.0, 31),
+    gpu("gemm", 120.0, 20.0, 31, ext=4),
+    launch("cudaStreamSynchronize", 145.0, 15.0, 32),
+    launch("cudaDeviceSynchronize", 210.0, 50.0, 40),
+)

@@ -15,7 +15,6 @@ import pytest
 
 from kernelscope.analysis import facts
 from kernelscope.analysis.calls import find_calls
-from kernelscope.analysis.checks import _python_frames
 from kernelscope.analysis.facts import Facts, Options, is_sync
 from kernelscope.analysis.flops import (
     CONVOLUTIONS,
@@ -28,6 +27,7 @@ from kernelscope.analysis.flops import (
     matmul_dtype,
     op_bytes,
 )
+from kernelscope.analysis.syncs import python_places
 from kernelscope.analysis.timeline import Timeline, _HostOps, build_timeline
 from kernelscope.analysis.trace_model import CPU_OP, Event, Op, Trace, decode_trace, load_trace
 from kernelscope.analysis.user_code import user_frame
@@ -103,7 +103,10 @@ def reference_own(trace: Trace, op: Op) -> bool:
         if other.parent >= 0:
             parent = trace.ops[other.parent]
             inside[other.index] = inside[other.parent] or parent.name == "ks:call"
-    return inside[op.index] if marked else True
+    if marked:
+        return inside[op.index]
+    calls = find_calls(trace)  # unmarked: inside a call's window (a scan of every window)
+    return any(s <= op.ts <= e for s, e in zip(calls.starts, calls.ends, strict=True))
 
 
 def facts_of(trace: Trace) -> Facts:
@@ -156,14 +159,14 @@ def test_syncs_are_placed_as_a_sweep_of_all_frames_places_them(path: Path) -> No
     syncs = [op for op in trace.launches if is_sync(op.name)]
     assert facts.own_syncs == [op for op in syncs if reference_own(trace, op)]
     frames = file_frames(path)
-    assert _python_frames(trace, syncs) == reference_places(frames, syncs)
+    assert python_places(trace, syncs) == reference_places(frames, syncs)
     assert trace.frames_seen == len(frames)
 
 
 def test_the_syncs_fixture_has_syncs_and_stacks() -> None:
     """The sync test above is only as good as its fixture: syncs placed on user frames."""
     trace = load_trace(FIXTURES / "syncs" / "trace.json.gz")
-    places = _python_frames(trace, facts_of(trace).own_syncs)
+    places = python_places(trace, facts_of(trace).own_syncs)
     assert any(path is not None for path, _ in places)
 
 

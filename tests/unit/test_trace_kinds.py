@@ -319,7 +319,7 @@ def test_driver_launches_and_an_elementwise_chain(tmp_path: Path) -> None:
     assert a.entry_to_first_kernel_us == pytest.approx(20.0)
     chain = code(a, "KS501")
     assert chain.severity == "warning"  # memory-bound: fusing is the fix
-    assert chain.evidence == {"kernels_per_step": 2.0}
+    assert chain.evidence == {"kernels_per_step": 2.0, "gpu_us_per_step": 60.0, "gpu_share": 1.0}
     assert "aten::mul ×1" in chain.message and "aten::add ×1" in chain.message
     assert "24.0 MiB per step" in chain.message
     assert codes(a) == ["KS102", "KS501", "KS701", "KS701"]  # 0.4 TB/s: 8 % of the HBM's

@@ -16,8 +16,8 @@ from kernelscope.analysis.calls import COLD_RANGE, forward_op
 from kernelscope.analysis.facts import Check, Facts, Options
 from kernelscope.analysis.flops import MATMULS
 from kernelscope.analysis.roofline import OpRoof
+from kernelscope.analysis.syncs import NO_PLACE, find_sync_points, has_syncs, python_places
 from kernelscope.analysis.trace_model import Op, Trace
-from kernelscope.analysis.user_code import user_frame
 from kernelscope.analysis.verdict import BUSY_OVERHEAD
 from kernelscope.findings import Code, Finding, Severity
 from kernelscope.units import cut, fmt_bytes
@@ -105,7 +105,7 @@ def find_bound(facts: Facts, options: Options) -> Iterable[Finding]:
             "or torch.cuda.graphs",
             "torch.compile to fuse small ops into fewer launches",
         ]
-        if _has_syncs(facts):
+        if has_syncs(facts):
             tries.append("remove the host-device syncs below (KS301): each one drains the queue")
         yield Finding(Code.OVERHEAD_BOUND, Severity.WARNING, v.summary, path, line, tries, evidence)
     elif v.bound == "memory":
@@ -229,83 +229,6 @@ def _why_slow(name: str) -> str:
     return ""
 
 
-def find_sync_points(facts: Facts, options: Options) -> Iterable[Finding]:
-    """KS301: host-device syncs on their lines, with the time the CPU waited."""
-    lines = [s for s in facts.sidecar.lines if s.syncs > 0] if facts.sidecar else []
-    if lines:
-        cuda = facts.sidecar is not None and facts.sidecar.device_type == "cuda"
-        for s in sorted(lines, key=lambda s: -s.sync_wait_us)[: options.max_sync_findings]:
-            what = ", ".join(s.top_ops[:2]) or "a synchronize or copy call"
-            wait = f", the CPU waiting {fmt(s.sync_wait_us)} per call" if cuda else ""
-            yield Finding(
-                Code.SYNC,
-                Severity.WARNING if cuda else Severity.INFO,
-                f"host-device sync: {s.syncs} per call ({what}){wait}"
-                + ("" if cuda else " (on a GPU this line would wait for the device)"),
-                path=s.path,
-                line=s.line,
-                try_=[
-                    "keep the value on the device (no .item(), .cpu(), .tolist(), print of a "
-                    "tensor)",
-                    "boolean-mask indexing and nonzero() sync to size the output: "
-                    "use torch.where or masked ops",
-                    "if the value is needed, fetch it once "
-                    "per step, after the work is queued (non_blocking copies + an event)",
-                ],
-                evidence={"syncs_per_call": s.syncs, "wait_us": round(s.sync_wait_us, 1)},
-            )
-        return
-    yield from _trace_syncs(facts, options)
-
-
-def _trace_syncs(facts: Facts, options: Options) -> Iterable[Finding]:
-    """Sync calls found in the trace alone, placed at their Python function when stacks exist."""
-    trace = facts.trace
-    by_place: dict[tuple[str | None, int | None], list[Op]] = {}
-    syncs = facts.own_syncs
-    for op, place in zip(syncs, _python_frames(trace, syncs), strict=True):
-        by_place.setdefault(place, []).append(op)
-    steps = max(len(trace.steps), 1)
-    ranked = sorted(by_place.items(), key=lambda kv: -sum(o.dur for o in kv[1]))
-    for (path, line), ops in ranked[: options.max_sync_findings]:
-        names = ", ".join(sorted({o.name for o in ops}))
-        wait = sum(o.dur for o in ops) / steps
-        yield Finding(
-            Code.SYNC,
-            Severity.WARNING,
-            f"host-device sync: {len(ops) / steps:g} per step ({names}), the CPU waiting "
-            f"{fmt(wait)} per step",
-            path=path,
-            line=line,
-            try_=["keep values on the device; avoid .item(), .cpu(), .tolist() and boolean masks"],
-            evidence={"wait_us": round(wait, 1)},
-        )
-
-
-_NO_PLACE: tuple[str | None, int | None] = (None, None)
-
-
-def _python_frames(trace: Trace, ops: list[Op]) -> list[tuple[str | None, int | None]]:
-    """For each op, the innermost user python_function around it (its def line: stacks are
-    per function): a walk back from the op through the frames around it (``Trace.python_frames``),
-    each frame's name parsed once per distinct name."""
-    places: list[tuple[str | None, int | None]] = []
-    user: dict[str, tuple[str, int] | None] = {}
-    for op in ops:
-        place = _NO_PLACE
-        for frame in trace.python_frames(op):
-            name = frame.name
-            if name in user:
-                found = user[name]
-            else:
-                found = user[name] = user_frame(name)
-            if found is not None:
-                place = found
-                break
-        places.append(place)
-    return places
-
-
 def find_idle_gaps(facts: Facts, options: Options) -> Iterable[Finding]:
     """KS401: GPU idle gaps inside the steps, and what the host ran meanwhile."""
     tl = facts.timeline
@@ -368,26 +291,17 @@ def find_launch_queue(facts: Facts, options: Options) -> Iterable[Finding]:
         )
 
 
+CHAIN_MIN_SHARE = 0.02  # of the calls' GPU time
+CHAIN_MIN_US = 5.0  # of GPU time per step
+
+
 def find_fusion_chains(facts: Facts, options: Options) -> Iterable[Finding]:
-    """KS501: runs of elementwise kernels, each reading and writing whole tensors."""
+    """KS501: runs of elementwise kernels, each reading and writing whole tensors, when they
+    take at least ``CHAIN_MIN_SHARE`` of the calls' GPU time and ``CHAIN_MIN_US`` per step."""
     del options
-    ops, tl = facts.trace.ops, facts.timeline
-    chains: list[list[Op]] = []
-    run: list[Op] = []
-    for g in tl.events:
-        if g.cat != "kernel":
-            continue  # copies and sets neither extend nor break a chain
-        op = ops[g.op] if g.op >= 0 else None
-        if op is not None and op.name in POINTWISE:
-            if not run or run[-1] is not op:
-                run.append(op)
-            continue
-        if len(run) >= 2:
-            chains.append(run)
-        run = []
-    if len(run) >= 2:
-        chains.append(run)
-    if not chains:
+    tl = facts.timeline
+    chains, chain_us = _elementwise_chains(facts)
+    if not chains or not _matters(chain_us, tl.kernel_us, tl.steps):
         return
     steps = tl.steps
     names = Counter(op.name for chain in chains for op in chain)
@@ -410,8 +324,45 @@ def find_fusion_chains(facts: Facts, options: Options) -> Iterable[Finding]:
             "torch.compile fuses the chain into one kernel: one read, one write",
             "or write it as one op (torch.addcmul, in-place ops, a custom Triton kernel)",
         ],
-        evidence={"kernels_per_step": sum(len(c) for c in chains) / steps},
+        evidence={
+            "kernels_per_step": sum(len(c) for c in chains) / steps,
+            "gpu_us_per_step": round(chain_us / steps, 1),
+            "gpu_share": round(chain_us / tl.kernel_us, 3),
+        },
     )
+
+
+def _elementwise_chains(facts: Facts) -> tuple[list[list[Op]], float]:
+    """Runs of two or more elementwise kernels in GPU order (copies and sets neither extend
+    nor break one), with the GPU time of their kernels."""
+    ops = facts.trace.ops
+    chains: list[list[Op]] = []
+    chain_us = 0.0
+    run: list[Op] = []
+    run_us = 0.0
+    for g in facts.timeline.events:
+        if g.cat != "kernel":
+            continue
+        op = ops[g.op] if g.op >= 0 else None
+        if op is not None and op.name in POINTWISE:
+            if not run or run[-1] is not op:
+                run.append(op)
+            run_us += g.dur
+            continue
+        if len(run) >= 2:
+            chains.append(run)
+            chain_us += run_us
+        run, run_us = [], 0.0
+    if len(run) >= 2:
+        chains.append(run)
+        chain_us += run_us
+    return chains, chain_us
+
+
+def _matters(us: float, gpu_us: float, steps: int) -> bool:
+    """Whether GPU work of ``us`` in all is worth a finding: at least ``CHAIN_MIN_SHARE`` of
+    the calls' ``gpu_us`` and ``CHAIN_MIN_US`` per step."""
+    return us >= CHAIN_MIN_SHARE * gpu_us and us / max(steps, 1) >= CHAIN_MIN_US
 
 
 def _lines_with_ops(facts: Facts, names: set[str]) -> list[tuple[str | None, int | None]]:
@@ -593,8 +544,8 @@ def _row_line(facts: Facts, r: OpRoof) -> tuple[str | None, int | None]:
                 return best.path, best.line
     for candidate in (forward, op):
         if candidate is not None:
-            place = _python_frames(trace, [candidate])[0]
-            if place != _NO_PLACE:
+            place = python_places(trace, [candidate])[0]
+            if place != NO_PLACE:
                 return place
     return facts.function_path, facts.function_line
 
@@ -707,12 +658,6 @@ def find_throttled_clocks(facts: Facts, options: Options) -> Iterable[Finding]:
         try_=["check nvidia-smi -q -d PERFORMANCE for the clock limits; profile again"],
         evidence={"sm_clock_mhz": g.sm_clock_mhz, "sm_clock_max_mhz": g.sm_clock_max_mhz},
     )
-
-
-def _has_syncs(facts: Facts) -> bool:
-    if facts.sidecar and any(s.syncs for s in facts.sidecar.lines):
-        return True
-    return bool(facts.own_syncs)
 
 
 DEFAULT_CHECKS: tuple[Check, ...] = (

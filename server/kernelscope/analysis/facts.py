@@ -54,6 +54,8 @@ class Facts:
     matmul_gpu_us: dict[str, float] = field(default_factory=dict[str, float])
     marked_calls: bool = False
     """Whether the trace marks the function's calls (``ks:call`` ranges)."""
+    calls: Calls | None = None
+    """The calls' windows (None: the whole trace)."""
     costs: OpCosts = field(default_factory=OpCosts)
     """FLOPs and bytes of ops, memoized for the analysis."""
     roofline: list[OpRoof] = field(default_factory=list[OpRoof])
@@ -64,12 +66,15 @@ class Facts:
     def own_syncs(self) -> list[Op]:
         """The runtime calls that block the host until the device catches up (see
         ``is_sync``) made inside one of the function's calls (under a ``ks:call`` range;
-        anywhere when the calls are not marked), in time order."""
+        when the calls are not marked, inside a call's window), in time order. So the
+        profiler's own sync is left out: ``prof.step()`` at the end of its window
+        synchronizes the device after the last step, in no call."""
         launches = self.trace.launches
         names = {name for name in set(map(_NAME, launches)) if is_sync(name)}
         syncs = [op for op in launches if op.name in names] if names else []
         if not self.marked_calls:
-            return syncs
+            calls = self.calls
+            return syncs if calls is None else [op for op in syncs if calls.index_of(op.ts) >= 0]
         ops = self.trace.ops
         own: list[Op] = []
         for op in syncs:
@@ -147,6 +152,7 @@ def facts_of(
         cpu_us_per_step=cpu_per_step,
         matmul_gpu_us=matmul_gpu,
         marked_calls=calls.marked,
+        calls=calls,
         costs=costs,
         roofline=rows,
         sm_count=sm_count,

@@ -1,0 +1,30 @@
+"""KS601, the profiler's own cost (docs/findings.md#ks601): stated only as an inflation, never
+as a negative overhead. On CPU_ONLY (tests/support/traces.py): two calls of 85 µs profiled."""
+
+from __future__ import annotations
+
+from kernelscope.analysis.diagnose import analyze
+from kernelscope.analysis.trace_model import decode_trace
+from kernelscope.findings import Code
+
+from support.sidecars import cpu_sidecar
+from support.traces import CPU_ONLY, dumps
+
+
+def distortion(us_per_call: float) -> list[str]:
+    a = analyze(decode_trace(dumps(CPU_ONLY)), cpu_sidecar(us_per_call=us_per_call))
+    return [f.message for f in a.findings if f.code == Code.PROFILER_DISTORTION]
+
+
+def test_the_profilers_cost_is_an_inflation_of_at_least_1_3() -> None:
+    assert distortion(50.0) == [
+        "the profiler inflates host time 1.7×: 85.0 µs per call profiled vs 50.0 µs "
+        "unprofiled; small ops' CPU times here overstate their cost"
+    ]
+    assert distortion(66.0) == []  # 1.29×: within what two timings differ by
+
+
+def test_a_profiled_call_faster_than_the_unprofiled_one_states_no_overhead() -> None:
+    """85 µs profiled against 140 µs unprofiled (the two timings' noise, or a clean worker
+    that warmed up less): no finding, so no "-39 %" overhead anywhere in the analysis."""
+    assert distortion(140.0) == []
