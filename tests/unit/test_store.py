@@ -39,6 +39,16 @@ def test_records_survive_a_reload(tmp_path: Path) -> None:
     assert again.get("a1") is not None
 
 
+def test_runs_saved_within_one_second_keep_their_order(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    same = "2026-11-29T10:00:00+00:00"  # `created` is to the second
+    for run_id in ("z9", "a1", "m5"):  # ids sort in no useful order
+        store.add(make_run(store, run_id, "f", same))
+        assert store.latest("/p/model.py", "f").run_id == run_id  # type: ignore[union-attr]
+    again = Store(tmp_path)  # and after a reload, from the records' files
+    assert [r.run_id for r in again.history("/p/model.py", "f")] == ["z9", "a1", "m5"]
+
+
 def test_keeps_the_last_runs_of_each_function(tmp_path: Path) -> None:
     store = Store(tmp_path, keep_per_function=2)
     runs = [make_run(store, f"r{i}", "f", f"2026-11-29T10:0{i}:00+00:00") for i in range(4)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import logging
+import time
 from pathlib import Path
 
 import msgspec
@@ -44,6 +45,9 @@ class Store:
         self.keep_per_function = keep_per_function
         self.max_bytes = max_bytes
         self._runs: dict[str, RunRecord] = {}
+        #: When each run was saved, in ns: orders runs recorded within one second of each
+        #: other (`created` is to the second).
+        self._saved: dict[str, int] = {}
         self._load()
 
     def _load(self) -> None:
@@ -52,10 +56,12 @@ class Store:
         for path in self.runs_dir.glob("*.json"):
             try:
                 record = _record_decoder.decode(path.read_bytes())
+                saved = path.stat().st_mtime_ns
             except (OSError, msgspec.DecodeError, msgspec.ValidationError) as e:
                 log.warning("skipping unreadable run record %s: %s", path, e)
                 continue
             self._runs[record.run_id] = record
+            self._saved[record.run_id] = saved
 
     def add(self, record: RunRecord) -> None:
         """Save a run, then prune old runs and traces."""
@@ -64,6 +70,7 @@ class Store:
         tmp.write_bytes(msgspec.json.encode(record))
         tmp.replace(self.runs_dir / f"{record.run_id}.json")
         self._runs[record.run_id] = record
+        self._saved[record.run_id] = time.time_ns()
         self._prune(record.path, record.qualname)
 
     def get(self, run_id: str) -> RunRecord | None:
@@ -88,19 +95,22 @@ class Store:
     def latest_in_file(self, path: str) -> list[RunRecord]:
         """The newest run of each function of a file."""
         newest: dict[str, RunRecord] = {}
-        for r in sorted(self._runs.values(), key=lambda r: r.created):
+        for r in self.runs():
             if r.path == path:
                 newest[r.qualname] = r
         return list(newest.values())
 
     def runs(self) -> list[RunRecord]:
         """Every kept run, oldest first."""
-        return sorted(self._runs.values(), key=lambda r: r.created)
+        return sorted(self._runs.values(), key=self._order)
+
+    def _order(self, record: RunRecord) -> tuple[str, int]:
+        return record.created, self._saved.get(record.run_id, 0)
 
     def _of(self, path: str, qualname: str) -> list[RunRecord]:
         return sorted(
             (r for r in self._runs.values() if r.path == path and r.qualname == qualname),
-            key=lambda r: r.created,
+            key=self._order,
         )
 
     def _prune(self, path: str, qualname: str) -> None:
@@ -115,6 +125,7 @@ class Store:
 
     def _drop(self, record: RunRecord) -> None:
         self._runs.pop(record.run_id, None)
+        self._saved.pop(record.run_id, None)
         for file in (*_trace_files(record), self.runs_dir / f"{record.run_id}.json"):
             with contextlib.suppress(FileNotFoundError):
                 file.unlink()

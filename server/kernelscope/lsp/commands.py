@@ -66,11 +66,13 @@ async def profile(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     try:
         record = await task
     except asyncio.CancelledError:
+        ls.run_finished(uri, qualname, "cancelled")
         reporter.end("cancelled")
         return msgspec.to_builtins(ProfileReply(ok=False, cancelled=True))
     except JobFailed as e:
         ls.failures[key] = (e.failure, fn.text_hash)
         ls.publish(path)
+        ls.run_finished(uri, qualname, "failed")
         reporter.end(f"failed: {e.failure.message}")
         ls.window_show_message(
             lsp.ShowMessageParams(
@@ -81,13 +83,14 @@ async def profile(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
         error = ProfileError(kind=f.kind, message=f.message, path=f.path, line=f.line)
         return msgspec.to_builtins(ProfileReply(ok=False, error=error))
     except TargetError as e:
+        ls.run_finished(uri, qualname, "failed")
         reporter.end(f"failed: {e}")
         raise JsonRpcInvalidParams(str(e)) from None
     ls.failures.pop(key, None)
     ls.publish(path)
     for other in {Path(r.path) for r in record.report.lines} - {path}:
         ls.publish(other)
-    ls.refresh_views()
+    ls.run_finished(uri, qualname, "ok", record.run_id)
     verdict = record.report.verdict
     reporter.end(verdict.summary if verdict else "done")
     return msgspec.to_builtins(
@@ -185,18 +188,22 @@ async def try_variants(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     try:
         exp = await task
     except asyncio.CancelledError:
+        ls.run_finished(uri, qualname, "cancelled")
         reporter.end("cancelled")
         return msgspec.to_builtins(TryReply(ok=False, cancelled=True))
     except JobFailed as e:
+        ls.run_finished(uri, qualname, "failed")
         reporter.end(f"failed: {e.failure.message}")
         f = e.failure
         error = ProfileError(kind=f.kind, message=f.message, path=f.path, line=f.line)
         return msgspec.to_builtins(TryReply(ok=False, error=error))
     except TargetError as e:
+        ls.run_finished(uri, qualname, "failed")
         reporter.end(f"failed: {e}")
         raise JsonRpcInvalidParams(str(e)) from None
     ls.experiments[(str(path), qualname)] = (exp, fn.text_hash)
     ls.publish(path)
+    ls.run_finished(uri, qualname, "ok")
     best = next((v for v in exp.variants if v.name == exp.best), None)
     reporter.end(best.summary if best else "none is faster beyond the noise")
     return msgspec.to_builtins(
@@ -353,9 +360,11 @@ async def import_trace(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     except JobFailed as e:
         raise JsonRpcInternalError(f"cannot import {trace.name}: {e.failure.message}") from None
     finally:
+        if outcome == "failed":
+            ls.run_finished(uri, qualname, "failed")
         reporter.end(outcome)
     ls.publish(path)
-    ls.refresh_views()
+    ls.run_finished(uri, qualname, "ok", record.run_id)
     verdict = record.report.verdict
     return msgspec.to_builtins(
         ImportTraceReply(

@@ -296,7 +296,8 @@ def _fresh_record(ls: KernelscopeServer, doc: Document, fn: FunctionDef) -> RunR
 
 
 def hover(ls: KernelscopeServer, params: lsp.HoverParams) -> lsp.Hover | None:
-    """The last run of the function under the cursor, on its def line or attributed lines."""
+    """The last run of the function under the cursor, on its def line or attributed lines;
+    then what the last runs of other functions (its callers) measured on that line."""
     try:
         doc = ls.document(params.text_document.uri)
     except JsonRpcInvalidParams:
@@ -307,21 +308,22 @@ def hover(ls: KernelscopeServer, params: lsp.HoverParams) -> lsp.Hover | None:
     if fn is None:
         return None
     record = _fresh_record(ls, doc, fn)
-    if record is None:
+    parts: list[str] = []
+    if record is not None:
+        attributed = any(r.line == line and r.path == str(path) for r in record.report.lines)
+        if line == fn.def_line or attributed:
+            parts.append(editor_views.hover_markdown(record, line, ls.service.delta(record)))
+            experiment = ls.experiments.get((str(path), fn.qualname))
+            if experiment is not None and experiment[1] == fn.text_hash and line == fn.def_line:
+                parts.append(editor_views.experiment_markdown(experiment[0]).lstrip("\n"))
+    mine = record.run_id if record is not None else None
+    others = [r for r in ls.shown_runs(path, source, doc.span is not None) if r.run_id != mine]
+    also = editor_views.others_markdown(others, str(path), line)
+    if also:
+        parts.append(also)
+    if not parts:
         return None
-    attributed = any(r.line == line and r.path == str(path) for r in record.report.lines)
-    if line != fn.def_line and not attributed:
-        return None
-    tried = ""
-    experiment = ls.experiments.get((str(path), fn.qualname))
-    if experiment is not None and experiment[1] == fn.text_hash and line == fn.def_line:
-        tried = "\n" + editor_views.experiment_markdown(experiment[0])
-    return lsp.Hover(
-        contents=lsp.MarkupContent(
-            lsp.MarkupKind.Markdown,
-            editor_views.hover_markdown(record, line, ls.service.delta(record)) + tried,
-        )
-    )
+    return lsp.Hover(contents=lsp.MarkupContent(lsp.MarkupKind.Markdown, "\n\n".join(parts)))
 
 
 def code_lens(ls: KernelscopeServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens] | None:

@@ -48,6 +48,10 @@ IMPORT_TRACE = "kernelscope.importTrace"
 TRY = "kernelscope.try"
 COMPARE = "kernelscope.compare"
 
+#: The notification sent when a run ends, however it was started (commands.py): a client that
+#: cannot take `workspace/codeLens/refresh` (Neovim 0.11) refreshes its lenses on it.
+RUN_FINISHED = "kernelscope/runFinished"
+
 
 class KernelscopeServer(LanguageServer):
     """The server and its state: settings, jobs, failures to show, the Perfetto one-shot."""
@@ -107,6 +111,16 @@ class KernelscopeServer(LanguageServer):
         if ws and ws.inlay_hint and ws.inlay_hint.refresh_support:
             self.workspace_inlay_hint_refresh(None)
 
+    def run_finished(
+        self, uri: str, qualname: str, outcome: str, run_id: str | None = None
+    ) -> None:
+        """After a run's diagnostics were published: ask for fresh lenses and hints where the
+        client can, and tell every client the run ended (`kernelscope/runFinished` with uri,
+        qualname, outcome "ok" | "failed" | "cancelled" and the run's id)."""
+        self.refresh_views()
+        params = {"uri": uri, "qualname": qualname, "outcome": outcome, "runId": run_id}
+        self.protocol.notify(RUN_FINISHED, params)
+
     # documents ----------------------------------------------------------------------------
     def source_of(self, uri: str) -> tuple[Path, str]:
         """The file's path and text as the editor has it (else as on disk)."""
@@ -156,6 +170,21 @@ class KernelscopeServer(LanguageServer):
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=self._diagnostics(path, source))
         )
 
+    def shown_runs(self, path: Path, source: str, same_lines: bool = False) -> list[RunRecord]:
+        """The runs whose numbers the editor shows in one module: the latest of each function
+        whose report touches it, unless that function was edited since (older runs are in
+        history and `diff`); with `same_lines`, unless it moved (see `_diagnostics`)."""
+        current = {f.qualname: f for f in functions(source)}
+        shown: list[RunRecord] = []
+        for record in _records_touching(self.service.store_for(path).runs(), str(path)):
+            fn = current.get(record.qualname) if record.path == str(path) else None
+            if record.path == str(path) and (fn is None or fn.text_hash != record.text_hash):
+                continue  # the function changed since the run: its numbers are stale
+            if same_lines and fn is not None and not in_place(fn, record):
+                continue
+            shown.append(record)
+        return shown
+
     def _publish_notebook(self, path: Path, notebook_uri: str) -> None:
         notebook = notebook_of(self.workspace, notebook_uri)
         if notebook is None:  # closed
@@ -184,17 +213,17 @@ class KernelscopeServer(LanguageServer):
         is rebuilt from the cells, so an edit above shifts the lines the run recorded)."""
         lines = source.splitlines()
         current = {f.qualname: f for f in functions(source)}
-        diags: list[lsp.Diagnostic] = []
-        store = self.service.store_for(path)
         options = editor_views.ViewOptions(top_lines=self.settings.top_lines)
-        for record in _records_touching(store.runs(), str(path)):
-            fn = current.get(record.qualname) if record.path == str(path) else None
-            if record.path == str(path) and (fn is None or fn.text_hash != record.text_hash):
-                continue  # the function changed since the run: its numbers are stale
-            if same_lines and fn is not None and not in_place(fn, record):
-                continue
-            delta = self.service.delta(record)
-            diags += editor_views.run_diagnostics(record, str(path), lines, options, delta)
+        runs = [
+            (
+                record,
+                editor_views.run_diagnostics(
+                    record, str(path), lines, options, self.service.delta(record)
+                ),
+            )
+            for record in self.shown_runs(path, source, same_lines)
+        ]
+        diags = editor_views.one_per_line(runs, str(path))
         for (fpath, qualname), (failure, text_hash) in self.failures.items():
             fn = current.get(qualname)
             if fpath == str(path) and fn is not None and fn.text_hash == text_hash:

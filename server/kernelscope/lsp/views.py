@@ -10,8 +10,10 @@ import datetime
 import json
 import urllib.parse
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+import attrs
 from lsprotocol import types as lsp
 
 from kernelscope.findings import DOCS_PAGE, Code, Finding, Severity
@@ -78,7 +80,7 @@ def run_diagnostics(
     delta: Delta | None = None,
 ) -> list[lsp.Diagnostic]:
     """Diagnostics of one run that belong to the file at `path` (KS802 when it is slower than
-    the run before it beyond the noise)."""
+    the run before it beyond the noise), each ending with which run it comes from."""
     report = record.report
     def_line = report.function.line
     out: list[lsp.Diagnostic] = []
@@ -118,7 +120,92 @@ def run_diagnostics(
                 source=SOURCE,
             )
         )
+    label = f"\n— {run_label(record)}"
+    return [attrs.evolve(d, message=d.message + label) for d in out]
+
+
+def one_per_line(
+    runs: list[tuple[RunRecord, list[lsp.Diagnostic]]], path: str
+) -> list[lsp.Diagnostic]:
+    """Where runs of several functions put diagnostics of one code on one line (a function and
+    its caller both profiled): the costliest run's, naming the others and their figures in its
+    message and related information; their own text stays in the line's hover."""
+    groups: dict[tuple[str, int], dict[str, tuple[float, RunRecord, list[lsp.Diagnostic]]]] = {}
+    for record, diags in runs:
+        for d in diags:
+            line = d.range.start.line
+            of_run = groups.setdefault((str(d.code), line), {})
+            cost = line_cost(record, path, line + 1)
+            of_run.setdefault(record.run_id, (cost, record, []))[2].append(d)
+    out: list[lsp.Diagnostic] = []
+    for of_run in groups.values():
+        ranked = sorted(of_run.values(), key=lambda x: x[0], reverse=True)
+        _, _, kept = ranked[0]
+        others = ranked[1:]
+        if others:
+            also = ", ".join(f"`{r.qualname}` {_cost_text(r, c)}" for c, r, _ in others)
+            related = [
+                lsp.DiagnosticRelatedInformation(
+                    lsp.Location(Path(r.path).as_uri(), _line_range(r.report.function.line)),
+                    ds[0].message,
+                )
+                for _, r, ds in others
+            ]
+            first = attrs.evolve(
+                kept[0],
+                message=f"{kept[0].message}\nalso on this line: {also} (their runs in the hover)",
+                related_information=related,
+            )
+            kept = [first, *kept[1:]]
+        out += kept
     return out
+
+
+def line_cost(record: RunRecord, path: str, line: int) -> float:
+    """What a run measured on one 1-based line of `path`: CUDA time on a CUDA run, else self
+    CPU time, per call; the function's time per step where the line has no row."""
+    r = record.report
+    cuda = r.device.type == "cuda"
+    row = next((x for x in r.lines if x.line == line and x.path == path), None)
+    if row is not None:
+        return row.cuda_us if cuda else row.self_cpu_us
+    return r.timing.cuda_us_per_step if cuda else r.timing.cpu_us_per_step
+
+
+def _cost_text(record: RunRecord, cost: float) -> str:
+    return f"{fmt_us(cost)} {'CUDA' if record.report.device.type == 'cuda' else 'CPU'}"
+
+
+def run_label(record: RunRecord) -> str:
+    """Which run: `` `Block.forward` run 2026-12-02 10:02 UTC on cuda:0 (NVIDIA H200),
+    via train.py, call 3, captured``."""
+    return (
+        f"`{record.qualname}` run {_stamp(record.created)} on {device_label(record.report)}, "
+        f"{how_label(record.report)}"
+    )
+
+
+def device_label(report: Report, short: bool = False) -> str:
+    """`cuda:0 (NVIDIA H200) on gpu-box`; short: `cuda:0 on gpu-box`."""
+    d = report.device
+    where = d.type + (f":{d.index}" if d.index is not None else "")
+    if not short and d.name and d.name != d.type:
+        where += f" ({d.name})"
+    return where + (f" on {report.runner.remote}" if report.runner.remote else "")
+
+
+def how_label(report: Report) -> str:
+    """How the function was called: the program's call, an imported trace, or on its own
+    (which provider, if any, is not recorded in the report)."""
+    if report.call_site is not None:
+        return report.call_site.label
+    if report.runner.host == IMPORTED:
+        return "imported trace"
+    return "called alone, inputs from a provider or defaults"
+
+
+#: Runner.host of a report built from an imported trace (report/build.py).
+IMPORTED = "(imported trace)"
 
 
 def costliest(report: Report, path: str, top: int) -> list[LineRow]:
@@ -150,7 +237,8 @@ def line_summary(report: Report, row: LineRow) -> str:
 
 
 def lens_title(record: RunRecord, delta: Delta | None = None) -> str:
-    """After a run: `1.45 ms CUDA/step · compute-bound · 94 % of peak · −12 % vs 10:02:11`."""
+    """After a run: `1.45 ms CUDA/step · compute-bound · 94 % of peak · cuda:0 10:04 UTC ·
+    −12 % vs 10:02:11` (`, via train.py, call 3` after the time for a run through a program)."""
     r = record.report
     v = r.verdict
     if r.device.type == "cuda":
@@ -167,13 +255,17 @@ def lens_title(record: RunRecord, delta: Delta | None = None) -> str:
         elif v.bound == "overhead" and v.gpu_busy_fraction is not None:
             busy = v.gpu_busy_fraction_unprofiled or v.gpu_busy_fraction
             parts.append(f"GPU busy {busy:.0%}")
-    if delta is not None:
-        parts.append(delta.short)
+    ran = f"{device_label(r, short=True)} {_stamp(record.created, short=True)}"
     if r.call_site is not None:
         site = r.call_site
-        parts.append(
-            f"via {site.via.split()[0]}, " + (f"call {site.call}" if site.captured else "in place")
+        ran += f", via {site.via.split()[0]}, " + (
+            f"call {site.call}" if site.captured else "in place"
         )
+    elif r.runner.host == IMPORTED:
+        ran += ", imported"
+    parts.append(ran)
+    if delta is not None:
+        parts.append(delta.short)
     return " · ".join(parts)
 
 
@@ -201,7 +293,7 @@ def inlay_hints(
                 label="  " + " · ".join(parts),
                 kind=lsp.InlayHintKind.Type,
                 padding_left=True,
-                tooltip=line_summary(report, row),
+                tooltip=f"{line_summary(report, row)}\n{run_label(record)}",
             )
         )
     return hints
@@ -217,9 +309,13 @@ def hover_markdown(record: RunRecord, line: int | None = None, delta: Delta | No
     r = record.report
     t, d = r.timing, r.dead_window
     cuda = r.device.type == "cuda"
-    out = [f"**kernelscope · {r.function.qualname}** — last run {_when(record.created)}", ""]
-    if r.call_site is not None:
-        out += [f"*{r.call_site.label}*", ""]
+    out = [
+        f"**kernelscope · {r.function.qualname}** — last run {_when(record.created)} "
+        f"({_stamp(record.created)}) on {device_label(r)}",
+        "",
+        f"*{how_label(r)}*",
+        "",
+    ]
     row = next(
         (x for x in r.lines if line is not None and x.line == line and x.path == record.path), None
     )
@@ -257,6 +353,31 @@ def hover_markdown(record: RunRecord, line: int | None = None, delta: Delta | No
     out += [f"{where} ({r.device.name}) on {r.runner.host}{remote} · torch {r.runner.torch}"]
     out += ["", f"[Open trace in Perfetto]({command_link('kernelscope.openTrace', record.run_id)})"]
     return "\n".join(out)
+
+
+def others_markdown(records: list[RunRecord], path: str, line: int) -> str:
+    """The hover's lines for what other functions' runs measured on one line (1-based)."""
+    out: list[str] = []
+    for record in records:
+        row = next((x for x in record.report.lines if x.line == line and x.path == path), None)
+        if row is not None:
+            out.append(f"- {run_label(record)}: {line_summary(record.report, row)}")
+    if not out:
+        return ""
+    return "\n".join([f"**line {line}, in the runs of other functions:**", "", *out])
+
+
+def _stamp(created: str, short: bool = False) -> str:
+    """`2026-12-02 10:02 UTC`; short: `10:02 UTC` on the day it is now, `12-01 10:02 UTC`
+    before."""
+    try:
+        then = datetime.datetime.fromisoformat(created).astimezone(datetime.UTC)
+    except ValueError:
+        return created
+    if not short:
+        return then.strftime("%Y-%m-%d %H:%M UTC")
+    today = datetime.datetime.now(datetime.UTC).date() == then.date()
+    return then.strftime("%H:%M UTC" if today else "%m-%d %H:%M UTC")
 
 
 def _when(created: str) -> str:

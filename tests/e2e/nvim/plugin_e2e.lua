@@ -281,7 +281,29 @@ local function run_plugin(legacy)
   end
   step('try')
 
-  -- a second profile, then :KernelscopeCompare: the per-op diff against the first run
+  -- a second run, started from the code-action menu (Neovim's own vim.lsp.buf.code_action, not
+  -- the plugin's command): with no buffer event, its lens shows once kernelscope/runFinished
+  -- arrives (Neovim 0.11 does not take workspace/codeLens/refresh)
+  vim.api.nvim_set_current_buf(bufnr)
+  vim.api.nvim_win_set_cursor(0, { def_line + 2, 6 })
+  vim.lsp.buf.code_action({
+    apply = true,
+    filter = function(a)
+      return a.title == 'Profile `' .. func .. '`'
+    end,
+  })
+  vim.wait(45000, function()
+    for _, t in ipairs(lens_titles()) do
+      if t:match(' vs ') then
+        return true
+      end
+    end
+    return false
+  end, 20)
+  result.code_lens_after_action = lens_titles()
+  step('code action run')
+
+  -- a third profile, then :KernelscopeCompare: the per-op diff against the second run
   vim.api.nvim_set_current_buf(bufnr)
   vim.api.nvim_win_set_cursor(0, { def_line + 2, 6 })
   done = nil

@@ -93,7 +93,11 @@ def test_plugin_profiles_the_function_at_the_cursor_and_opens_its_trace(project:
     assert tried["lnum"] == 3 and tried["message"].startswith("torch.compile: "), tried
     assert tried["message"] == r["try_reply"]["summaries"][0]
 
-    # a second run, then :KernelscopeCompare: the diff against the first, in a scratch buffer
+    # a run from the code-action menu: the plugin refreshed the lens on kernelscope/runFinished
+    after_action = r["code_lens_after_action"]
+    assert any(" vs " in t for t in after_action), after_action
+
+    # a third run, then :KernelscopeCompare: the diff against the second, in a scratch buffer
     assert r["compare"].startswith("kernelscope diff · run "), r["compare"]
     # ops move within their noise between two runs of one call, or not: the lines are always there
     assert "b = a @ a @ a @ a" in r["compare"], r["compare"]

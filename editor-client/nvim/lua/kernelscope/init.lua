@@ -205,6 +205,20 @@ local function refresh_lenses(bufnr)
   end)
 end
 
+--- kernelscope/runFinished (after every run, however it was started: the code-action menu, a
+--- lens, a command): refresh the lenses of the client's buffers. Neovim 0.11 does not advertise
+--- workspace.codeLens.refreshSupport, so the server's refresh request never reaches it.
+local function run_finished(_, _, ctx)
+  local client_id = ctx and ctx.client_id
+  vim.schedule(function()
+    local client = client_id and vim.lsp.get_client_by_id(client_id)
+    local buffers = client and vim.tbl_keys(client.attached_buffers or {}) or {}
+    for _, bufnr in ipairs(buffers) do
+      refresh_lenses(bufnr)
+    end
+  end)
+end
+
 local function on_attach(client, bufnr)
   if M.config.codelens then
     local group = vim.api.nvim_create_augroup('kernelscope.codelens', { clear = false })
@@ -249,6 +263,7 @@ local function client_config(opts)
       ['window/showDocument'] = show_document,
       ['workspace/configuration'] = configuration(root),
       ['$/progress'] = progress,
+      ['kernelscope/runFinished'] = run_finished,
     },
   }
 end
