@@ -88,6 +88,30 @@ async def test_profile_via_a_program_from_the_editor(project: Path) -> None:
         await stop(client)
 
 
+async def test_in_place_from_the_editor(project: Path) -> None:
+    """The profile command's inPlace option: the program's own calls of train_step are the
+    steps; the lens says in place."""
+    client = await start(project, settings=FAST)
+    try:
+        uri = open_doc(client, project / "train_main.py")
+        options = {"via": "train_main.py --max_iters 12 --device cpu --num_workers 0",
+                   "inPlace": True, "skip": 2}  # fmt: skip
+        result = await profile(client, uri, "train_step", options)
+        assert result["ok"], result
+        at = next(
+            i
+            for i, t in enumerate((project / "train_main.py").read_text().splitlines(), 1)
+            if t.startswith("def train_step(")
+        )
+        lens, hover = await _lens_and_hover(client, uri, at)
+        assert "via train_main.py, in place" in lens
+        assert ", calls 3-" in hover and "in place*" in hover  # --skip 2: calls 3 on
+        with pytest.raises(JsonRpcException, match=r"options\.skip must be an integer"):
+            await profile(client, uri, "train_step", {**options, "skip": 0})
+    finally:
+        await stop(client)
+
+
 async def test_the_via_setting_maps_a_function_to_its_program(project: Path) -> None:
     client = await start(project, settings={**FAST, "via": {"model.py::MLP.forward": TRAIN}})
     try:
@@ -113,6 +137,19 @@ async def test_the_mcp_profile_tool_takes_a_program(project: Path) -> None:
         assert report["call_site"]["modes"] == ["eval mode", "no_grad"]
         summary = result.content[0].text  # type: ignore[union-attr]
         assert f"via {TRAIN}, call 1" in summary
+        steps = await client.call_tool(
+            "profile",
+            {
+                "path": "train_main.py",
+                "qualname": "train_step",
+                "via": "train_main.py --max_iters 20 --device cpu --num_workers 0",
+                "in_place": True,
+                "device": "cpu",
+            },
+        )
+        assert not steps.is_error, steps.content
+        assert steps.structured_content is not None
+        assert steps.structured_content["call_site"]["captured"] is False
         bad = await client.call_tool(
             "profile", {"path": "model.py", "qualname": "GPT.forward", "via": "nope.py"}
         )
