@@ -83,6 +83,8 @@ async def test_profile_publishes_diagnostics_lenses_hover_and_hints(
     assert hover is not None
     text = hover.contents.value  # type: ignore[union-attr]
     assert "CPU per step" in text and "aten::mm" in text and "Open trace in Perfetto" in text
+    # the op table is a code block, not a markdown table (Neovim shows those as raw pipes)
+    assert "```text" in text and "|---" not in text and "| op |" not in text
     hints = await client.text_document_inlay_hint_async(
         lsp.InlayHintParams(
             lsp.TextDocumentIdentifier(uri), lsp.Range(lsp.Position(0, 0), lsp.Position(40, 0))

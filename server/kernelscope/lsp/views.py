@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 import attrs
 from lsprotocol import types as lsp
 
+from kernelscope.columns import table
 from kernelscope.findings import DOCS_PAGE, Code, Finding, Severity
 from kernelscope.notebooks import NotebookModule
 from kernelscope.pyfunctions import FunctionDef
-from kernelscope.units import fmt_us
+from kernelscope.units import cut, fmt_us
 
 if TYPE_CHECKING:  # only attributes are read: the analysis modules load after `initialize`
     from kernelscope.analysis.experiments import Experiments
@@ -332,17 +333,19 @@ def hover_markdown(record: RunRecord, line: int | None = None, delta: Delta | No
     if r.verdict:
         out += ["", f"**Verdict:** {r.verdict.summary}"]
     if r.ops:
-        out += [
-            "",
-            "| op | calls | self CPU | CPU total | self CUDA | CUDA total |",
-            "|---|---:|---:|---:|---:|---:|",
+        rows = [
+            [
+                cut(o.name, 44),
+                str(o.calls),
+                fmt_us(o.self_cpu_us),
+                fmt_us(o.cpu_total_us),
+                fmt_us(o.self_cuda_us) if cuda else "-",
+                fmt_us(o.cuda_total_us) if cuda else "-",
+            ]
+            for o in r.ops[:5]
         ]
-        for o in r.ops[:5]:
-            out.append(
-                f"| `{o.name}` | {o.calls} | {fmt_us(o.self_cpu_us)} | {fmt_us(o.cpu_total_us)} "
-                f"| {fmt_us(o.self_cuda_us) if cuda else '-'} "
-                f"| {fmt_us(o.cuda_total_us) if cuda else '-'} |"
-            )
+        head = ["op", "calls", "self CPU", "CPU total", "self CUDA", "CUDA total"]
+        out += ["", "```text", *table(head, rows), "```"]
         out.append(f"\n(totals over {r.steps.active} active steps)")
     cold = f"cold call {fmt_us(d.first_call_us)}"
     if d.entry_to_first_kernel_us is not None:

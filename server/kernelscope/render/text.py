@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from kernelscope.analysis.collectives import Communication
 from kernelscope.analysis.roofline import OpRoof
+from kernelscope.columns import table
 from kernelscope.findings import BOUND_CODES, Finding
 from kernelscope.protocol import ProfileFailed
 from kernelscope.report.schema import OpRow, Report, Timing, TraceAnalysis
@@ -33,21 +34,6 @@ def shorten(path: str, base: str | None = None) -> str:
     except ValueError:
         return path
     return rel if len(rel) < len(path) else path
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "") -> list[str]:
-    """Columns padded to width; `align` has one letter a column, l or r (default: l then r)."""
-    align = align or "l" + "r" * (len(headers) - 1)
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
-
-    def line(cells: Sequence[str]) -> str:
-        out = [
-            c.ljust(w) if a == "l" else c.rjust(w)
-            for c, w, a in zip(cells, widths, align, strict=True)
-        ]
-        return "  " + "  ".join(out).rstrip()
-
-    return [line(headers), *(line(r) for r in rows)]
 
 
 def _call_site(report: Report) -> list[str]:
