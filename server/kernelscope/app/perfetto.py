@@ -86,13 +86,17 @@ async def serve_once(path: Path, port: int = PORT, lifetime: float = 300.0) -> O
     return shot
 
 
+async def _request_line(reader: asyncio.StreamReader) -> tuple[str, str]:
+    """The method and target of an HTTP request (its headers read and dropped)."""
+    request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10.0)
+    parts = request.split(b"\r\n", 1)[0].decode("latin-1").split()
+    return (parts[0], parts[1]) if len(parts) >= 2 else ("", "")
+
+
 async def _answer(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, shot: OneShot
 ) -> bool:
-    request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10.0)
-    first = request.split(b"\r\n", 1)[0].decode("latin-1")
-    parts = first.split()
-    method, target = (parts[0], parts[1]) if len(parts) >= 2 else ("", "")
+    method, target = await _request_line(reader)
     cors = f"Access-Control-Allow-Origin: {ORIGIN}\r\n"
     if method == "OPTIONS":
         writer.write(
@@ -345,10 +349,7 @@ async def serve_ui(
 async def _answer_ui(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ui: UiServer
 ) -> None:
-    request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10.0)
-    first = request.split(b"\r\n", 1)[0].decode("latin-1")
-    parts = first.split()
-    method, target = (parts[0], parts[1]) if len(parts) >= 2 else ("", "")
+    method, target = await _request_line(reader)
     wanted = urllib.parse.unquote(urllib.parse.urlsplit(target).path)
     name = wanted.removeprefix("/")
     if name == "" or name.endswith("/"):

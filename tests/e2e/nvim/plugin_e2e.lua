@@ -197,14 +197,18 @@ local function run_plugin(legacy)
       return l.command and l.command.title or ''
     end, vim.lsp.codelens.get(bufnr))
   end
-  vim.wait(10000, function()
-    for _, t in ipairs(lens_titles()) do
-      if t:match('bound') then
-        return true
+  -- wait up to `ms` for a lens whose title matches `pattern`
+  local function wait_for_lens(ms, pattern)
+    vim.wait(ms, function()
+      for _, t in ipairs(lens_titles()) do
+        if t:match(pattern) then
+          return true
+        end
       end
-    end
-    return false
-  end, 20)
+      return false
+    end, 20)
+  end
+  wait_for_lens(10000, 'bound')
   result.code_lens = lens_titles()
   result.inlay_hints_enabled = vim.lsp.inlay_hint and vim.lsp.inlay_hint.is_enabled({ bufnr = bufnr }) or vim.NIL
   step('code lens')
@@ -292,14 +296,7 @@ local function run_plugin(legacy)
       return a.title == 'Profile `' .. func .. '`'
     end,
   })
-  vim.wait(45000, function()
-    for _, t in ipairs(lens_titles()) do
-      if t:match(' vs ') then
-        return true
-      end
-    end
-    return false
-  end, 20)
+  wait_for_lens(45000, ' vs ')
   result.code_lens_after_action = lens_titles()
   step('code action run')
 
@@ -325,14 +322,7 @@ local function run_plugin(legacy)
     vim.cmd('close')
   end
   vim.api.nvim_set_current_buf(bufnr)
-  vim.wait(10000, function()
-    for _, t in ipairs(lens_titles()) do
-      if t:match(' vs ') then
-        return true
-      end
-    end
-    return false
-  end, 20)
+  wait_for_lens(10000, ' vs ')
   result.code_lens_after = lens_titles()
   step('compare')
 
