@@ -74,3 +74,12 @@ def test_the_loader_runs_on_python_39_and_imports_only_the_standard_library() ->
     text = (PROGRAM.parent / "loader.py").read_text(encoding="utf-8")
     ast.parse(text, feature_version=(3, 9))
     assert _imports(text) - set(sys.stdlib_module_names) == {PACKAGE}
+
+
+@pytest.mark.parametrize("name", sorted(worker_texts()))
+def test_no_code_object_api_newer_than_python_39(name: str) -> None:
+    """`code.co_lines()` (3.10+) and `co_qualname` (3.11+) only through a fallback: the
+    worker's loop watch once used co_lines() and would have failed on a 3.9 GPU host."""
+    text = worker_texts()[name]
+    assert ".co_lines(" not in text
+    assert ".co_qualname" not in text  # getattr(code, "co_qualname", None) is how it is read

@@ -181,7 +181,7 @@ def replay(torch, fn, code, args, kwargs, state, compiled=None):
             "internal",
             "found no function object for %s (%s:%d) to call again"
             % (
-                code.co_qualname if hasattr(code, "co_qualname") else code.co_name,
+                getattr(code, "co_qualname", code.co_name),
                 code.co_filename,
                 code.co_firstlineno,
             ),

@@ -9,6 +9,7 @@ before it closes (CUDA events time the steps before, with no sync). There is no 
 in place.
 """
 
+import dis
 import os
 import statistics
 import sys
@@ -232,7 +233,8 @@ class LoopWatch(CallWatch):
             return code is self.loop_code
         if os.path.realpath(code.co_filename) != self.path:
             return False
-        if any(line == self.body_line for _, _, line in code.co_lines()):
+        # dis.findlinestarts, not co_lines(): the worker runs on Python 3.9 too
+        if any(line == self.body_line for _, line in dis.findlinestarts(code)):
             self.loop_code = code
             return True
         return False
