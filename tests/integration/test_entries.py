@@ -204,7 +204,9 @@ def test_in_place_a_module_level_while_loop(project: Path) -> None:
     assert site["captured"] is False
     assert site["modes"] == ["iterations 6-14 profiled, 10-14 active"]
     assert out["function"]["line"] == loop
-    assert out["timing"]["unprofiled_process"] == "before the profiler started"
+    assert out["timing"]["unprofiled_process"] == (
+        "before the profiler started, in a worker that never profiled"
+    )
     assert out["timing"]["unprofiled_reps"] == 4  # iterations 2-5; the first is the cold one
     assert out["lines"] == []  # no line pass in place
     names = {o["name"] for o in out["ops"]}

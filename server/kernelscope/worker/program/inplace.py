@@ -1,8 +1,10 @@
 # pyright: basic
 """In place: the program's own calls of the function (or iterations of a loop) are the
 steps, with its own changing inputs. Step 1 is the cold one; steps 2..skip are timed
-without the profiler (the process has not profiled yet); the next wait + warmup + active
-steps run under the profiler's schedule; then the result is sent and the worker ends.
+without the profiler; the next wait + warmup + active
+steps run under the profiler's schedule; then the result is sent and the worker ends. Run
+locally, this is the worker that never profiled (a warmed profiler slows host code for the
+rest of the process); through a command prefix or a remote, the profiling worker.
 
 The only syncs kernelscope adds are the schedule's: before the active window opens and
 before it closes (CUDA events time the steps before, with no sync). There is no line pass
@@ -18,7 +20,7 @@ import types
 from typing import Any
 
 from .devices import profiler_activities
-from .names import CALL_RANGE, STAGES_PROFILED
+from .names import CALL_RANGE, STAGES_PROFILED, TIMING_WORKER_ENV
 from .phases import finished, peak_memory, trace_stem
 from .timing import spread
 from .traces import gzip_file
@@ -170,7 +172,11 @@ class Steps:
             "p10_us": p10,
             "p90_us": p90,
             "gpu": None,
-            "process": "before the profiler started",
+            "process": (
+                "before the profiler started, in a worker that never profiled"
+                if os.environ.get(TIMING_WORKER_ENV)
+                else "before the profiler started, in a worker whose profiler was warmed"
+            ),
             "replayed_from": "",
             "replay_note": "",
         }
