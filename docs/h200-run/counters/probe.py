@@ -1,6 +1,7 @@
 """Counters probe: one warm call of each workload inside cudaProfilerStart/Stop, for
 `ncu --profile-from-start off`. Each call sits in an NVTX range named for its workload."""
 
+import os
 import sys
 
 import torch
@@ -107,7 +108,16 @@ WORKLOADS = [mm, cos_cos, embedding_bag, gather_gpt2, gather_dim0, index_select,
              conv, sdpa, flex, triton_softmax, layernorm_unfused]
 
 if __name__ == "__main__":
+    # KS_PROBE_TRACE=PATH: the same single calls under torch.profiler instead (shapes, each in
+    # a record_function named as the NVTX range), for the model-vs-counters fixture
+    trace_to = os.environ.get("KS_PROBE_TRACE")
+    prof = None
+    if trace_to:
+        from torch.profiler import ProfilerActivity, profile, record_function
+
+        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True)
     only = set(sys.argv[1:])
+    ready = []
     for make in WORKLOADS:
         if only and make.__name__ not in only:
             continue
@@ -123,6 +133,9 @@ if __name__ == "__main__":
             end.record()
             torch.cuda.synchronize()
             print("%s: %.1f us per call (events, 10 calls)" % (make.__name__, start.elapsed_time(end) * 100), flush=True)
+            if prof is not None:
+                ready.append((make.__name__, fn))
+                continue
             torch.cuda.nvtx.range_push(make.__name__)
             torch.cuda.profiler.start()
             fn()
@@ -131,3 +144,11 @@ if __name__ == "__main__":
             torch.cuda.nvtx.range_pop()
         except Exception as e:  # one workload failing must not lose the others
             print("%s FAILED: %r" % (make.__name__, e), flush=True)
+    if prof is not None:  # all warmed first: the trace holds the single calls only
+        prof.start()
+        for name, fn in ready:
+            with record_function(name):
+                fn()
+            torch.cuda.synchronize()
+        prof.stop()
+        prof.export_chrome_trace(trace_to)
