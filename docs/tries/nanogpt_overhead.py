@@ -16,7 +16,11 @@ if mode == "warmprof":
     from torch.profiler import ProfilerActivity, profile
 
     x = torch.ones(8, device="cuda")
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True, with_stack=True):
+    with profile(
+        activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+        record_shapes=True,
+        with_stack=True,
+    ):
         (x + x).sum()
 elif mode == "nvml":
     import pynvml

@@ -8,9 +8,11 @@ import sys
 import torch
 
 sys.path.insert(0, os.getcwd())
-from model import GPT, GPTConfig  # noqa: E402
+from model import GPT, GPTConfig
 
-cfg = GPTConfig(block_size=256, vocab_size=65, n_layer=6, n_head=6, n_embd=384, dropout=0.2, bias=False)
+cfg = GPTConfig(
+    block_size=256, vocab_size=65, n_layer=6, n_head=6, n_embd=384, dropout=0.2, bias=False
+)
 model = GPT(cfg).cuda().train()
 compiled = len(sys.argv) > 1 and sys.argv[1] == "compile"
 x = torch.randn(64, 256, 384, device="cuda")
@@ -29,5 +31,9 @@ with torch.autocast("cuda", dtype=torch.bfloat16):
         e.synchronize()
         times.append(s.elapsed_time(e) * 1000)
 times.sort()
-print("truth Block.forward%s: median %.1f us, p10 %.1f, p90 %.1f (50 calls, CUDA events)"
-      % (" compiled" if compiled else "", times[25], times[5], times[45]))
+print(
+    "truth Block.forward{}: median {:.1f} us, p10 {:.1f}, p90 {:.1f}"
+    " (50 calls, CUDA events)".format(
+        " compiled" if compiled else "", times[25], times[5], times[45]
+    )
+)

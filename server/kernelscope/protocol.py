@@ -63,6 +63,9 @@ class Entry(msgspec.Struct):
     """Save the captured call under the project's .kernelscope/captures/ (local runs)."""
     capture: str | None = None
     """A saved capture to replay instead of running the program (the clean worker's)."""
+    keep_mb: int = 0
+    """Without --save: keep the capture under .kernelscope/captures/ when it is at most this
+    many MB (local runs), so the next profile replays it while the program is unchanged."""
 
     @property
     def label(self) -> str:
@@ -324,6 +327,8 @@ class CallSite(msgspec.Struct):
     reused: bool = False
     """Replayed from the saved capture (`saved`): the program and its files had not changed,
     so it did not run."""
+    kept: bool = False
+    """`saved` / `save_error` are of the automatic keep (no --save)."""
 
     @property
     def label(self) -> str:

@@ -6,6 +6,7 @@ with no harness code; and every way a program can fail to give the call, with it
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -405,3 +406,42 @@ def test_a_saved_capture_is_reused_while_the_program_is_unchanged(tmp_path: Path
     config = root / "config" / "tiny.py"
     config.write_text(config.read_text() + "\n# edited\n")
     assert report(kernelscope(root, *args))["call_site"]["reused"] is False
+
+
+def test_a_small_capture_is_kept_without_save_and_fresh_runs_the_program(tmp_path: Path) -> None:
+    """Without --save, a capture under keep_captures_mb is kept: the next profile of the
+    call replays it; --fresh runs the program again; keep_captures_mb = 0 keeps nothing."""
+    root = tmp_path / "minigpt"
+    shutil.copytree(WORKLOADS / "minigpt", root, ignore=shutil.ignore_patterns("out"))
+    (root / "pyproject.toml").write_text("[project]\nname = 'minigpt'\n")
+    args = ("model.py::Block.forward", "--via", TRAIN, "--json", "--no-lines")
+    first = report(kernelscope(root, *args))["call_site"]
+    assert first["kept"] is True and first["saved"] and first["save_error"] is None
+    again = report(kernelscope(root, *args))["call_site"]
+    assert again["reused"] is True and again["saved"] == first["saved"]
+    assert report(kernelscope(root, *args, "--fresh"))["call_site"]["reused"] is False
+    text = kernelscope(root, *args[:-2], "--fresh", "--no-lines").stdout
+    assert "the next profile of this call replays it" in text
+    (root / "pyproject.toml").write_text(
+        "[project]\nname = 'minigpt'\n\n[tool.kernelscope]\nkeep_captures_mb = 0\n"
+    )
+    shutil.rmtree(root / ".kernelscope" / "captures")
+    site = report(kernelscope(root, *args))["call_site"]
+    assert site["saved"] is None and site["reused"] is False
+    assert report(kernelscope(root, *args))["call_site"]["reused"] is False
+
+
+def test_a_capture_over_keep_captures_mb_is_not_kept(tmp_path: Path) -> None:
+    root = tmp_path / "minigpt"
+    shutil.copytree(WORKLOADS / "minigpt", root, ignore=shutil.ignore_patterns("out"))
+    (root / "pyproject.toml").write_text(
+        "[project]\nname = 'minigpt'\n\n[tool.kernelscope]\nkeep_captures_mb = 1\n"
+    )
+    # GPT.forward's capture holds the whole model: ~6 MB of parameters at n_embd 256
+    site = report(kernelscope(root, "model.py::GPT.forward", "--via", TRAIN + " --n_embd=256",
+                              "--json", "--no-lines"))["call_site"]  # fmt: skip
+    assert site["saved"] is None
+    assert re.fullmatch(
+        r"\d+ MB of tensors, over the 1 MB kept without --save \(keep_captures_mb\)",
+        site["save_error"],
+    ), site["save_error"]

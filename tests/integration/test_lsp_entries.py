@@ -61,6 +61,15 @@ async def test_profile_via_a_program_from_the_editor(project: Path) -> None:
         assert "via train.py, call 1" in lens
         assert f"via {TRAIN}, call 1 from model.py:" in hover
         assert "eval mode, no_grad, captured" in hover
+        assert "the program did not run" not in hover
+
+        # kept: the same call again replays the capture; the fresh option runs the program
+        assert (await profile(client, uri, "Block.forward", {"via": TRAIN}))["ok"]
+        _, hover = await _lens_and_hover(client, uri, _forward_of(project / "model.py", "Block"))
+        assert "from the saved capture (the program did not run)" in hover
+        assert (await profile(client, uri, "Block.forward", {"via": TRAIN, "fresh": True}))["ok"]
+        _, hover = await _lens_and_hover(client, uri, _forward_of(project / "model.py", "Block"))
+        assert "the program did not run" not in hover
 
         with pytest.raises(JsonRpcException, match=r"no such script nope\.py"):
             await profile(client, uri, "Block.forward", {"via": "nope.py"})
@@ -137,6 +146,11 @@ async def test_the_mcp_profile_tool_takes_a_program(project: Path) -> None:
         assert report["call_site"]["modes"] == ["eval mode", "no_grad"]
         summary = result.content[0].text  # type: ignore[union-attr]
         assert f"via {TRAIN}, call 1" in summary
+        args = {"path": "model.py", "qualname": "GPT.forward", "via": TRAIN, "device": "cpu"}
+        again = (await client.call_tool("profile", args)).structured_content
+        assert again is not None and again["call_site"]["reused"] is True
+        fresh = (await client.call_tool("profile", {**args, "fresh": True})).structured_content
+        assert fresh is not None and fresh["call_site"]["reused"] is False
         steps = await client.call_tool(
             "profile",
             {

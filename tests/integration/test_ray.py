@@ -357,3 +357,37 @@ def test_a_dashboard_that_goes_away_mid_job_is_remote_lost(files: Path) -> None:
         d.close()
     assert failure.kind == "remote_lost", failure
     assert "cannot reach the Ray dashboard" in failure.message
+
+
+def test_a_program_runs_on_ray_with_via(
+    ray_head: RayHead, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--via on a Ray remote: the program's folder travels with the job (its scripts,
+    configs and text data) and runs there to the call; the report names the local files."""
+    local = tmp_path / "minigpt"
+    shutil.copytree(WORKLOADS / "minigpt", local, ignore=shutil.ignore_patterns("out"))
+    (local / "pyproject.toml").write_text(
+        "[project]\nname = 'minigpt'\n\n"
+        '[tool.kernelscope.remotes.cluster]\nkind = "ray"\n'
+        f"address = {json.dumps(ray_head.address)}\n"
+        f"token_file = {json.dumps(str(ray_head.token_file))}\n"
+        f"python = {json.dumps(sys.executable)}\n"
+        'env = { OMP_NUM_THREADS = "1" }\n'
+    )
+    train = "train.py config/tiny.py --max_iters=3 --eval_interval=2 --device=cpu"
+    cwd = Path.cwd()
+    os.chdir(local)
+    try:
+        code = main(["profile", "model.py::Block.forward", "--via", train, "--remote", "cluster",
+                     "--device", "cpu", "--json", "--no-lines", "--call", "2"])  # fmt: skip
+    finally:
+        os.chdir(cwd)
+    out = capsys.readouterr().out
+    assert code == 0, out[-3000:]
+    report = json.loads(out)
+    assert report["runner"]["remote"] == "cluster"
+    site = report["call_site"]
+    assert (site["call"], site["captured"]) == (2, True)
+    assert site["caller_path"] == str(local / "model.py")
+    assert report["function"]["path"] == str(local / "model.py")
+    assert site["saved"] is None and site["reused"] is False  # no capture is kept remotely

@@ -104,8 +104,21 @@ def layernorm_unfused():
     return run
 
 
-WORKLOADS = [mm, cos_cos, embedding_bag, gather_gpt2, gather_dim0, index_select, gemv, copy_fill,
-             conv, sdpa, flex, triton_softmax, layernorm_unfused]
+WORKLOADS = [
+    mm,
+    cos_cos,
+    embedding_bag,
+    gather_gpt2,
+    gather_dim0,
+    index_select,
+    gemv,
+    copy_fill,
+    conv,
+    sdpa,
+    flex,
+    triton_softmax,
+    layernorm_unfused,
+]
 
 if __name__ == "__main__":
     # KS_PROBE_TRACE=PATH: the same single calls under torch.profiler instead (shapes, each in
@@ -132,7 +145,11 @@ if __name__ == "__main__":
                 fn()
             end.record()
             torch.cuda.synchronize()
-            print("%s: %.1f us per call (events, 10 calls)" % (make.__name__, start.elapsed_time(end) * 100), flush=True)
+            print(
+                f"{make.__name__}: {start.elapsed_time(end) * 100:.1f} us per call"
+                " (events, 10 calls)",
+                flush=True,
+            )
             if prof is not None:
                 ready.append((make.__name__, fn))
                 continue
@@ -143,7 +160,7 @@ if __name__ == "__main__":
             torch.cuda.profiler.stop()
             torch.cuda.nvtx.range_pop()
         except Exception as e:  # one workload failing must not lose the others
-            print("%s FAILED: %r" % (make.__name__, e), flush=True)
+            print(f"{make.__name__} FAILED: {e!r}", flush=True)
     if prof is not None:  # all warmed first: the trace holds the single calls only
         prof.start()
         for name, fn in ready:

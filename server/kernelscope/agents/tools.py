@@ -70,8 +70,8 @@ Via = Annotated[
         '"train.py --max_iters 20", "-m pkg.train", or "tests/test_model.py::test_forward"'
     ),
 ]
-#: A program's options: (via, call, caller, in_place).
-EntryOptions = tuple[str | None, int, str | None, bool]
+#: A program's options: (via, call, caller, in_place, fresh).
+EntryOptions = tuple[str | None, int, str | None, bool, bool]
 
 
 def result(value: object, text: str) -> CallToolResult:
@@ -114,7 +114,7 @@ class Tools:
         remote: str | None,
         entry: EntryOptions | None = None,
     ) -> ProfileSpec:
-        via, call, caller, in_place = entry or (None, 1, None, False)
+        via, call, caller, in_place, fresh = entry or (None, 1, None, False, False)
         return ProfileSpec(
             path=target.path,
             qualname=target.qualname,
@@ -130,6 +130,7 @@ class Tools:
             caller=caller,
             cwd=self.root,
             in_place=in_place,
+            fresh=fresh,
         )
 
     async def profile(
@@ -158,6 +159,10 @@ class Tools:
             bool,
             Field(description="With via: profile the program's own calls as the steps"),
         ] = False,
+        fresh: Annotated[
+            bool,
+            Field(description="With via: run the program again, not the call's kept capture"),
+        ] = False,
     ) -> CallToolResult:
         """Profile one function under a warmed torch.profiler schedule in a worker process
         of its own (this machine's GPU or CPU, or a remote); returns the verdict
@@ -173,7 +178,7 @@ class Tools:
             timeout,
             batch_size,
             remote,
-            (via, call, caller, in_place),
+            (via, call, caller, in_place, fresh),
         )
         record = await self._job(
             lambda on: self.service.profile(spec, on), ctx, f"{target.path}::{qualname}"

@@ -86,6 +86,8 @@ class ProfileSpec:
     in_place: bool = False
     """Profile the program's own calls as the steps (after `skip`)."""
     skip: int = 5
+    fresh: bool = False
+    """Run the program again even where a kept capture of the call could be replayed."""
 
 
 @dataclass
@@ -297,6 +299,7 @@ class ProfileService:
             spec.source,
             in_place=spec.in_place,
             skip=spec.skip,
+            fresh=spec.fresh,
         )
 
     async def _run_ranks(

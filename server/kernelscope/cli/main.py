@@ -123,7 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--save",
         action="store_true",
-        help="keep the captured call under .kernelscope/captures/ (the clean worker replays it)",
+        help="keep the captured call under .kernelscope/captures/ whatever its size (without "
+        "it, captures up to keep_captures_mb are kept); the clean worker replays it",
+    )
+    e.add_argument(
+        "--fresh",
+        action="store_true",
+        help="run the program again even where a kept capture of the call could be replayed",
     )
     e.add_argument(
         "--in-place",
@@ -236,6 +242,8 @@ def _entry(args: argparse.Namespace, target: Target) -> Entry | None:
             raise TargetError(
                 "--call, --from, --no-compile, --in-place and --save need a program (--via)"
             )
+        if args.fresh:
+            raise TargetError("--fresh needs a program (--via)")
         if loop_line(target.qualname):
             raise TargetError("a loop (PATH:LINE) runs in its program: give it with --via")
         return None
@@ -253,6 +261,7 @@ def _entry(args: argparse.Namespace, target: Target) -> Entry | None:
         in_place=args.in_place,
         skip=args.skip,
         save=args.save,
+        fresh=args.fresh,
     )
 
 

@@ -13,6 +13,10 @@ from kernelscope.pyfunctions import INPUTS_FILE, stub_for
 ROOT_MARKERS = ("pyproject.toml", ".git", "setup.py", "setup.cfg")
 
 
+#: Captures up to this size (MB) are kept for the next profile unless the project says otherwise.
+DEFAULT_KEEP_MB = 1024
+
+
 class ProjectError(Exception):
     """pyproject.toml exists but cannot be used."""
 
@@ -36,6 +40,10 @@ class Project:
     """Perfetto's UI build (a folder or perfetto-ui.zip) to serve offline (`perfetto_ui` under
     [tool.kernelscope], relative to the root); None: unset, or unusable (see `problems`)."""
     problems: tuple[str, ...] = ()
+    keep_captures_mb: int = DEFAULT_KEEP_MB
+    """[tool.kernelscope] keep_captures_mb: a `--via` capture up to this size is kept without
+    --save, so the next profile of the call replays it while the program is unchanged (0:
+    never)."""
     """Values of [tool.kernelscope] that were left unset because they are unusable, each saying
     why (those that are not cheap to get wrong raise ProjectError instead)."""
 
@@ -157,6 +165,12 @@ def load_project(path: Path) -> Project:
         raise ProjectError(
             f'{config}: [tool.kernelscope] inputs_module names a module, like "tools.inputs"'
         )
+    keep_mb = table.get("keep_captures_mb", DEFAULT_KEEP_MB)
+    if not isinstance(keep_mb, int) or isinstance(keep_mb, bool) or keep_mb < 0:
+        raise ProjectError(
+            f"{config}: [tool.kernelscope] keep_captures_mb must be an integer >= 0 (MB; 0: "
+            "never keep a capture without --save)"
+        )
     problems: list[str] = []
     perfetto_ui = table.get("perfetto_ui")
     if perfetto_ui is not None and not (isinstance(perfetto_ui, str) and perfetto_ui.strip()):
@@ -174,6 +188,7 @@ def load_project(path: Path) -> Project:
         inputs_module,
         resolve_path(root, perfetto_ui) if perfetto_ui is not None else None,
         tuple(problems),
+        keep_mb,
     )
 
 

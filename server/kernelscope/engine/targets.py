@@ -133,11 +133,13 @@ def parse_entry(
     in_place: bool = False,
     skip: int = 5,
     save: bool = False,
+    fresh: bool = False,
 ) -> Entry:
     """The program `command` names, as a shell would split it: ``train.py --max_iters 20``
     (a leading ``python`` is dropped), ``-m pkg.train ...``, or a pytest node id
     (``tests/test_model.py::test_forward``, or ``pytest`` and one). TargetError says what
-    is wrong with it, or with `caller` (``FILE:LINE``, relative to `cwd`)."""
+    is wrong with it, or with `caller` (``FILE:LINE``, relative to `cwd`). A capture kept
+    by an earlier profile of the same call is replayed unless `fresh` (or `save`) is set."""
     try:
         words = shlex.split(command)
     except ValueError as e:
@@ -189,8 +191,9 @@ def parse_entry(
         loop_line=loop,
         body_line=body,
         save=save and not in_place,
+        keep_mb=0 if save or in_place else target.project.keep_captures_mb,
     )
-    if entry.in_place or entry.save:  # --save takes a fresh capture
+    if entry.in_place or entry.save or fresh:  # --save takes a fresh capture
         return entry
     saved = reusable(target.project.root, target.qualname, entry)
     return msgspec.structs.replace(entry, capture=str(saved)) if saved else entry

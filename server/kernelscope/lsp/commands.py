@@ -155,6 +155,7 @@ def _spec(
         no_compile=bool(options.get("noCompile", False)),
         in_place=bool(options.get("inPlace", False)),
         skip=skip,
+        fresh=bool(options.get("fresh", False)),
     )
 
 

@@ -44,10 +44,15 @@ def _call_site(report: Report) -> list[str]:
     out = [f"call      {site.label}{ran}"]
     if site.wrote:
         out.append(f"          it ran for real and wrote {', '.join(site.wrote)}")
-    if site.saved:
+    if site.saved and site.kept:
+        out.append(
+            f"          kept in {shorten(site.saved)}: the next profile of this call replays it "
+            "while the program's files are unchanged (--fresh runs the program again)"
+        )
+    elif site.saved:
         out.append(f"          saved to {shorten(site.saved)}")
     if site.save_error:
-        out.append(f"          not saved: {site.save_error}")
+        out.append(f"          {'not kept' if site.kept else 'not saved'}: {site.save_error}")
     t = report.timing
     if t.replayed_from:
         why = f" ({t.replay_note})" if t.replay_note else ""

@@ -229,9 +229,9 @@ def _set_sdpa(torch, flags):
             enable(on)
 
 
-def save_capture(torch, path, args, kwargs, state, meta):
+def save_capture(torch, path, args, kwargs, state, meta, limit=None):
     """Save the call (arguments by value, objects by pickle) and its state to `path`; None,
-    or why it cannot be saved, naming the argument."""
+    or why it cannot be saved, naming the argument (or its size, past `limit` bytes)."""
     import io
 
     names = ["argument %d" % i for i in range(len(args))] + ["`%s`" % k for k in kwargs]
@@ -245,11 +245,49 @@ def save_capture(torch, path, args, kwargs, state, meta):
                 type(e).__name__,
                 str(e).splitlines()[0][:200] if str(e) else "",
             )
+    payload = {"args": list(args), "kwargs": kwargs, "state": state.saved(), "meta": meta}
+    if limit is not None and _storage_bytes(torch, payload) > limit:
+        return "%.0f MB of tensors, over the %d MB kept without --save (keep_captures_mb)" % (
+            _storage_bytes(torch, payload) / 2**20,
+            limit // 2**20,
+        )
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".tmp"
-    torch.save({"args": list(args), "kwargs": kwargs, "state": state.saved(), "meta": meta}, tmp)
+    torch.save(payload, tmp)
     os.replace(tmp, path)
     return None
+
+
+def _storage_bytes(torch, obj):
+    """Bytes of the distinct tensor storages reachable from `obj` (containers, modules,
+    optimizers, plain objects' attributes), as torch.save would write them."""
+    seen_storages, seen_objects, total = set(), set(), 0
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        if id(o) in seen_objects:
+            continue
+        seen_objects.add(id(o))
+        if isinstance(o, torch.Tensor):
+            storage = o.untyped_storage()
+            key = (storage.data_ptr(), o.device)
+            if key not in seen_storages:
+                seen_storages.add(key)
+                total += storage.nbytes()
+        elif isinstance(o, dict):
+            stack.extend(o.values())
+        elif isinstance(o, (list, tuple, set, frozenset)):
+            stack.extend(o)
+        elif isinstance(o, torch.optim.Optimizer):
+            stack.extend(o.state.values())
+            stack.extend(p for g in o.param_groups for p in g["params"])
+        elif hasattr(o, "__dict__") and not isinstance(o, _OPAQUE):
+            stack.extend(vars(o).values())  # a module's parameters, buffers and submodules too
+    return total
+
+
+#: Objects whose attributes torch.save does not walk into (it pickles them by reference).
+_OPAQUE = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType)
 
 
 def load_capture(torch, path):

@@ -44,9 +44,10 @@ def run_to_call(job, then):
     started = time.perf_counter()
     before = _files_now(job.entry_cwd)
     # what the program is before it runs (it may write into its folder before the call)
+    keep_mb = int(entry.get("keep_mb") or 0) if job.root == job.local_root else 0
     digest = (
         program_digest(job.entry_cwd, [entry["target"], *entry.get("args", [])])
-        if entry.get("save")
+        if entry.get("save") or keep_mb
         else None
     )
 
@@ -83,9 +84,11 @@ def run_to_call(job, then):
                 "saved": None,
                 "save_error": None,
                 "reused": False,
+                "kept": not entry.get("save"),
             }
             if digest is not None:
-                _save(job, args, kwargs, state, want, digest)
+                limit = None if entry.get("save") else keep_mb
+                _save(job, args, kwargs, state, want, digest, limit)
             result = then(fn, call, device, sync)
             job.call_site["wrote"] = _written(job.entry_cwd, before)  # the replays' too
             return result
@@ -112,8 +115,9 @@ def run_to_call(job, then):
     raise _not_called(job, entry, watch, ended, seconds, compiled_before, wrote)
 
 
-def _save(job, args, kwargs, state, call, digest):
-    """Save the captured call under the project's .kernelscope/captures/ (local runs)."""
+def _save(job, args, kwargs, state, call, digest, keep_mb):
+    """Save the captured call under the project's .kernelscope/captures/ (local runs): with
+    --save whatever its size, else (`keep_mb`) only up to that size."""
     site = job.call_site
     if job.root != job.local_root:
         site["save_error"] = "a capture is saved on local runs only, not on a remote"
@@ -130,7 +134,8 @@ def _save(job, args, kwargs, state, call, digest):
         "site": dict(site),
     }
     try:
-        site["save_error"] = save_capture(job.torch, path, args, kwargs, state, meta)
+        limit = None if keep_mb is None else keep_mb * 2**20
+        site["save_error"] = save_capture(job.torch, path, args, kwargs, state, meta, limit)
     except Exception as e:
         site["save_error"] = "cannot save the capture: %s: %s" % (type(e).__name__, e)
     if site["save_error"] is None:
