@@ -66,7 +66,7 @@ async def _poll(ls: KernelscopeServer) -> None:
                 mtime = store.runs_dir.stat().st_mtime_ns
             except OSError:
                 mtime = 0
-            if seen.get(store.runs_dir, mtime) != mtime:
+            if seen.get(store.runs_dir) != mtime:  # a store seen first: read since it loaded
                 changed = True
             seen[store.runs_dir] = mtime
         if changed:
