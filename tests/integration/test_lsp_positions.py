@@ -9,13 +9,22 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from support.lsp import capabilities, open_doc, profile, start, stop
+from support.lsp import (
+    arrived,
+    capabilities,
+    open_doc,
+    profile,
+    start,
+    stop,
+    watch_run_finished,
+)
 
 MODEL = """\
 import torch
@@ -33,6 +42,11 @@ class Block:
 
 def Block_forward_inputs():
     return (Block(), torch.randn(96, 96))
+
+
+def broken():
+    x = torch.ones(2)
+    raise RuntimeError(f"boom {x.sum()}")
 """
 #: What the "Create inputs" quick fix inserted above `Block.forward` in the issue: 7 lines.
 STUB = """\
@@ -140,6 +154,14 @@ async def test_an_edit_above_a_method_moves_its_findings_in_the_editor(tmp_path:
         edited = MODEL.replace("z.relu()", "z.tanh()")
         change(client, uri, 4, lsp.TextDocumentContentChangeWholeDocument(edited))
         assert await published(client, uri, lambda d: True) == set()
+        # a failed run's diagnostic, on the user's line that raised, moves with its function
+        assert not (await profile(client, uri, "broken"))["ok"]
+        raised = MODEL.splitlines().index('    raise RuntimeError(f"boom {x.sum()}")')
+        assert placed(client, uri) == {("KS002", raised)}  # the user's line, not the def line
+        client.diagnostics.pop(uri, None)
+        top = lsp.Position(0, 0)
+        change(client, uri, 5, lsp.TextDocumentContentChangePartial(lsp.Range(top, top), "#\n#\n"))
+        assert await published(client, uri, bool) == {("KS002", raised + 2)}
     finally:
         await stop(client)
 
@@ -186,33 +208,10 @@ async def test_edits_on_disk_a_save_and_a_restart_move_the_findings(tmp_path: Pa
         await stop(client)
 
 
-def watch_run_finished(client: LanguageClient) -> list[Any]:
-    seen: list[Any] = []
-
-    @client.feature("kernelscope/runFinished")
-    def _(params: Any) -> None:  # pyright: ignore[reportUnusedFunction]
-        seen.append(params)
-
-    return seen
-
-
 def cli_profile(project: Path) -> None:
+    command = "profile model.py::Block.forward --device cpu --wait 0 --warmup 1 --active 1"
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kernelscope",
-            "profile",
-            "model.py::Block.forward",
-            "--device",
-            "cpu",
-            "--wait",
-            "0",
-            "--warmup",
-            "1",
-            "--active",
-            "1",
-        ],
+        [sys.executable, "-m", "kernelscope", *command.split()],
         cwd=project,
         check=True,
         capture_output=True,
@@ -220,25 +219,40 @@ def cli_profile(project: Path) -> None:
     )
 
 
-async def test_a_run_from_the_cli_appears_when_it_finishes_polled(tmp_path: Path) -> None:
-    """A client that cannot watch files: the server polls the store's run folder."""
-    project = project_with_model(tmp_path / "proj")
-    client = await start(project)
+async def mcp_profile(project: Path) -> None:
+    from support.mcp import server as mcp_server
+
+    async with mcp_server(project) as agent:
+        args = {"path": "model.py", "qualname": "Block.forward", "device": "cpu"}
+        result = await agent.call_tool("profile", {**args, "warmup": 1, "active": 1})
+        assert not result.is_error, result
+
+
+async def shown_when_it_finishes(project: Path, run: Callable[[Path], Awaitable[None]]) -> None:
+    """A run made by another process (`run`) appears in the open file, runFinished sent."""
+    client = await start(project)  # a client that cannot watch files: the run folder is polled
     seen = watch_run_finished(client)
     try:
         uri = open_doc(client, project / "model.py")
         await published(client, uri, lambda d: d == set())
-        await asyncio.to_thread(cli_profile, project)
+        await run(project)
         found = await published(client, uri, lambda d: ("KS100", FORWARD) in d)
-        assert ("KS100", FORWARD) in found
-        for _ in range(100):
-            if seen:
-                break
-            await asyncio.sleep(0.05)
+        assert ("KS110", FORWARD + 1) in found or ("KS110", FORWARD + 2) in found, found
+        await arrived(seen, 1)
         (done,) = seen
-        assert done.qualname == "Block.forward" and done.outcome == "ok" and done.runId
+        assert done["qualname"] == "Block.forward" and done["outcome"] == "ok" and done["runId"]
+        assert done["uri"] == uri
     finally:
         await stop(client)
+
+
+async def test_a_run_from_the_cli_appears_when_it_finishes(tmp_path: Path) -> None:
+    project = project_with_model(tmp_path / "proj")
+    await shown_when_it_finishes(project, lambda p: asyncio.to_thread(cli_profile, p))
+
+
+async def test_a_run_from_the_mcp_server_appears_when_it_finishes(tmp_path: Path) -> None:
+    await shown_when_it_finishes(project_with_model(tmp_path / "proj"), mcp_profile)
 
 
 async def test_a_run_from_the_cli_appears_through_watched_files(tmp_path: Path) -> None:
@@ -272,10 +286,7 @@ async def test_a_run_from_the_cli_appears_through_watched_files(tmp_path: Path) 
             )
         )
         assert ("KS100", FORWARD) in await published(client, uri, bool)
-        for _ in range(100):
-            if seen:
-                break
-            await asyncio.sleep(0.05)
-        assert [s.qualname for s in seen] == ["Block.forward"]
+        await arrived(seen, 1)
+        assert [s["qualname"] for s in seen] == ["Block.forward"]
     finally:
         await stop(client)
