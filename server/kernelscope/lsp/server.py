@@ -230,12 +230,12 @@ class KernelscopeServer(LanguageServer):
         for (fpath, qualname), (failure, then) in self.failures.items():
             fn = current.get(qualname)
             if fpath == str(path) and fn is not None and fn.text_hash == then.text_hash:
-                moved = _shifted(failure, path, then, fn)
+                moved = _moved_failure(failure, path, then, fn)
                 diags.append(failure_diagnostic(moved, fn, lines, notebook, path))
         for (fpath, qualname), (exp, then) in self.experiments.items():
             fn = current.get(qualname)
             if fpath == str(path) and fn is not None and fn.text_hash == then.text_hash:
-                exp_now = shifted_experiments(exp, then, fn)
+                exp_now = _moved_experiments(exp, then, fn)
                 diags += editor_views.experiment_diagnostics(exp_now, str(path), lines)
         return diags
 
@@ -243,7 +243,7 @@ class KernelscopeServer(LanguageServer):
 uri_to_path = file_path
 
 
-def _shifted(
+def _moved_failure(
     failure: ProfileFailed, path: Path, then: FunctionDef, now: FunctionDef
 ) -> ProfileFailed:
     """A failure at a line of the function, moved with the function (unchanged since)."""
@@ -254,7 +254,7 @@ def _shifted(
     return msgspec.structs.replace(failure, line=failure.line + now.def_line - then.def_line)
 
 
-def shifted_experiments(exp: Experiments, then: FunctionDef, now: FunctionDef) -> Experiments:
+def _moved_experiments(exp: Experiments, then: FunctionDef, now: FunctionDef) -> Experiments:
     """An experiment's def line and failed variants' lines, moved with its function."""
     shift = now.def_line - then.def_line
     if not shift:
