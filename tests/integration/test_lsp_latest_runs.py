@@ -4,14 +4,11 @@ it, and `kernelscope/runFinished` after every run (Neovim refreshes its lenses o
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-from typing import Any
 
 from lsprotocol import types as lsp
-from pytest_lsp import LanguageClient
 
-from support.lsp import FAST, open_doc, profile, start, stop
+from support.lsp import FAST, arrived, open_doc, profile, start, stop, watch_run_finished
 
 NESTED = """\
 import torch
@@ -43,25 +40,6 @@ def nested_project(root: Path) -> Path:
     (root / "pyproject.toml").write_text("[project]\nname = 'proj'\n")
     (root / "nested.py").write_text(NESTED)
     return root
-
-
-def watch_run_finished(client: LanguageClient) -> list[dict[str, Any]]:
-    """Record every kernelscope/runFinished the server sends."""
-    seen: list[dict[str, Any]] = []
-
-    @client.feature("kernelscope/runFinished")
-    def _(params: Any) -> None:  # pyright: ignore[reportUnusedFunction]
-        seen.append({k: getattr(params, k, None) for k in ("uri", "qualname", "outcome", "runId")})
-
-    return seen
-
-
-async def arrived(seen: list[dict[str, Any]], count: int) -> None:
-    for _ in range(100):
-        if len(seen) >= count:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"expected {count} kernelscope/runFinished, got {seen}")
 
 
 async def test_overlapping_runs_give_one_diagnostic_per_code_per_line(tmp_path: Path) -> None:

@@ -127,40 +127,52 @@ async def test_a_function_in_a_cell_profiles_and_shows_on_its_cell(
     assert "def matmul(" in text and "pass  # kernelscope: stripped" in text
 
     # A line added to an earlier cell moves the function in the module (its text is the same):
-    # the run's lines no longer match, so its results go stale.
-    client.notebook_document_did_change(
-        lsp.DidChangeNotebookDocumentParams(
-            notebook_document=lsp.VersionedNotebookDocumentIdentifier(
-                version=2, uri=notebook.as_uri()
-            ),
-            change=lsp.NotebookDocumentChangeEvent(
-                cells=lsp.NotebookDocumentCellChanges(
-                    text_content=[
-                        lsp.NotebookDocumentCellContentChanges(
-                            document=lsp.VersionedTextDocumentIdentifier(version=2, uri=uris[0]),
-                            changes=[
-                                lsp.TextDocumentContentChangePartial(
-                                    range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)),
-                                    text="import math\n",
-                                )
-                            ],
-                        )
-                    ]
-                )
-            ),
+    # its findings move with it and stay on the same lines of its own cell.
+    async def edited(cell: int, version: int, text: str, line: int = 0) -> list[lsp.Diagnostic]:
+        client.diagnostics.pop(uris[2], None)
+        client.notebook_document_did_change(
+            lsp.DidChangeNotebookDocumentParams(
+                notebook_document=lsp.VersionedNotebookDocumentIdentifier(
+                    version=version, uri=notebook.as_uri()
+                ),
+                change=lsp.NotebookDocumentChangeEvent(
+                    cells=lsp.NotebookDocumentCellChanges(
+                        text_content=[
+                            lsp.NotebookDocumentCellContentChanges(
+                                document=lsp.VersionedTextDocumentIdentifier(
+                                    version=version, uri=uris[cell]
+                                ),
+                                changes=[
+                                    lsp.TextDocumentContentChangePartial(
+                                        range=lsp.Range(
+                                            lsp.Position(line, 0), lsp.Position(line, 0)
+                                        ),
+                                        text=text,
+                                    )
+                                ],
+                            )
+                        ]
+                    )
+                ),
+            )
         )
-    )
+        for _ in range(200):  # the cells are published one by one
+            if uris[2] in client.diagnostics:
+                return client.diagnostics[uris[2]]
+            await asyncio.sleep(0.05)
+        raise AssertionError("the function's cell was not published again")
 
-    def summaries() -> list[lsp.Diagnostic]:
-        return [d for d in client.diagnostics[uris[2]] if d.code == "KS100"]
+    def placed(diags: list[lsp.Diagnostic]) -> set[tuple[object, int]]:
+        return {(d.code, d.range.start.line) for d in diags if d.code in ("KS100", "KS110")}
 
-    for _ in range(len(uris)):  # the cells are published one by one
-        if not summaries():
-            break
-        await asyncio.wait_for(
-            client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), 10
-        )
-    assert not summaries()
+    before = placed(diags)
+    assert ("KS100", 0) in before and ("KS110", 2) in before, before
+    assert placed(await edited(0, 2, "import math\n")) == before
+    # Lines added in the function's own cell, above it: everything moves down by two.
+    moved = placed(await edited(2, 3, "x = 1\ny = 2\n"))
+    assert moved == {(code, line + 2) for code, line in before}, (moved, before)
+    # The function edited (a line in its body): its numbers are stale and go.
+    assert not placed(await edited(2, 4, "    n = n + 0\n", line=3))
 
 
 async def test_a_redefined_decorated_function_and_a_missing_provider(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sys
 from pathlib import Path
@@ -147,3 +148,22 @@ def make_project(root: Path) -> Path:
     for name in ("three_lines.py", "failures.py"):
         shutil.copy(WORKLOADS / name, root / name)
     return root
+
+
+def watch_run_finished(client: LanguageClient) -> list[dict[str, Any]]:
+    """Record every kernelscope/runFinished the server sends."""
+    seen: list[dict[str, Any]] = []
+
+    @client.feature("kernelscope/runFinished")
+    def _(params: Any) -> None:  # pyright: ignore[reportUnusedFunction]
+        seen.append({k: getattr(params, k, None) for k in ("uri", "qualname", "outcome", "runId")})
+
+    return seen
+
+
+async def arrived(seen: list[dict[str, Any]], count: int) -> None:
+    for _ in range(100):
+        if len(seen) >= count:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"expected {count} kernelscope/runFinished, got {seen}")

@@ -358,6 +358,31 @@ function fetchTrace(url) {
       await palette(page, 'View: Close All Editor Groups');
     });
 
+    await step('7 lines added above the function, then saved: its squiggles move with it', async () => {
+      await openFile(page, 'three_lines.py', 'def three_lines');
+      await waitForSquiggle(page, 'def three_lines', 30000);
+      await gotoLine(page, 4, 1);
+      for (let i = 1; i <= 7; i++) {
+        await page.keyboard.type(`# added ${i}`);
+        await page.keyboard.press('Enter');
+      }
+      await page.keyboard.press('Control+S');
+      await page.waitForTimeout(2500); // the server published again (on the change and the save)
+      const def = await waitForSquiggle(page, 'def three_lines', 30000);
+      check(def.length > 0, `the def line (now line 11) has its squiggles: ${def.join(', ')}`);
+      const old = await squigglesOnLine(page, '# added 1');
+      check(old !== null && old.length === 0, `nothing is left on line 4, where the def was: ${old}`);
+      await shot(page, '13-moved-after-edit.png');
+      await gotoLine(page, 4, 1); // take the lines out again, and save
+      for (let i = 0; i < 7; i++) {
+        await page.keyboard.press('Shift+ArrowDown');
+      }
+      await page.keyboard.press('Delete');
+      await page.keyboard.press('Control+S');
+      await waitForSquiggle(page, 'def three_lines', 30000);
+      await palette(page, 'View: Close All Editor Groups');
+    });
+
     await step('palette "Kernelscope: Profile Function at Cursor", its output in the channel', async () => {
       await openFile(page, 'printing.py', 'def noisy');
       await gotoLine(page, 7, 5);

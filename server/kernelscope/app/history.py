@@ -66,7 +66,7 @@ def record_run(target: Target, job_id: str, report: Report) -> RunRecord | None:
     record = RunRecord(
         job_id, str(target.path), target.qualname, now(), fn.text_hash if fn else "", report
     )
-    Store(target.project.root).add(record)
+    Store(target.project.root).add(record, source)
     return record
 
 

@@ -279,7 +279,7 @@ class ProfileService:
             result.stages_s,
         )
         log.info("profiled %s: %s", spec.qualname, stages_line(record.report.stages_s))
-        store.add(record)
+        store.add(record, spec.source)
         return record
 
     @staticmethod
@@ -331,7 +331,7 @@ class ProfileService:
             fn.text_hash,
             spec.remote,
         )
-        store.add(record)
+        store.add(record, spec.source)
         return record
 
     async def _analyze(self, job: Callable[..., T], *args: object) -> T:
@@ -372,7 +372,7 @@ class ProfileService:
             store.traces_dir,
         )
         record = await self._reading(job, on_read)
-        store.add(record)
+        store.add(record, source)
         return record
 
     async def analyze_trace(

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import msgspec
 
+from kernelscope.app.anchors import Anchors, anchors_of
 from kernelscope.report.files import sidecar_path
 from kernelscope.report.schema import Report
 
@@ -30,6 +31,9 @@ class RunRecord(msgspec.Struct):
     created: str
     text_hash: str
     report: Report
+    anchors: Anchors | None = None
+    """The functions and the code of the lines the report names, as they were (None in runs
+    stored before: app/anchors.py infers them)."""
 
 
 _record_decoder = msgspec.json.Decoder(RunRecord)
@@ -50,10 +54,18 @@ class Store:
         self._saved: dict[str, int] = {}
         self._load()
 
-    def _load(self) -> None:
+    def _load(self) -> list[RunRecord]:
+        """Read the records not in memory yet; forget those whose file is gone."""
         if not self.runs_dir.is_dir():
-            return
-        for path in self.runs_dir.glob("*.json"):
+            return []
+        found: list[RunRecord] = []
+        files = {path.stem: path for path in self.runs_dir.glob("*.json")}
+        for run_id in set(self._runs) - set(files):
+            self._runs.pop(run_id)
+            self._saved.pop(run_id, None)
+        for run_id, path in files.items():
+            if run_id in self._runs:
+                continue
             try:
                 record = _record_decoder.decode(path.read_bytes())
                 saved = path.stat().st_mtime_ns
@@ -62,9 +74,19 @@ class Store:
                 continue
             self._runs[record.run_id] = record
             self._saved[record.run_id] = saved
+            found.append(record)
+        return found
 
-    def add(self, record: RunRecord) -> None:
-        """Save a run, then prune old runs and traces."""
+    def reload(self) -> list[RunRecord]:
+        """The runs another process (the CLI, the MCP server) saved since this store was read,
+        oldest first; runs it pruned are forgotten."""
+        return sorted(self._load(), key=self._order)
+
+    def add(self, record: RunRecord, source: str | None = None) -> None:
+        """Save a run (with where its lines are in `source`, the text of its function's file
+        it ran, else the file on disk), then prune old runs and traces."""
+        if record.anchors is None:
+            record.anchors = anchors_of(record.report, record.path, source)
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         tmp = self.runs_dir / f"{record.run_id}.json.tmp"
         tmp.write_bytes(msgspec.json.encode(record))

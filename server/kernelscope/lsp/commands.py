@@ -70,7 +70,7 @@ async def profile(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
         reporter.end("cancelled")
         return msgspec.to_builtins(ProfileReply(ok=False, cancelled=True))
     except JobFailed as e:
-        ls.failures[key] = (e.failure, fn.text_hash)
+        ls.failures[key] = (e.failure, fn)
         ls.publish(path)
         ls.run_finished(uri, qualname, "failed")
         reporter.end(f"failed: {e.failure.message}")
@@ -202,7 +202,7 @@ async def try_variants(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
         ls.run_finished(uri, qualname, "failed")
         reporter.end(f"failed: {e}")
         raise JsonRpcInvalidParams(str(e)) from None
-    ls.experiments[(str(path), qualname)] = (exp, fn.text_hash)
+    ls.experiments[(str(path), qualname)] = (exp, fn)
     ls.publish(path)
     ls.run_finished(uri, qualname, "ok")
     best = next((v for v in exp.variants if v.name == exp.best), None)

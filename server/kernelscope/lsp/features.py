@@ -12,11 +12,12 @@ import attrs
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
 
+from kernelscope.app.anchors import relocated
 from kernelscope.engine.project import ProjectError, load_project
 from kernelscope.findings import Code
 from kernelscope.lsp import views as editor_views
 from kernelscope.lsp.documents import Document
-from kernelscope.lsp.server import OPEN_TRACE, PROFILE, TRY, KernelscopeServer, in_place
+from kernelscope.lsp.server import OPEN_TRACE, PROFILE, TRY, KernelscopeServer
 from kernelscope.protocol import VARIANT_LABELS
 from kernelscope.pyfunctions import (
     FunctionDef,
@@ -287,12 +288,12 @@ def _class_end(source: str, fn: FunctionDef) -> int:
 
 
 def _fresh_record(ls: KernelscopeServer, doc: Document, fn: FunctionDef) -> RunRecord | None:
-    """The function's last run, unless its text changed since (or, in a notebook's module, it
-    moved: an earlier cell grew or shrank)."""
+    """The function's last run, unless its text changed since, with its lines where they are
+    now (the function may have moved: lines added above it, or to an earlier cell)."""
     record = ls.service.store_for(doc.path).latest(str(doc.path), fn.qualname)
     if record is None or record.text_hash != fn.text_hash:
         return None
-    return record if doc.span is None or in_place(fn, record) else None
+    return relocated(record, str(doc.path), doc.source)
 
 
 def hover(ls: KernelscopeServer, params: lsp.HoverParams) -> lsp.Hover | None:
@@ -314,10 +315,11 @@ def hover(ls: KernelscopeServer, params: lsp.HoverParams) -> lsp.Hover | None:
         if line == fn.def_line or attributed:
             parts.append(editor_views.hover_markdown(record, line, ls.service.delta(record)))
             experiment = ls.experiments.get((str(path), fn.qualname))
-            if experiment is not None and experiment[1] == fn.text_hash and line == fn.def_line:
+            same = experiment is not None and experiment[1].text_hash == fn.text_hash
+            if experiment is not None and same and line == fn.def_line:
                 parts.append(editor_views.experiment_markdown(experiment[0]).lstrip("\n"))
     mine = record.run_id if record is not None else None
-    others = [r for r in ls.shown_runs(path, source, doc.span is not None) if r.run_id != mine]
+    others = [r for r in ls.shown_runs(path, source) if r.run_id != mine]
     also = editor_views.others_markdown(others, str(path), line)
     if also:
         parts.append(also)

@@ -10,16 +10,19 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
 
 from kernelscope.app.settings import parse_settings
+from kernelscope.lsp import watch
 from kernelscope.lsp.server import KernelscopeServer, uri_to_path
 
 log = logging.getLogger(__name__)
 
 
 async def initialized(ls: KernelscopeServer, params: lsp.InitializedParams) -> None:
-    """Read the settings, then warm a worker so the first profile is fast."""
+    """Read the settings, warm a worker so the first profile is fast, and watch for runs
+    saved by other processes and files changed on disk."""
     del params
     await load_settings(ls)
     ls.service.launcher(ls.settings.worker_python)
+    await watch.start(ls)
 
 
 async def did_change_configuration(
@@ -53,8 +56,9 @@ async def load_settings(ls: KernelscopeServer, pushed: object = None) -> None:
 
 
 async def shutdown(ls: KernelscopeServer, params: None) -> None:
-    """Stop workers and the trace servers."""
+    """Stop workers, the trace servers and the watch."""
     del params
+    await watch.stop(ls)
     if ls.trace_server is not None:
         await ls.trace_server.close()
     if ls.ui_server is not None:
@@ -68,7 +72,13 @@ def did_open(ls: KernelscopeServer, params: lsp.DidOpenTextDocumentParams) -> No
 
 
 def did_change(ls: KernelscopeServer, params: lsp.DidChangeTextDocumentParams) -> None:
-    """Drop the diagnostics of functions whose text changed since their run."""
+    """Find every run's lines again in the text now: a moved function's findings move with
+    it; those of a function edited since are dropped."""
+    _republish(ls, params.text_document.uri)
+
+
+def did_save(ls: KernelscopeServer, params: lsp.DidSaveTextDocumentParams) -> None:
+    """Saved: publish again (a client may have changed the text without a didChange)."""
     _republish(ls, params.text_document.uri)
 
 
@@ -108,6 +118,7 @@ def register(server: KernelscopeServer) -> None:
     server.feature(lsp.SHUTDOWN)(shutdown)
     server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)(did_open)
     server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)(did_change)
+    server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)(did_save)
     server.feature(lsp.NOTEBOOK_DOCUMENT_DID_OPEN)(notebook_opened)
     server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CHANGE)(notebook_changed)
     server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)(notebook_closed)

@@ -1,22 +1,22 @@
 """`kernelscope serve`: the language server (pygls 2, LSP over stdio). Never imports torch.
 
 Handlers are thin: find the document and the function, ask the job service (app/jobs.py) or
-the store, and turn results into lsprotocol types with views.py. lifecycle.py, features.py
-and commands.py each register theirs on the one server built here.
+the store, and turn results into lsprotocol types with views.py. lifecycle.py, features.py,
+commands.py and watch.py each register theirs on the one server built here.
 """
 
 from __future__ import annotations
 
 import logging
 
-from kernelscope.lsp import commands, features, lifecycle
+from kernelscope.lsp import commands, features, lifecycle, watch
 from kernelscope.lsp.server import KernelscopeServer
 
 
 def create_server() -> KernelscopeServer:
     """A server with every handler registered."""
     server = KernelscopeServer()
-    for module in (lifecycle, features, commands):
+    for module in (lifecycle, features, commands, watch):
         module.register(server)
     return server
 

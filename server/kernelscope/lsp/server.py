@@ -3,18 +3,21 @@ failures to show, the Perfetto one-shot; what the client can do; a file's diagno
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 import attrs
+import msgspec
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from kernelscope import __version__
 from kernelscope.app import perfetto
+from kernelscope.app.anchors import relocated
 from kernelscope.app.settings import Settings
 from kernelscope.findings import Code
 from kernelscope.lsp import views as editor_views
@@ -65,14 +68,18 @@ class KernelscopeServer(LanguageServer):
         )
         self.settings = Settings()
         self._service: ProfileService | None = None
-        self.failures: dict[tuple[str, str], tuple[ProfileFailed, str]] = {}
+        #: The last failure of each (path, qualname), with the function as it was then.
+        self.failures: dict[tuple[str, str], tuple[ProfileFailed, FunctionDef]] = {}
         self.trace_server: perfetto.OneShot | None = None
         #: The local Perfetto UI (kernelscope.perfettoUi / [tool.kernelscope] perfetto_ui).
         self.ui_server: perfetto.UiServer | None = None
-        #: The last experiment of each (path, qualname), with the function's text hash then.
-        self.experiments: dict[tuple[str, str], tuple[Experiments, str]] = {}
+        #: The last experiment of each (path, qualname), with the function as it was then.
+        self.experiments: dict[tuple[str, str], tuple[Experiments, FunctionDef]] = {}
         #: The notebook each notebook module (its path) was built from, by URI.
         self.notebooks: dict[str, str] = {}
+        #: Polls the run folders for runs saved by other processes (lsp/watch.py), where the
+        #: client cannot watch files.
+        self.run_poll: asyncio.Task[None] | None = None
 
     @property
     def service(self) -> ProfileService:
@@ -170,19 +177,17 @@ class KernelscopeServer(LanguageServer):
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=self._diagnostics(path, source))
         )
 
-    def shown_runs(self, path: Path, source: str, same_lines: bool = False) -> list[RunRecord]:
+    def shown_runs(self, path: Path, source: str) -> list[RunRecord]:
         """The runs whose numbers the editor shows in one module: the latest of each function
         whose report touches it, unless that function was edited since (older runs are in
-        history and `diff`); with `same_lines`, unless it moved (see `_diagnostics`)."""
+        history and `diff`), each with its lines where they are in `source` now."""
         current = {f.qualname: f for f in functions(source)}
         shown: list[RunRecord] = []
         for record in _records_touching(self.service.store_for(path).runs(), str(path)):
             fn = current.get(record.qualname) if record.path == str(path) else None
             if record.path == str(path) and (fn is None or fn.text_hash != record.text_hash):
                 continue  # the function changed since the run: its numbers are stale
-            if same_lines and fn is not None and not in_place(fn, record):
-                continue
-            shown.append(record)
+            shown.append(relocated(record, str(path), source))
         return shown
 
     def _publish_notebook(self, path: Path, notebook_uri: str) -> None:
@@ -191,7 +196,7 @@ class KernelscopeServer(LanguageServer):
             del self.notebooks[str(path)]
             return
         module = notebook.module()
-        diags = self._diagnostics(path, module.source, same_lines=True)
+        diags = self._diagnostics(path, module.source, notebook=True)
         if diags:
             diags += editor_views.note_diagnostics(module)
         for span in module.spans:
@@ -205,12 +210,10 @@ class KernelscopeServer(LanguageServer):
                 lsp.PublishDiagnosticsParams(uri=span.uri, diagnostics=mine)
             )
 
-    def _diagnostics(
-        self, path: Path, source: str, same_lines: bool = False
-    ) -> list[lsp.Diagnostic]:
-        """The diagnostics of one module's runs, failures and experiments, in its lines; with
-        `same_lines`, a run whose function has moved since is stale too (a notebook's module
-        is rebuilt from the cells, so an edit above shifts the lines the run recorded)."""
+    def _diagnostics(self, path: Path, source: str, notebook: bool = False) -> list[lsp.Diagnostic]:
+        """The diagnostics of one module's runs, failures and experiments, at their lines in
+        `source` now (a function moved since carries its findings along); for a `notebook`'s
+        module, a failure may sit in any cell."""
         lines = source.splitlines()
         current = {f.qualname: f for f in functions(source)}
         options = editor_views.ViewOptions(top_lines=self.settings.top_lines)
@@ -221,27 +224,49 @@ class KernelscopeServer(LanguageServer):
                     record, str(path), lines, options, self.service.delta(record)
                 ),
             )
-            for record in self.shown_runs(path, source, same_lines)
+            for record in self.shown_runs(path, source)
         ]
         diags = editor_views.one_per_line(runs, str(path))
-        for (fpath, qualname), (failure, text_hash) in self.failures.items():
+        for (fpath, qualname), (failure, then) in self.failures.items():
             fn = current.get(qualname)
-            if fpath == str(path) and fn is not None and fn.text_hash == text_hash:
-                diags.append(failure_diagnostic(failure, fn, lines, same_lines, path))
-        for (fpath, qualname), (exp, text_hash) in self.experiments.items():
+            if fpath == str(path) and fn is not None and fn.text_hash == then.text_hash:
+                moved = _moved_failure(failure, path, then, fn)
+                diags.append(failure_diagnostic(moved, fn, lines, notebook, path))
+        for (fpath, qualname), (exp, then) in self.experiments.items():
             fn = current.get(qualname)
-            if fpath == str(path) and fn is not None and fn.text_hash == text_hash:
-                diags += editor_views.experiment_diagnostics(exp, str(path), lines)
+            if fpath == str(path) and fn is not None and fn.text_hash == then.text_hash:
+                exp_now = _moved_experiments(exp, then, fn)
+                diags += editor_views.experiment_diagnostics(exp_now, str(path), lines)
         return diags
 
 
 uri_to_path = file_path
 
 
-def in_place(fn: FunctionDef, record: RunRecord) -> bool:
-    """Whether the function starts on the line it did in the run (else the run's line numbers
-    point elsewhere now); the run records its code object's first line, a decorator's."""
-    return record.report.function.line in (fn.def_line, fn.first_line)
+def _moved_failure(
+    failure: ProfileFailed, path: Path, then: FunctionDef, now: FunctionDef
+) -> ProfileFailed:
+    """A failure at a line of the function, moved with the function (unchanged since)."""
+    if failure.line is None or failure.path is None or Path(failure.path) != path:
+        return failure
+    if not then.contains(failure.line):
+        return failure
+    return msgspec.structs.replace(failure, line=failure.line + now.def_line - then.def_line)
+
+
+def _moved_experiments(exp: Experiments, then: FunctionDef, now: FunctionDef) -> Experiments:
+    """An experiment's def line and failed variants' lines, moved with its function."""
+    shift = now.def_line - then.def_line
+    if not shift:
+        return exp
+    variants = [
+        msgspec.structs.replace(v, line=v.line + shift)
+        if v.line is not None and v.path == exp.path and then.contains(v.line)
+        else v
+        for v in exp.variants
+    ]
+    line = exp.line + shift if exp.line is not None else None
+    return msgspec.structs.replace(exp, line=line, variants=variants)
 
 
 def _records_touching(runs: list[RunRecord], path: str) -> list[RunRecord]:

@@ -349,6 +349,25 @@ local function run_plugin(legacy)
   }
   step('cancel')
 
+  -- an edit above the function (7 lines, as a quick fix's stub would add): Neovim sends the
+  -- change, and the diagnostics move with the function
+  vim.api.nvim_set_current_buf(bufnr)
+  local added = {}
+  for i = 1, 7 do
+    added[i] = '# added line ' .. i
+  end
+  vim.api.nvim_buf_set_lines(bufnr, def_line - 1, def_line - 1, false, added)
+  vim.wait(10000, function()
+    for _, d in ipairs(kernelscope_diagnostics()) do
+      if d.code == 'KS100' and d.lnum == def_line - 1 + 7 then
+        return true
+      end
+    end
+    return false
+  end, 20)
+  result.diagnostics_after_edit = kernelscope_diagnostics()
+  step('edit above')
+
   -- :checkhealth kernelscope
   vim.cmd('checkhealth kernelscope')
   result.health = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')

@@ -107,6 +107,14 @@ def test_plugin_profiles_the_function_at_the_cursor_and_opens_its_trace(project:
     assert r["cancel"]["message"] == "three_lines: cancelled", r["cancel"]
     assert r["cancel"]["seconds"] < 5, r["cancel"]
 
+    # 7 lines added above the function in the buffer: its diagnostics moved down by 7, the
+    # verdict on the def line now, nothing left on the lines the function had
+    before = {(d["code"], d["lnum"]) for d in diags if d["code"] in ("KS100", "KS110")}
+    after = {(d["code"], d["lnum"]) for d in r["diagnostics_after_edit"]}
+    assert ("KS100", 10) in after and ("KS110", 12) in after, (after, before)
+    assert {(c, n + 7) for c, n in before} <= after, (after, before)
+    assert not any(n < 10 for _, n in after), after
+
     health = r["health"]
     assert "the server starts and answers initialize: kernelscope" in health, health
     assert "torch" in health and "ERROR" not in health, health
