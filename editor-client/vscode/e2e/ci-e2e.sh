@@ -93,6 +93,16 @@ def noisy(n: int = 256):
     print(f"noisy: trace of y = {float(y.trace()):.0f}")
     return y
 EOF
+  cat > "$1/run_square.py" <<'EOF'
+import torch
+
+from three_lines import square
+
+if __name__ == "__main__":
+    x = torch.ones(64, 64)
+    for _ in range(3):
+        square(x)
+EOF
   "$PY" - "$1/analysis.ipynb" <<'EOF'
 import json, sys
 cells = [

@@ -395,6 +395,27 @@ function fetchTrace(url) {
       await palette(page, 'View: Hide Panel');
     });
 
+    await step('code action "Profile `square` as called by run_square.py": the lens names the program and its call', async () => {
+      await openFile(page, 'three_lines.py', 'def square');
+      await gotoLine(page, 17, 7);
+      await page.keyboard.press('Control+.');
+      const item = page.locator('.action-widget .monaco-list-row', { hasText: 'as called by run_square.py' }).first();
+      await item.waitFor({ timeout: 20000 });
+      const focused = page.locator('.action-widget .monaco-list-row.focused');
+      for (let i = 0; i < 8 && !/as called by run_square\.py/.test(await focused.innerText().catch(() => '')); i++) {
+        await page.keyboard.press('ArrowDown');
+        await page.waitForTimeout(150);
+      }
+      check(/as called by run_square\.py/.test(await focused.innerText()), 'the "as called by" row has the focus');
+      await shot(page, '14-via-action.png');
+      await page.keyboard.press('Enter');
+      await page.mouse.move(5, 5);
+      const lens = await waitForLens(page, /via run_square\.py/, 120000);
+      check(/via run_square\.py, call 1/.test(lens), `the lens names the program and the call: ${lens}`);
+      await shot(page, '15-via-lens.png');
+      await palette(page, 'View: Close All Editor Groups');
+    });
+
     await step('palette "Kernelscope: Open Trace in Perfetto": VS Code asks, the open is intercepted', async () => {
       await openFile(page, 'three_lines.py', 'def three_lines');
       await gotoLine(page, 6, 9);

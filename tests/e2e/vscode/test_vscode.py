@@ -5,7 +5,9 @@ sources) and runs editor-client/vscode/e2e/ci-e2e.sh: code-server 4.100.3 (VS Co
 with the .vsix installed, driven by playwright-core in Debian's chromium. The driver profiles
 tests/workloads/three_lines.py through the server's code action and checks the progress, the
 def-line squiggle, the hover, the code lens, the output channel, "Open Trace in Perfetto" (the
-external open is intercepted), a function in a Jupyter notebook's cell, the MCP server started
+external open is intercepted), "Profile `square` as called by run_square.py" (a program of
+the workspace that imports it) with the lens naming the program and its call, a function in a
+Jupyter notebook's cell, the MCP server started
 by VS Code itself with all its tools taken, an imported H200 run, a server restart, Restricted
 Mode and the missing-kernelscope message. Screenshots of the run land in
 editor-client/vscode/e2e/out/shots.
