@@ -13,8 +13,8 @@ from typing import Any, cast
 import msgspec
 
 from kernelscope.analysis.calls import COLD_RANGE, forward_op
+from kernelscope.analysis.costs import MATMULS
 from kernelscope.analysis.facts import Check, Facts, Options
-from kernelscope.analysis.flops import MATMULS
 from kernelscope.analysis.roofline import OpRoof
 from kernelscope.analysis.syncs import NO_PLACE, find_sync_points, has_syncs, python_places
 from kernelscope.analysis.trace_model import Op, Trace

@@ -11,7 +11,7 @@ from operator import attrgetter
 from pathlib import Path
 
 from kernelscope.analysis.calls import CALL_RANGE, Calls
-from kernelscope.analysis.flops import MATMULS, OpCosts
+from kernelscope.analysis.costs import MATMULS, OpCosts
 from kernelscope.analysis.peaks import Peaks, peaks_for
 from kernelscope.analysis.roofline import OpRoof, roofline
 from kernelscope.analysis.timeline import Timeline

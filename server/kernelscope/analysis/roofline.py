@@ -23,7 +23,7 @@ from typing import Any, cast
 
 import msgspec
 
-from kernelscope.analysis.flops import (
+from kernelscope.analysis.costs import (
     ATTENTION,
     CONVOLUTIONS,
     MATMULS,
