@@ -81,8 +81,8 @@ def test_each_twin_value_is_written_once_in_the_worker(name: str, worker) -> Non
 
 
 def test_the_dead_window_check_finds_the_workers_cold_range(worker, tmp_path: Path) -> None:
-    """checks/cold_start.py looks the cold call up by name: a recorded cold trace, its entry annotation
-    named as the worker names it now, must give KS201 its breakdown."""
+    """checks/cold_start.py looks the cold call up by name: a recorded cold trace, its entry
+    annotation named as the worker names it now, must give KS201 its breakdown."""
     folder = FIXTURES / "matmul_add_8192"
     dead = json.loads((folder / "sidecar.json").read_text())["cold"]["entry_to_first_kernel_us"]
     events = _events(folder / "cold.json.gz")

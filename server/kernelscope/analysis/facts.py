@@ -135,7 +135,15 @@ def facts_of(
             matmul_gpu[dtype] = matmul_gpu.get(dtype, 0.0) + r.gpu_us_per_step * steps
     trace_flops = sum(r.flops_per_step or 0.0 for r in rows)
     flops = trace_flops or None
-    moved = sum(r.bytes_per_step or 0.0 for r in rows if r.bound != "transfer") or None
+    # a row of no cost model shows its guess but does not weigh in the verdict's totals
+    moved = (
+        sum(
+            r.bytes_per_step or 0.0
+            for r in rows
+            if r.bound != "transfer" and r.estimate != "unreliable"
+        )
+        or None
+    )
     cpu_per_step = calls.host_us / steps
     stacks = trace.frames_seen > 0
     verdict = verdict_of(

@@ -238,7 +238,7 @@ def _roofline(rows: Sequence[OpRoof], limit: int = 8) -> list[str]:
             f"{r.achieved_tflops:.0f}" if r.achieved_tflops is not None else DASH,
             f"{r.achieved_gbps:.0f}" if r.achieved_gbps is not None else DASH,
             r.bound,
-            f"{r.efficiency:.0%} of {r.roof}" if r.efficiency is not None else DASH,
+            _achieved(r),
             cut(r.shapes, 40),
         ]
         for r in rows[:limit]
@@ -252,6 +252,13 @@ def _roofline(rows: Sequence[OpRoof], limit: int = 8) -> list[str]:
             align="lrrrrlll",
         ),
     ]
+
+
+def _achieved(r: OpRoof) -> str:
+    """The row's share of its roof; a row of no cost model says its bytes are a guess."""
+    if r.efficiency is not None:
+        return f"{r.efficiency:.0%} of {r.roof}"
+    return "bytes unreliable (no model)" if r.estimate == "unreliable" else DASH
 
 
 def _spread(t: Timing) -> str:

@@ -16,7 +16,13 @@ from kernelscope.analysis.costs.convolutions import (
     conv_backward_costs,
     conv_costs,
 )
-from kernelscope.analysis.costs.elementwise import elementwise_bytes
+from kernelscope.analysis.costs.elementwise import (
+    DATA_DEPENDENT,
+    GENERATED_KERNEL_PREFIX,
+    elementwise_bytes,
+    elementwise_footprint,
+)
+from kernelscope.analysis.costs.movement import MOVEMENT, movement_bytes
 from kernelscope.analysis.costs.products import (
     MATMULS,
     MATVECS,
@@ -29,10 +35,11 @@ from kernelscope.analysis.trace_model import Op, OpInputs
 
 FLOP_OPS = MATMULS | MATVECS | CONVOLUTIONS | ATTENTION
 #: Ops whose FLOPs or bytes depend on their ``Concrete Inputs`` (strides, is_causal, beta,
-#: out_dtype ...): the memo key holds those too.
+#: out_dtype ...) or ``Input Strides`` (a broadcast source): the memo key holds those too.
 BY_CONCRETE = (
     CONVOLUTIONS
     | ATTENTION
+    | MOVEMENT
     | frozenset(n for n, p in PRODUCTS.items() if p.added >= 0 or p.out_dtype >= 0)
 )
 _ABSENT = msgspec.Raw(b"")  # not valid JSON: no field's raw text equals it
@@ -69,7 +76,33 @@ def op_bytes(name: str, inputs: OpInputs, concrete: list[Any] | None = None) -> 
     costs = _costs(name, inputs, concrete or []) if name in FLOP_OPS else None
     if costs:
         return costs[1]
+    if name in MOVEMENT:
+        args = by_position(inputs)
+        try:
+            return movement_bytes(name, args, inputs.strides, concrete or []) if args else 0.0
+        except (IndexError, ValueError, OverflowError):
+            return 0.0
     return elementwise_bytes(name, tensors(inputs))
+
+
+def footprint_of(op: Op) -> float:
+    """Distinct bytes one call of `op` touches (its working set): its bytes, but an in-place
+    op's tensor once, though it is read and written."""
+    if op.name in FLOP_OPS or op.name in MOVEMENT:
+        return bytes_of(op)
+    return elementwise_footprint(op.name, tensors(op.inputs()))
+
+
+def has_model(name: str) -> bool:
+    """Whether an op's bytes come from a model of its family. Others (custom ops, ATen ops
+    whose traffic depends on the data, such as ``index`` or ``nonzero``) get the generic
+    rule, a guess: rows of them say their estimate is unreliable."""
+    return (
+        name in FLOP_OPS
+        or name in MOVEMENT
+        or name.startswith(GENERATED_KERNEL_PREFIX)
+        or (name.startswith("aten::") and name not in DATA_DEPENDENT)
+    )
 
 
 def _costs(name: str, inputs: OpInputs, concrete: list[Any]) -> tuple[float, float] | None:
@@ -111,6 +144,7 @@ class _ConcreteShapes(_Shapes, gc=False):
     """Those of an op of BY_CONCRETE, whose costs also depend on ``Concrete Inputs``."""
 
     concrete: msgspec.Raw = msgspec.field(default=_ABSENT, name="Concrete Inputs")
+    strides: msgspec.Raw = msgspec.field(default=_ABSENT, name="Input Strides")
 
 
 _SHAPES = msgspec.json.Decoder(_Shapes)
@@ -176,7 +210,7 @@ def _concrete_key(shapes: _ConcreteShapes, name: str) -> bytes:
     """The memo key of an op of BY_CONCRETE. Keys are the raw JSON values (which hold no NUL
     and start with no \\x01) and the name, NUL-separated: they are told apart."""
     return _CONCRETE_MARK + _SEPARATOR.join(
-        (shapes.dims, shapes.types, shapes.concrete, _ENCODE(name))
+        (shapes.dims, shapes.types, shapes.concrete, shapes.strides, _ENCODE(name))
     )
 
 
