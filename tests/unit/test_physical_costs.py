@@ -179,3 +179,25 @@ def test_a_device_copy_is_counted_by_its_own_bytes(tmp_path: Path) -> None:
     (row,) = one_op(tmp_path, "aten::copy_", copy, *shapes).roofline
     assert row.estimate == "events" and row.bytes_per_step == 2 * 256 * 2**20
     assert row.efficiency is not None and 0.8 < row.efficiency < 0.9
+
+
+def test_each_kernel_of_a_graph_replay_is_a_row_with_its_own_class(tmp_path: Path) -> None:
+    """One cudaGraphLaunch replays eight 1 µs kernels and one 12 µs kernel (a split-K GEMV
+    in a decode step): nine kernels per replay in two rows; the tiny ones latency-bound, the
+    12 µs one not (its bytes are unknown: no shapes inside a graph)."""
+    kernels = [gpu("tiny_kernel", 20.0 + 2 * i, 1.0, 11) for i in range(8)]
+    kernels.append(gpu("splitk_gemv_kernel", 40.0, 12.0, 11))
+    document = doc(
+        step(1, 0.0, 100.0),
+        op("aten::add", 2.0, 2.0, 1),
+        launch("cudaGraphLaunch", 5.0, 10.0, 11),
+        *kernels,
+        deviceProperties=[H200],
+    )
+    a = analyze(load_trace(write(tmp_path / "t.json", document)))
+    rows = {r.name: r for r in a.roofline if r.kind == "graph"}
+    assert set(rows) == {"tiny_kernel", "splitk_gemv_kernel"}
+    assert rows["tiny_kernel"].bound == "latency" and rows["tiny_kernel"].kernels_per_step == 8
+    assert rows["splitk_gemv_kernel"].bound == "unknown"
+    (replay,) = [f for f in a.findings if f.code == "KS702"]
+    assert "9 kernels per replay" in replay.message and "splitk_gemv_kernel" in replay.message

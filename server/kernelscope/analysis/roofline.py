@@ -227,7 +227,10 @@ def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, 
     # memsets move (-1 once it launched a kernel)]
     acc: dict[int, list[Any]] = {}
     for g in kernels:
-        owner = g.launch if g.op in replays and g.launch >= 0 else g.op
+        owner = g.op
+        if owner in replays and g.launch >= 0:  # a CUDA-graph replay: a row per kernel
+            _add(_replayed(rows, ops[g.launch], g.name), g)
+            continue
         dur = g.dur
         a = acc.get(owner)
         is_kernel = g.cat == "kernel"
@@ -250,7 +253,7 @@ def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, 
         key = (op.name, signature)
         row = rows.get(key)
         if row is None:
-            kind = "graph" if "GraphLaunch" in op.name else kind_of(op.name)
+            kind = kind_of(op.name)
             row = rows[key] = _Row(op, op.name, kind, op_indexes=set())
         assert row.op_indexes is not None
         i = op.index
@@ -266,6 +269,17 @@ def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, 
             row.top_kernel, row.top_kernel_us = g.name, g.dur
             row.grid = _grid_blocks(g) if g.cat == "kernel" else None
     return rows
+
+
+def _replayed(rows: dict[object, _Row], launch: Op, kernel: str) -> _Row:
+    """The row of a kernel run by CUDA-graph replays, each launch one call of it."""
+    key = ("graph", kernel)
+    row = rows.get(key)
+    if row is None:
+        row = rows[key] = _Row(launch, kernel, "graph", op_indexes=set())
+    assert row.op_indexes is not None
+    row.op_indexes.add(launch.index)
+    return row
 
 
 def _add(row: _Row, g: GpuEvent) -> None:
@@ -337,10 +351,11 @@ def _roof(
         out.shapes = _fmt_shapes(inputs.dims)
         out.dtype = cost.dtype or (inputs.types[0] if inputs.types else None)
         out.strides = _strides(owner)
-        out.estimate = (
-            "events" if row.event_bytes else "model" if has_model(owner.name) else "unreliable"
-        )
         flops, moved = row.flops, row.bytes_moved
+        if row.event_bytes:
+            out.estimate = "events"
+        elif flops > 0 or moved > 0:
+            out.estimate = "model" if has_model(owner.name) else "unreliable"
         out.footprint = moved / len(row.op_indexes) if row.event_bytes else footprint_of(owner)
         if flops > 0:
             out.flops_per_step = flops / steps
@@ -351,7 +366,7 @@ def _roof(
         if flops > 0 and moved > 0:
             out.intensity = flops / moved
     peak_tflops = peaks.tflops_for(out.dtype or "c10::BFloat16") if peaks else 0.0
-    if peaks and out.dtype == "float" and (out.achieved_tflops or 0.0) > 1.1 * peak_tflops:
+    if peaks and out.dtype == "float" and (out.achieved_tflops or 0.0) > peak_tflops:
         peak_tflops = peaks.tf32_tflops  # faster than plain fp32 can go: TF32 tensor cores
         out.dtype = "tf32"
     ridge = peak_tflops * 1e12 / (peaks.hbm_gbps * 1e9) if peaks and peaks.hbm_gbps > 0 else 200.0
