@@ -15,7 +15,7 @@ import pytest
 
 from kernelscope.analysis.costs import op_bytes
 from kernelscope.analysis.diagnose import analyze
-from kernelscope.analysis.roofline import LATENCY_US, OpRoof
+from kernelscope.analysis.roofline import LATENCY_US, OpRoof, kind_of
 from kernelscope.analysis.trace_model import OpInputs, load_trace
 from kernelscope.protocol import Sidecar
 
@@ -201,3 +201,35 @@ def test_each_kernel_of_a_graph_replay_is_a_row_with_its_own_class(tmp_path: Pat
     assert rows["splitk_gemv_kernel"].bound == "unknown"
     (replay,) = [f for f in a.findings if f.code == "KS702"]
     assert "9 kernels per replay" in replay.message and "splitk_gemv_kernel" in replay.message
+
+
+def test_compiled_flex_attention_reads_compute_bound_with_a_flop_range(tmp_path: Path) -> None:
+    """Compiled causal flex_attention, B4 H16 S4096 D64 bf16, 420 µs (the H200 run): its
+    template kernel is recorded with q, k, v, the log-sum-exp, the block mask's int32 tensors
+    (32 blocks of 128) and the output. Dense it is 2·4·16·4096²·128 = 275 GFLOP; one KV
+    block per query block, 1/32 of that. The row is compute-bound (it was "memory-bound,
+    0.33 TB/s" with no FLOPs), its rates the high end's."""
+    qkv = ([4, 16, 4096, 64], BF16)
+    shapes = [qkv, qkv, qkv, ([4, 16, 4096], F32)]
+    shapes += [([1, 1, 32], "int"), ([1, 1, 32, 32], "int")] * 2 + [qkv]
+    kernel = gpu("triton_tem_fused_0", 20.0, 420.0, 11, ext=2)
+    (row,) = one_op(tmp_path, "triton_tem_fused_0", kernel, *shapes).roofline
+    dense = 2 * 4 * 16 * 4096**2 * 128
+    assert row.flops_per_step == dense and row.flops_low_per_step == dense / 32
+    assert row.bound == "compute" and row.estimate == "range"
+    assert row.efficiency is not None and 0.6 < row.efficiency < 0.7
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("triton_poi_fused_add_cos_gelu_mul_0", "elementwise"),
+        ("triton_red_fused__softmax_1", "norm"),
+        ("triton_per_fused_native_layer_norm_2", "norm"),
+        ("triton_red_fused_sum_3", "reduction"),
+        ("triton_per_fused_mean_4", "reduction"),
+        ("triton_tem_fused_mm_5", "template"),
+    ],
+)
+def test_inductor_kernels_take_the_family_of_what_they_fused(name: str, kind: str) -> None:
+    assert kind_of(name) == kind

@@ -37,7 +37,7 @@ from kernelscope.analysis.costs import (
     OpCosts,
 )
 from kernelscope.analysis.costs.movement import COPIES, FILLS, GATHERS
-from kernelscope.analysis.costs.per_op import footprint_of, has_model
+from kernelscope.analysis.costs.per_op import flops_range, footprint_of, has_model
 from kernelscope.analysis.peaks import Peaks
 from kernelscope.analysis.trace_model import USER_ANNOTATION, GpuEvent, Op, Trace
 from kernelscope.units import fmt_bytes
@@ -78,7 +78,8 @@ class OpRoof(msgspec.Struct):
 
     name: str
     kind: str
-    """gemm, gemv, conv, attention, norm, reduction, elementwise, copy, transfer, graph, other."""
+    """gemm, gemv, conv, attention, norm, reduction, elementwise, copy, transfer, graph,
+    template (an Inductor template kernel), other."""
     bound: str
     gpu_us_per_step: float
     share: float
@@ -89,6 +90,9 @@ class OpRoof(msgspec.Struct):
     shapes: str = ""
     dtype: str | None = None
     flops_per_step: float | None = None
+    flops_low_per_step: float | None = None
+    """Where the trace cannot pin FLOPs down (a compiled flex_attention: its block mask's
+    density is unknown), the low end; ``flops_per_step`` and the rates are the high end."""
     bytes_per_step: float | None = None
     achieved_tflops: float | None = None
     achieved_gbps: float | None = None
@@ -100,7 +104,8 @@ class OpRoof(msgspec.Struct):
     grid_blocks: int | None = None
     estimate: str = ""
     """Where the row's bytes and FLOPs come from: "model" (its op family's, costs/),
-    "events" (the memcpys' and memsets' own byte counts), "unreliable" (no model: the
+    "events" (the memcpys' and memsets' own byte counts), "range" (FLOPs between
+    ``flops_low_per_step`` and ``flops_per_step``), "unreliable" (no model: the
     generic rule's guess, shown but not rated against a roof, and left out of the verdict's
     totals); a hardware-counter measurement would say "measured"."""
     footprint: float | None = None
@@ -194,9 +199,25 @@ def kind_of(name: str) -> str:
         return "reduction"
     if name in COPIES or name in FILLS or name in GATHERS:
         return "copy"
-    if name.startswith(("aten::", "triton_")):
+    if name.startswith("triton_"):
+        return _generated_kind(name)
+    if name.startswith("aten::"):
         return "elementwise"
     return "other"
+
+
+def _generated_kind(name: str) -> str:
+    """The family of an Inductor kernel, from its kind prefix (pointwise, reduction,
+    persistent reduction, template) and the ops it fused, which its name lists
+    (``triton_red_fused__softmax_1``)."""
+    fused = name.partition("_fused_")[2]
+    if "softmax" in fused or "norm" in fused:
+        return "norm"
+    if name.startswith(("triton_red_", "triton_per_")):
+        return "reduction"
+    if name.startswith("triton_tem_"):
+        return "template"
+    return "elementwise"
 
 
 def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, _Row]:
@@ -356,6 +377,11 @@ def _roof(
             out.estimate = "events"
         elif flops > 0 or moved > 0:
             out.estimate = "model" if has_model(owner.name) else "unreliable"
+        low = flops_range(owner)
+        if low is not None and flops > 0:  # the rates below are the high end's: at most
+            out.estimate = "range"
+            out.kind = "attention"
+            out.flops_low_per_step = low[0] * len(row.op_indexes) / steps
         out.footprint = moved / len(row.op_indexes) if row.event_bytes else footprint_of(owner)
         if flops > 0:
             out.flops_per_step = flops / steps

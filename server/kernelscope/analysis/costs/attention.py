@@ -98,3 +98,35 @@ def attention_costs(
     else:
         moved = qkv + rows * sq * dv * DTYPE_BYTES[q[1]]
     return flops, float(moved + size_of(arg_at(args, where.bias)))
+
+
+#: Inductor's template kernels (``triton_tem_fused_…``): flex_attention compiles to one.
+TEMPLATE_KERNEL_PREFIX = "triton_tem_"
+_FLOATS = frozenset({"float", "c10::Half", "c10::BFloat16"})
+
+
+def flex_attention_flops(name: str, args: list[Tensor]) -> tuple[float, float] | None:
+    """FLOPs of a compiled flex_attention kernel, as (low, high), from its arguments as the
+    profiler records them: q (B, Hq, Sq, D), k (B, Hk, Sk, D), v (B, Hk, Sk, Dv), then the
+    log-sum-exp and the block mask's tensors (int32 (B, H, Sq/blk, Sk/blk) block indices)
+    and the outputs. None for a template kernel of another shape (a templated GEMM). The
+    block mask's density is not in a trace: high is the dense count (as SDPA's, 2.5x for the
+    backward, told by its six or more tensors of q's shape: dO, dQ, dK, dV ...), low one KV
+    block per query block."""
+    if not name.startswith(TEMPLATE_KERNEL_PREFIX) or len(args) < 4:
+        return None
+    (q, q_type), (k, k_type), (v, v_type) = args[0], args[1], args[2]
+    if not (len(q) == len(k) == len(v) == 4 and {q_type, k_type, v_type} <= _FLOATS):
+        return None
+    if q[0] != k[0] or q[3] != k[3] or k[2] != v[2] or q[1] % max(k[1], 1):
+        return None
+    blocks = [s for s, t in args[3:] if t == "int" and len(s) == 4 and s[0] in (1, q[0])]
+    if not blocks:
+        return None  # no block mask: some other template
+    batch, heads, sq, d = q
+    sk, dv = k[2], v[3]
+    backward = sum(1 for s, t in args if t in _FLOATS and s in (q, k)) >= 6
+    per_pair = (3 * d + 2 * dv) if backward else (d + dv)
+    dense = 2.0 * batch * heads * sq * sk * per_pair
+    kv_blocks = max([s[3] for s in blocks] + [1])
+    return dense / kv_blocks, dense

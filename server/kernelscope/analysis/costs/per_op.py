@@ -8,7 +8,13 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from kernelscope.analysis.costs.attention import ATTENTION, ATTENTION_ARGS, attention_costs
+from kernelscope.analysis.costs.attention import (
+    ATTENTION,
+    ATTENTION_ARGS,
+    TEMPLATE_KERNEL_PREFIX,
+    attention_costs,
+    flex_attention_flops,
+)
 from kernelscope.analysis.costs.convolutions import (
     CONV_BACKWARD,
     CONV_FORWARD,
@@ -214,10 +220,21 @@ def _concrete_key(shapes: _ConcreteShapes, name: str) -> bytes:
     )
 
 
+def flops_range(op: Op) -> tuple[float, float] | None:
+    """(low, high) FLOPs of a call whose count the trace cannot pin down (a compiled
+    flex_attention: its block mask's density is unknown); None for others."""
+    if not op.name.startswith(TEMPLATE_KERNEL_PREFIX):
+        return None
+    return flex_attention_flops(op.name, tensors(op.inputs()))
+
+
 def _cost(op: Op) -> OpCost:
     inputs = op.inputs()
     name = op.name
     concrete = concrete_inputs(op) if name in BY_CONCRETE else []
     flops = op_flops(name, inputs, concrete) if name in FLOP_OPS else 0.0
+    if name.startswith(TEMPLATE_KERNEL_PREFIX):
+        flex = flex_attention_flops(name, tensors(inputs))
+        flops = flex[1] if flex else 0.0
     dtype = matmul_dtype(inputs, name) if name in MATMULS else None
     return OpCost(flops, op_bytes(name, inputs, concrete), dtype)
