@@ -10,6 +10,7 @@ from __future__ import annotations
 from kernelscope.analysis.checks.below_roof import find_slow_ops
 from kernelscope.analysis.checks.bound import find_bound
 from kernelscope.analysis.checks.cold_start import find_dead_window
+from kernelscope.analysis.checks.data_pipeline import find_data_pipeline
 from kernelscope.analysis.checks.fusion import find_fusion_chains
 from kernelscope.analysis.checks.gpu_idle import find_idle_gaps, find_launch_queue
 from kernelscope.analysis.checks.graph_replays import find_graph_replays
@@ -23,6 +24,7 @@ from kernelscope.analysis.syncs import find_sync_points
 
 DEFAULT_CHECKS: tuple[Check, ...] = (
     find_bound,
+    find_data_pipeline,
     find_dead_window,
     find_sync_points,
     find_idle_gaps,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kernelscope.analysis.checks.data_pipeline import PIPELINE_TRIES
+from kernelscope.analysis.data_pipeline import pipeline_bound
 from kernelscope.analysis.facts import Facts, Options
 from kernelscope.analysis.syncs import has_syncs
 from kernelscope.findings import Code, Finding, Severity
@@ -27,7 +29,11 @@ def find_bound(facts: Facts, options: Options) -> Iterable[Finding]:
         if val is not None
     }
     path, line = facts.function_path, facts.function_line
-    if v.bound == "overhead":
+    if v.bound == "overhead" and pipeline_bound(facts.loader, v.bound):
+        yield Finding(
+            Code.OVERHEAD_BOUND, Severity.WARNING, v.summary, path, line, PIPELINE_TRIES, evidence
+        )
+    elif v.bound == "overhead":
         tries = [
             "give each call more work: batch inputs (`kernelscope scale` shows time per item as "
             "the batch grows)",
