@@ -39,9 +39,16 @@ def find_data_pipeline(facts: Facts, options: Options) -> Iterable[Finding]:
         path,
         line,
         PIPELINE_TRIES,
-        {"loader_us_per_step": round(loader.us_per_step, 1), "loader_share": round(loader.share, 3)}
-        | {"threshold": DATA_SHARE},
+        _evidence(loader.us_per_step, loader.share),
     )
+
+
+def _evidence(us_per_step: float, share: float) -> dict[str, float | int | str]:
+    return {
+        "loader_us_per_step": round(us_per_step, 1),
+        "loader_share": round(share, 3),
+        "threshold": DATA_SHARE,
+    }
 
 
 def _loader_line(facts: Facts) -> tuple[str | None, int | None]:
