@@ -44,6 +44,7 @@ from kernelscope.units import fmt_bytes
 
 LATENCY_US = 5.0
 LATENCY_EFFICIENCY = 0.10  # of both roofs
+_MAX_BYTES = 2**62  # more than any memory holds: a corrupt count
 NORMALIZATION = frozenset(
     f"aten::{n}"
     for n in (
@@ -263,8 +264,8 @@ def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, 
             a[2] += dur
         if dur > a[3].dur:
             a[3] = g
-        if is_kernel or a[4] < 0:
-            a[4] = -1.0
+        if is_kernel or a[4] < 0 or not 0 <= g.bytes <= _MAX_BYTES:
+            a[4] = -1.0  # a kernel, or a byte count no memory holds: the model's bytes
         else:  # a device-to-device memcpy reads and writes its bytes, a memset writes them
             a[4] += g.bytes * (2 if g.cat == "gpu_memcpy" else 1)
     unique = [ops[i] for i in acc]
