@@ -13,6 +13,17 @@ OUT = Path(sys.argv[1])
 DEV = "cuda"
 
 
+class Items(torch.utils.data.Dataset):
+    """A dataset whose items cost Python time (a decode-like loop), as real ones do."""
+
+    def __len__(self):
+        return 1_000_000
+
+    def __getitem__(self, i):
+        sum(j * j for j in range(3000))
+        return torch.full((3, 64, 64), float(i % 7))
+
+
 def patterns():
     g = torch.Generator(device=DEV).manual_seed(0)
     bag = torch.nn.EmbeddingBag(4 * 2**20, 128, mode="sum").to(DEV)
@@ -31,7 +42,12 @@ def patterns():
     act = torch.randn(128, 256, 28, 28, device=DEV)
     conv = torch.nn.Conv2d(256, 256, 3, padding=1).to(DEV)
     conv_x = torch.randn(64, 256, 28, 28, device=DEV)
+    feed = iter(torch.utils.data.DataLoader(Items(), batch_size=32))
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3), torch.nn.ReLU(), torch.nn.Flatten()).to(
+        DEV
+    )
     return {
+        "dataloader_step": lambda: net(next(feed).to(DEV, non_blocking=True)).sum(),
         "embedding_bag": lambda: bag(bag_idx, bag_off),
         "gather_gpt2": lambda: torch.gather(wte, 0, pos[:, :768]),
         "embedding": lambda: torch.nn.functional.embedding(tokens, wte),
@@ -108,6 +124,9 @@ def main():
     for name, path in paths.items():
         a = analyze(load_trace(path))
         print(f"\n{name}: {a.verdict.summary[:160]}")
+        for f in a.findings:
+            if f.code in ("KS101", "KS107"):
+                print(f"  {f.code} line {f.line}: {f.message[:200]}")
         for r in a.roofline[:4]:
             eff = f"{r.efficiency:.0%} of {r.roof}" if r.efficiency is not None else "-"
             gb = (r.bytes_per_step or 0) / max(r.calls_per_step, 1) / 1e6
