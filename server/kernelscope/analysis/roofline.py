@@ -383,7 +383,8 @@ def _roof(
             out.estimate = "range"
             out.kind = "attention"
             out.flops_low_per_step = low[0] * len(row.op_indexes) / steps
-        out.footprint = moved / len(row.op_indexes) if row.event_bytes else footprint_of(owner)
+        if moved > 0:
+            out.footprint = moved / len(row.op_indexes) if row.event_bytes else footprint_of(owner)
         if flops > 0:
             out.flops_per_step = flops / steps
             out.achieved_tflops = flops / row.us / 1e6 if row.us > 0 else None
