@@ -14,11 +14,11 @@ device-to-host copies are rows of their own, by direction and memory kind. Each 
 - ``unknown``: neither FLOPs nor bytes are known (no shapes recorded, a custom kernel).
 
 Efficiency is the achieved rate over the row's roof: the dtype's matmul peak, the link's
-bandwidth, or memory bandwidth: L2's where one call's working set (``footprint_of``) fits the
-device's L2 (its L2 bandwidth known) and the call ran faster than HBM can feed it, else
-HBM's. Bytes come from the op family's model (costs/), or from the copies' own byte counts
-where the op's GPU work is memcpys and memsets; an op of no model gets the generic rule's
-guess, shown but not rated (``estimate``).
+bandwidth, or memory bandwidth: L2's where the call ran faster than HBM can feed it (its
+bytes are the least it must move, so L2 served part of them; ``footprint_of`` says whether
+its working set fits), else HBM's. Bytes come from the op family's model (costs/), or from
+the copies' own byte counts where the op's GPU work is memcpys and memsets; an op of no
+model gets the generic rule's guess, shown but not rated (``estimate``).
 """
 
 from __future__ import annotations
@@ -423,14 +423,17 @@ def _roof(
 
 def _memory_roof(peaks: Peaks | None, footprint: float | None, gbps: float) -> tuple[float, str]:
     """The bandwidth (GB/s) that bounds a call touching ``footprint`` bytes at ``gbps``, and
-    its label: L2's where the working set fits the device's L2 (its bandwidth known) and the
-    call went faster than HBM can feed it, so its data came from L2; else HBM's. A working
-    set that fits L2 but was read from HBM (weights read once per step) keeps HBM's roof."""
+    its label. A row's bytes are the least the kernel must move, so a rate above HBM's means
+    L2 served part of them (a working set that fits L2, written by the kernel before, or one
+    partly still there): its roof is L2's, where the device's L2 bandwidth is known. Else
+    HBM's: a working set that fits L2 but was read from HBM (weights read once per step)
+    keeps HBM's roof."""
     if peaks is None:
         return 0.0, ""
-    fits = peaks.l2_gbps > 0 and footprint is not None and 0 < footprint <= peaks.l2_bytes
-    if fits and gbps > peaks.hbm_gbps and footprint is not None:
-        label = f"L2 {peaks.l2_gbps / 1000:.1f} TB/s (working set {fmt_bytes(footprint)})"
+    if peaks.l2_gbps > 0 and gbps > peaks.hbm_gbps:
+        fits = footprint is not None and 0 < footprint <= peaks.l2_bytes
+        held = f"working set {fmt_bytes(footprint)}" if footprint else "working set unknown"
+        label = f"L2 {peaks.l2_gbps / 1000:.1f} TB/s ({held}{'' if fits else ', partly in L2'})"
         return peaks.l2_gbps, label
     return peaks.hbm_gbps, f"HBM {peaks.hbm_gbps / 1000:.2f} TB/s"
 
