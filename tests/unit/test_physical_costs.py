@@ -47,8 +47,12 @@ def test_no_roofline_row_of_a_recorded_trace_is_above_its_roof(path: Path) -> No
         if path.name == "trace.json.gz" and side.exists()
         else None
     )
-    rows = analyze(load_trace(path), sidecar).roofline
+    a = analyze(load_trace(path), sidecar)
+    rows = a.roofline
     assert rows
+    v = a.verdict  # the function's rates against the device's, as the summary states them
+    assert (v.achieved_gbps or 0.0) <= (v.peak_gbps or float("inf"))
+    assert (v.achieved_tflops or 0.0) <= (v.peak_tflops or float("inf"))
     over = [
         (r.name, r.shapes, f"{r.efficiency:.0%}", r.roof)
         for r in rows
