@@ -58,7 +58,10 @@ _TYPES = attrgetter("types")
 
 
 def flops_of(op: Op) -> float:
-    """FLOPs of one recorded call of `op`."""
+    """FLOPs of one recorded call of `op` (a compiled flex_attention's: the high end)."""
+    if op.name.startswith(TEMPLATE_KERNEL_PREFIX):
+        flex = flex_attention_flops(op.name, tensors(op.inputs()))
+        return flex[1] if flex else 0.0
     if op.name not in FLOP_OPS:
         return 0.0
     return op_flops(op.name, op.inputs(), concrete_inputs(op) if op.name in BY_CONCRETE else [])
@@ -78,7 +81,8 @@ def op_flops(name: str, inputs: OpInputs, concrete: list[Any] | None = None) -> 
 
 
 def op_bytes(name: str, inputs: OpInputs, concrete: list[Any] | None = None) -> float:
-    """Bytes one call moves through memory: inputs read once, the output written once."""
+    """Bytes one call moves through memory, by its family's model (products, convolutions
+    and attention; copies, fills and gathers; elementwise ops and reductions)."""
     costs = _costs(name, inputs, concrete or []) if name in FLOP_OPS else None
     if costs:
         return costs[1]
@@ -234,7 +238,6 @@ def _cost(op: Op) -> OpCost:
     concrete = concrete_inputs(op) if name in BY_CONCRETE else []
     flops = op_flops(name, inputs, concrete) if name in FLOP_OPS else 0.0
     if name.startswith(TEMPLATE_KERNEL_PREFIX):
-        flex = flex_attention_flops(name, tensors(inputs))
-        flops = flex[1] if flex else 0.0
+        flops = flops_of(op)
     dtype = matmul_dtype(inputs, name) if name in MATMULS else None
     return OpCost(flops, op_bytes(name, inputs, concrete), dtype)
