@@ -22,6 +22,7 @@ class Code(StrEnum):
     HOST_ONLY = "KS104"
     TRANSFER_BOUND = "KS105"
     MIXED = "KS106"
+    DATA_PIPELINE = "KS107"
     COSTLY_LINE = "KS110"
     COLD_START = "KS201"
     SYNC = "KS301"

@@ -15,8 +15,7 @@ import pytest
 
 from kernelscope.analysis import facts
 from kernelscope.analysis.calls import find_calls
-from kernelscope.analysis.facts import Facts, Options, is_sync
-from kernelscope.analysis.flops import (
+from kernelscope.analysis.costs import (
     CONVOLUTIONS,
     FLOP_OPS,
     MATMULS,
@@ -27,6 +26,7 @@ from kernelscope.analysis.flops import (
     matmul_dtype,
     op_bytes,
 )
+from kernelscope.analysis.facts import Facts, Options, is_sync
 from kernelscope.analysis.syncs import python_places
 from kernelscope.analysis.timeline import Timeline, _HostOps, build_timeline
 from kernelscope.analysis.trace_model import CPU_OP, Event, Op, Trace, decode_trace, load_trace

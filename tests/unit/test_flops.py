@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kernelscope.analysis.flops import (
+from kernelscope.analysis.costs import (
     ATTENTION,
     CONVOLUTIONS,
     FLOP_OPS,

@@ -187,7 +187,11 @@ def test_a_cuda_graph_replay_is_counted_and_described() -> None:
     replay = finding(a, "KS702")
     assert "200 kernels per replay" in replay.message
     assert replay.path is not None and replay.path.endswith("cuda_graph.py")
-    assert a.roofline[0].name == "cudaGraphLaunch" and a.roofline[0].kind == "graph"
+    # each kernel of the replay is a row of its own: 100 muls and 100 adds of 1 µs per step
+    graph = [r for r in a.roofline if r.kind == "graph"]
+    assert len(graph) == 2 and {r.kernels_per_step for r in graph} == {100}
+    assert all(r.bound == "latency" and r.calls_per_step == 1 for r in graph)
+    assert {"Mul", "add"} <= {w for r in graph for w in ("Mul", "add") if w in r.name}
 
 
 def test_attention_flops_make_sdpa_compute_bound() -> None:

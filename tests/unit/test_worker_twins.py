@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from kernelscope import protocol
-from kernelscope.analysis import calls, checks, facts, trace_model
+from kernelscope.analysis import calls, facts, trace_model
+from kernelscope.analysis.checks import cold_start
 from kernelscope.analysis.trace_model import load_trace
 from kernelscope.engine import launcher
 from kernelscope.protocol import PERCENT, STAGE_LABELS
@@ -81,8 +82,8 @@ def test_each_twin_value_is_written_once_in_the_worker(name: str, worker) -> Non
 
 
 def test_the_dead_window_check_finds_the_workers_cold_range(worker, tmp_path: Path) -> None:
-    """checks.py looks the cold call up by name: a recorded cold trace, its entry annotation
-    named as the worker names it now, must give KS201 its breakdown."""
+    """checks/cold_start.py looks the cold call up by name: a recorded cold trace, its entry
+    annotation named as the worker names it now, must give KS201 its breakdown."""
     folder = FIXTURES / "matmul_add_8192"
     dead = json.loads((folder / "sidecar.json").read_text())["cold"]["entry_to_first_kernel_us"]
     events = _events(folder / "cold.json.gz")
@@ -91,7 +92,7 @@ def test_the_dead_window_check_finds_the_workers_cold_range(worker, tmp_path: Pa
         renamed = [{**e, "name": entry_name} if e.get("name") == "ks:cold" else e for e in events]
         path = tmp_path / f"{entry_name.replace(':', '_')}.json"
         path.write_text(json.dumps({"traceEvents": renamed}))
-        return checks._dead_window_parts(load_trace(path), dead)
+        return cold_start._dead_window_parts(load_trace(path), dead)
 
     assert parts("ks:not-cold") == []  # the control: another name is not found
     assert parts(worker["COLD_RANGE"]), "the server does not find the worker's cold range"

@@ -28,7 +28,7 @@ from typing import cast
 import msgspec
 
 from kernelscope.analysis.calls import Calls, gpu_work
-from kernelscope.analysis.flops import DTYPE_BYTES, numel
+from kernelscope.analysis.costs import DTYPE_BYTES, numel
 from kernelscope.analysis.trace_model import GpuEvent, Op, Trace
 
 __all__ = ["Collective", "Communication", "communication"]

@@ -11,7 +11,13 @@ from operator import attrgetter
 from pathlib import Path
 
 from kernelscope.analysis.calls import CALL_RANGE, Calls
-from kernelscope.analysis.flops import MATMULS, OpCosts
+from kernelscope.analysis.costs import MATMULS, OpCosts
+from kernelscope.analysis.data_pipeline import (
+    LoaderTime,
+    loader_time,
+    pipeline_bound,
+    pipeline_summary,
+)
 from kernelscope.analysis.peaks import Peaks, peaks_for
 from kernelscope.analysis.roofline import OpRoof, roofline
 from kernelscope.analysis.timeline import Timeline
@@ -61,6 +67,8 @@ class Facts:
     roofline: list[OpRoof] = field(default_factory=list[OpRoof])
     sm_count: int | None = None
     """The GPU's multiprocessors, from the sidecar or the trace's deviceProperties."""
+    loader: LoaderTime | None = None
+    """The DataLoader's ``next()`` inside the calls, when one ran there."""
 
     @cached_property
     def own_syncs(self) -> list[Op]:
@@ -135,12 +143,24 @@ def facts_of(
             matmul_gpu[dtype] = matmul_gpu.get(dtype, 0.0) + r.gpu_us_per_step * steps
     trace_flops = sum(r.flops_per_step or 0.0 for r in rows)
     flops = trace_flops or None
-    moved = sum(r.bytes_per_step or 0.0 for r in rows if r.bound != "transfer") or None
+    # a row of no cost model shows its guess but does not weigh in the verdict's totals
+    moved = (
+        sum(
+            r.bytes_per_step or 0.0
+            for r in rows
+            if r.bound != "transfer" and r.estimate != "unreliable"
+        )
+        or None
+    )
     cpu_per_step = calls.host_us / steps
     stacks = trace.frames_seen > 0
     verdict = verdict_of(
         timeline, sidecar, flops, moved, peaks, matmul_gpu, cpu_per_step, device, rows, stacks
     )
+    loader = loader_time(trace, calls, steps)
+    if loader is not None and verdict.bound == "overhead" and pipeline_bound(loader, "overhead"):
+        busy = verdict.gpu_busy_fraction_unprofiled or verdict.gpu_busy_fraction
+        verdict.summary = pipeline_summary(loader, busy, verdict.gpu_us_per_step)
     return Facts(
         trace=trace,
         sidecar=sidecar,
@@ -156,6 +176,7 @@ def facts_of(
         costs=costs,
         roofline=rows,
         sm_count=sm_count,
+        loader=loader,
     )
 
 

@@ -30,6 +30,16 @@ class Peaks(msgspec.Struct, omit_defaults=True):
     link_gbps: float = 0.0
     """Host <-> device bandwidth of one direction of the host link (PCIe, NVLink-C2C)."""
     link: str = ""
+    l2_mib: float = 0.0
+    """L2 cache size (MiB); 0 where not in the table."""
+    l2_gbps: float = 0.0
+    """L2 bandwidth (GB/s), the roof of a call whose working set fits L2; 0 where unknown
+    (then HBM's roof applies to every call)."""
+
+    @property
+    def l2_bytes(self) -> float:
+        """L2 cache size in bytes."""
+        return self.l2_mib * 2**20
 
     def tflops_for(self, dtype: str) -> float:
         """The matmul ceiling for a dtype name as Kineto writes it (c10::BFloat16, float...)."""
@@ -54,20 +64,25 @@ class Peaks(msgspec.Struct, omit_defaults=True):
 # 5.0 x16 = 64 GB/s, 4.0 x16 = 32, 3.0 x16 = 16 per direction; GH200's NVLink-C2C 450.
 _G5, _G4, _G3 = ("PCIe 5.0 x16", 64.0), ("PCIe 4.0 x16", 32.0), ("PCIe 3.0 x16", 16.0)
 _C2C = ("NVLink-C2C", 450.0)
+# Hopper SXM parts: 50 MiB of L2 at ~10 TB/s, an upper bound read from published
+# microbenchmarks (an H100 PCIe's L2 streamed ~5.5-7 TB/s at 114 SMs; SXM parts have 132 SMs
+# at higher clocks); docs/h200-run/model/ measures it on the H200.
+_HOPPER_L2 = (50.0, 10000.0)
 
 
 def _p(name: str, bf16: float, fp16: float, tf32: float, fp32: float, hbm: float,
-       fp8: float, link: tuple[str, float]) -> Peaks:  # fmt: skip
+       fp8: float, link: tuple[str, float], l2: tuple[float, float] = (0.0, 0.0),
+       ) -> Peaks:  # fmt: skip
     return Peaks(name, bf16, fp16, tf32, fp32, hbm, fp8_tflops=fp8, link_gbps=link[1],
-                 link=link[0])  # fmt: skip
+                 link=link[0], l2_mib=l2[0], l2_gbps=l2[1])  # fmt: skip
 
 
 DATASHEET: tuple[tuple[str, Peaks], ...] = (
-    ("gh200", _p("NVIDIA GH200", 989, 989, 495, 67, 4000, 1979, _C2C)),
-    ("h200", _p("NVIDIA H200", 989, 989, 495, 67, 4800, 1979, _G5)),
+    ("gh200", _p("NVIDIA GH200", 989, 989, 495, 67, 4000, 1979, _C2C, _HOPPER_L2)),
+    ("h200", _p("NVIDIA H200", 989, 989, 495, 67, 4800, 1979, _G5, _HOPPER_L2)),
     ("h100 pcie", _p("NVIDIA H100 PCIe", 756, 756, 378, 51, 2000, 1513, _G5)),
     ("h100 nvl", _p("NVIDIA H100 NVL", 835, 835, 418, 60, 3900, 1671, _G5)),
-    ("h100", _p("NVIDIA H100 SXM", 989, 989, 495, 67, 3350, 1979, _G5)),
+    ("h100", _p("NVIDIA H100 SXM", 989, 989, 495, 67, 3350, 1979, _G5, _HOPPER_L2)),
     ("b200", _p("NVIDIA B200", 2250, 2250, 1100, 80, 8000, 4500, _G5)),
     ("a100-sxm4-40gb", _p("NVIDIA A100 40GB", 312, 312, 156, 19.5, 1555, 0, _G4)),
     ("a100-pcie-40gb", _p("NVIDIA A100 40GB PCIe", 312, 312, 156, 19.5, 1555, 0, _G4)),
@@ -141,5 +156,7 @@ def peaks_for(
             fp8_tflops=measured.fp8_tflops or sheet.fp8_tflops,
             link_gbps=measured.link_gbps or sheet.link_gbps,
             link=measured.link or sheet.link,
+            l2_mib=measured.l2_mib or sheet.l2_mib,
+            l2_gbps=measured.l2_gbps or sheet.l2_gbps,
         )
     return measured

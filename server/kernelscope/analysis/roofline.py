@@ -5,15 +5,20 @@ it was called with (``aten::mm`` on 8192×4096 · 4096×50257 is one row); host-
 device-to-host copies are rows of their own, by direction and memory kind. Each row's bound:
 
 - ``transfer``: a copy over the host link (PCIe, NVLink-C2C), against the link's bandwidth;
-- ``latency``: kernels shorter than ``LATENCY_US`` on average, or with fewer blocks than the
-  GPU has SMs while shorter than ``SMALL_GRID_US``: fixed per-kernel cost, not math or bytes,
-  decides;
+- ``latency``: kernels shorter than ``LATENCY_US`` on average that reach less than
+  ``LATENCY_EFFICIENCY`` of both their roofs (or whose costs are unknown): fixed per-kernel
+  cost, not math or bytes, decides. A small grid alone is no reason: a 12 µs GEMV of 128
+  blocks streaming 32 MB is bandwidth-bound;
 - ``compute``: arithmetic intensity (FLOPs ÷ bytes) at or above the ridge point of its dtype;
 - ``memory``: below the ridge, or bytes but no FLOPs (elementwise, normalization, copies);
 - ``unknown``: neither FLOPs nor bytes are known (no shapes recorded, a custom kernel).
 
-Efficiency is the achieved rate over the row's roof: the dtype's matmul peak, HBM bandwidth,
-or the link's bandwidth.
+Efficiency is the achieved rate over the row's roof: the dtype's matmul peak, the link's
+bandwidth, or memory bandwidth: L2's where the call ran faster than HBM can feed it (its
+bytes are the least it must move, so L2 served part of them; ``footprint_of`` says whether
+its working set fits), else HBM's. Bytes come from the op family's model (costs/), or from
+the copies' own byte counts where the op's GPU work is memcpys and memsets; an op of no
+model gets the generic rule's guess, shown but not rated (``estimate``).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import Any, cast
 
 import msgspec
 
-from kernelscope.analysis.flops import (
+from kernelscope.analysis.costs import (
     ATTENTION,
     CONVOLUTIONS,
     MATMULS,
@@ -31,11 +36,15 @@ from kernelscope.analysis.flops import (
     REDUCTIONS,
     OpCosts,
 )
+from kernelscope.analysis.costs.movement import COPIES, FILLS, GATHERS
+from kernelscope.analysis.costs.per_op import flops_range, footprint_of, has_model
 from kernelscope.analysis.peaks import Peaks
 from kernelscope.analysis.trace_model import USER_ANNOTATION, GpuEvent, Op, Trace
+from kernelscope.units import fmt_bytes
 
 LATENCY_US = 5.0
-SMALL_GRID_US = 20.0
+LATENCY_EFFICIENCY = 0.10  # of both roofs
+_MAX_BYTES = 2**62  # more than any memory holds: a corrupt count
 NORMALIZATION = frozenset(
     f"aten::{n}"
     for n in (
@@ -63,7 +72,6 @@ NORMALIZATION = frozenset(
         "_log_softmax",
     )
 )
-COPIES = frozenset({"aten::copy_", "aten::_to_copy", "aten::contiguous", "aten::clone"})
 
 
 class OpRoof(msgspec.Struct):
@@ -71,7 +79,8 @@ class OpRoof(msgspec.Struct):
 
     name: str
     kind: str
-    """gemm, gemv, conv, attention, norm, reduction, elementwise, copy, transfer, graph, other."""
+    """gemm, gemv, conv, attention, norm, reduction, elementwise, copy, transfer, graph,
+    template (an Inductor template kernel), other."""
     bound: str
     gpu_us_per_step: float
     share: float
@@ -82,6 +91,9 @@ class OpRoof(msgspec.Struct):
     shapes: str = ""
     dtype: str | None = None
     flops_per_step: float | None = None
+    flops_low_per_step: float | None = None
+    """Where the trace cannot pin FLOPs down (a compiled flex_attention: its block mask's
+    density is unknown), the low end; ``flops_per_step`` and the rates are the high end."""
     bytes_per_step: float | None = None
     achieved_tflops: float | None = None
     achieved_gbps: float | None = None
@@ -91,6 +103,14 @@ class OpRoof(msgspec.Struct):
     kernel: str = ""
     """The row's costliest kernel (or copy), as evidence; never matched on."""
     grid_blocks: int | None = None
+    estimate: str = ""
+    """Where the row's bytes and FLOPs come from: "model" (its op family's, costs/),
+    "events" (the memcpys' and memsets' own byte counts), "range" (FLOPs between
+    ``flops_low_per_step`` and ``flops_per_step``), "unreliable" (no model: the
+    generic rule's guess, shown but not rated against a roof, and left out of the verdict's
+    totals); a hardware-counter measurement would say "measured"."""
+    footprint: float | None = None
+    """Distinct bytes one call touches, which picks the L2 or the HBM roof."""
     strides: str = ""
     op_index: int = -1
     """One of the row's ops (its position in the trace's ops), to find its source line."""
@@ -120,6 +140,7 @@ class _Row:
     bytes_moved: float = 0.0
     flops: float = 0.0
     op_indexes: set[int] | None = None
+    event_bytes: bool = False
 
 
 def roofline(
@@ -177,11 +198,27 @@ def kind_of(name: str) -> str:
         return "norm"
     if name in REDUCTIONS:
         return "reduction"
-    if name in COPIES:
+    if name in COPIES or name in FILLS or name in GATHERS:
         return "copy"
-    if name.startswith(("aten::", "triton_")):
+    if name.startswith("triton_"):
+        return _generated_kind(name)
+    if name.startswith("aten::"):
         return "elementwise"
     return "other"
+
+
+def _generated_kind(name: str) -> str:
+    """The family of an Inductor kernel, from its kind prefix (pointwise, reduction,
+    persistent reduction, template) and the ops it fused, which its name lists
+    (``triton_red_fused__softmax_1``)."""
+    fused = name.partition("_fused_")[2]
+    if "softmax" in fused or "norm" in fused:
+        return "norm"
+    if name.startswith(("triton_red_", "triton_per_")):
+        return "reduction"
+    if name.startswith("triton_tem_"):
+        return "template"
+    return "elementwise"
 
 
 def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, _Row]:
@@ -208,22 +245,29 @@ def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, 
         else:
             kernels.append(g)
     replays = {i for i in {g.op for g in kernels} if ops[i].cat == USER_ANNOTATION}
-    # per owner: [GPU µs, kernels, kernel µs, its longest event]
+    # per owner: [GPU µs, kernels, kernel µs, its longest event, the bytes its memcpys and
+    # memsets move (-1 once it launched a kernel)]
     acc: dict[int, list[Any]] = {}
     for g in kernels:
-        owner = g.launch if g.op in replays and g.launch >= 0 else g.op
+        owner = g.op
+        if owner in replays and g.launch >= 0:  # a CUDA-graph replay: a row per kernel
+            _add(_replayed(rows, ops[g.launch], g.name), g)
+            continue
         dur = g.dur
         a = acc.get(owner)
         is_kernel = g.cat == "kernel"
         if a is None:
-            acc[owner] = [dur, 1 if is_kernel else 0, dur if is_kernel else 0.0, g]
-            continue
+            a = acc[owner] = [0.0, 0, 0.0, g, 0.0]
         a[0] += dur
         if is_kernel:
             a[1] += 1
             a[2] += dur
         if dur > a[3].dur:
             a[3] = g
+        if is_kernel or a[4] < 0 or not 0 <= g.bytes <= _MAX_BYTES:
+            a[4] = -1.0  # a kernel, or a byte count no memory holds: the model's bytes
+        else:  # a device-to-device memcpy reads and writes its bytes, a memset writes them
+            a[4] += g.bytes * (2 if g.cat == "gpu_memcpy" else 1)
     unique = [ops[i] for i in acc]
     signatures = costs.signatures(unique) or [bytes(op.args) for op in unique]
     each = costs.many(unique)
@@ -231,21 +275,33 @@ def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, 
         key = (op.name, signature)
         row = rows.get(key)
         if row is None:
-            kind = "graph" if "GraphLaunch" in op.name else kind_of(op.name)
+            kind = kind_of(op.name)
             row = rows[key] = _Row(op, op.name, kind, op_indexes=set())
         assert row.op_indexes is not None
         i = op.index
-        gpu_us, n, n_us, g = acc[i]
+        gpu_us, n, n_us, g, moved = acc[i]
         row.op_indexes.add(i)
         row.us += gpu_us
         row.kernels += n
         row.kernel_us += n_us
         row.flops += cost.flops
-        row.bytes_moved += cost.bytes
+        row.event_bytes = moved > 0
+        row.bytes_moved += moved if moved > 0 else cost.bytes
         if g.dur > row.top_kernel_us:
             row.top_kernel, row.top_kernel_us = g.name, g.dur
             row.grid = _grid_blocks(g) if g.cat == "kernel" else None
     return rows
+
+
+def _replayed(rows: dict[object, _Row], launch: Op, kernel: str) -> _Row:
+    """The row of a kernel run by CUDA-graph replays, each launch one call of it."""
+    key = ("graph", kernel)
+    row = rows.get(key)
+    if row is None:
+        row = rows[key] = _Row(launch, kernel, "graph", op_indexes=set())
+    assert row.op_indexes is not None
+    row.op_indexes.add(launch.index)
+    return row
 
 
 def _add(row: _Row, g: GpuEvent) -> None:
@@ -318,6 +374,17 @@ def _roof(
         out.dtype = cost.dtype or (inputs.types[0] if inputs.types else None)
         out.strides = _strides(owner)
         flops, moved = row.flops, row.bytes_moved
+        if row.event_bytes:
+            out.estimate = "events"
+        elif flops > 0 or moved > 0:
+            out.estimate = "model" if has_model(owner.name) else "unreliable"
+        low = flops_range(owner)
+        if low is not None and flops > 0:  # the rates below are the high end's: at most
+            out.estimate = "range"
+            out.kind = "attention"
+            out.flops_low_per_step = low[0] * len(row.op_indexes) / steps
+        if moved > 0:
+            out.footprint = moved / len(row.op_indexes) if row.event_bytes else footprint_of(owner)
         if flops > 0:
             out.flops_per_step = flops / steps
             out.achieved_tflops = flops / row.us / 1e6 if row.us > 0 else None
@@ -326,17 +393,21 @@ def _roof(
             out.achieved_gbps = moved / row.us / 1e3 if row.us > 0 else None
         if flops > 0 and moved > 0:
             out.intensity = flops / moved
-    small_grid = (
-        row.grid is not None and sm_count is not None and row.grid < sm_count
-    ) and out.mean_kernel_us < SMALL_GRID_US
-    if row.kernels and (out.mean_kernel_us < LATENCY_US or small_grid):
-        out.bound = "latency"
-        return out
     peak_tflops = peaks.tflops_for(out.dtype or "c10::BFloat16") if peaks else 0.0
-    if peaks and out.dtype == "float" and (out.achieved_tflops or 0.0) > 1.1 * peak_tflops:
+    if peaks and out.dtype == "float" and (out.achieved_tflops or 0.0) > peak_tflops:
         peak_tflops = peaks.tf32_tflops  # faster than plain fp32 can go: TF32 tensor cores
         out.dtype = "tf32"
     ridge = peak_tflops * 1e12 / (peaks.hbm_gbps * 1e9) if peaks and peaks.hbm_gbps > 0 else 200.0
+    bandwidth, memory_roof = _memory_roof(peaks, out.footprint, out.achieved_gbps or 0.0)
+    if row.kernels and out.mean_kernel_us < LATENCY_US:
+        compute_share = (
+            out.achieved_tflops / peak_tflops if out.achieved_tflops and peak_tflops else 0.0
+        )
+        memory_share = out.achieved_gbps / bandwidth if out.achieved_gbps and bandwidth else 0.0
+        if max(compute_share, memory_share) < LATENCY_EFFICIENCY:
+            out.bound = "latency"
+            return out
+    rated = out.estimate != "unreliable"
     if out.achieved_tflops is not None and (out.intensity is None or out.intensity >= ridge):
         out.bound = "compute"
         if peak_tflops:
@@ -344,10 +415,27 @@ def _roof(
             out.efficiency = out.achieved_tflops / peak_tflops
     elif out.achieved_gbps is not None or row.kind in ("elementwise", "norm", "reduction", "copy"):
         out.bound = "memory"
-        if peaks and out.achieved_gbps is not None:
-            out.roof = f"HBM {peaks.hbm_gbps / 1000:.2f} TB/s"
-            out.efficiency = out.achieved_gbps / peaks.hbm_gbps
+        if bandwidth and out.achieved_gbps is not None and rated:
+            out.roof = memory_roof
+            out.efficiency = out.achieved_gbps / bandwidth
     return out
+
+
+def _memory_roof(peaks: Peaks | None, footprint: float | None, gbps: float) -> tuple[float, str]:
+    """The bandwidth (GB/s) that bounds a call touching ``footprint`` bytes at ``gbps``, and
+    its label. A row's bytes are the least the kernel must move, so a rate above HBM's means
+    L2 served part of them (a working set that fits L2, written by the kernel before, or one
+    partly still there): its roof is L2's, where the device's L2 bandwidth is known. Else
+    HBM's: a working set that fits L2 but was read from HBM (weights read once per step)
+    keeps HBM's roof."""
+    if peaks is None:
+        return 0.0, ""
+    if peaks.l2_gbps > 0 and gbps > peaks.hbm_gbps:
+        fits = footprint is not None and 0 < footprint <= peaks.l2_bytes
+        held = f"working set {fmt_bytes(footprint)}" if footprint else "working set unknown"
+        label = f"L2 {peaks.l2_gbps / 1000:.1f} TB/s ({held}{'' if fits else ', partly in L2'})"
+        return peaks.l2_gbps, label
+    return peaks.hbm_gbps, f"HBM {peaks.hbm_gbps / 1000:.2f} TB/s"
 
 
 def _fmt_shapes(dims: list[object]) -> str:

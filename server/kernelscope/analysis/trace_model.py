@@ -200,6 +200,7 @@ class OpInputs(msgspec.Struct, frozen=True):
 
     dims: list[Any] = msgspec.field(default_factory=list[Any], name="Input Dims")
     types: list[str] = msgspec.field(default_factory=list[str], name="Input type")
+    strides: list[Any] = msgspec.field(default_factory=list[Any], name="Input Strides")
 
 
 class _ExternalId(msgspec.Struct, gc=False):

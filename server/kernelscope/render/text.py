@@ -240,10 +240,10 @@ def _roofline(rows: Sequence[OpRoof], limit: int = 8) -> list[str]:
             cut(r.name, 40),
             f"{r.share:.0%}",
             fmt_us(r.gpu_us_per_step),
-            f"{r.achieved_tflops:.0f}" if r.achieved_tflops is not None else DASH,
+            _tflops(r),
             f"{r.achieved_gbps:.0f}" if r.achieved_gbps is not None else DASH,
             r.bound,
-            f"{r.efficiency:.0%} of {r.roof}" if r.efficiency is not None else DASH,
+            _achieved(r),
             cut(r.shapes, 40),
         ]
         for r in rows[:limit]
@@ -257,6 +257,21 @@ def _roofline(rows: Sequence[OpRoof], limit: int = 8) -> list[str]:
             align="lrrrrlll",
         ),
     ]
+
+
+def _tflops(r: OpRoof) -> str:
+    """The row's TFLOP/s; where its FLOPs are a range, "≤" the high end's rate."""
+    if r.achieved_tflops is None:
+        return DASH
+    return f"≤ {r.achieved_tflops:.0f}" if r.estimate == "range" else f"{r.achieved_tflops:.0f}"
+
+
+def _achieved(r: OpRoof) -> str:
+    """The row's share of its roof; a row of no cost model says its bytes are a guess."""
+    if r.efficiency is not None:
+        at_most = "≤ " if r.estimate == "range" else ""
+        return f"{at_most}{r.efficiency:.0%} of {r.roof}"
+    return "bytes unreliable (no model)" if r.estimate == "unreliable" else DASH
 
 
 def _spread(t: Timing) -> str:

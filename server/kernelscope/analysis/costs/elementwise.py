@@ -1,0 +1,75 @@
+"""Elementwise ops and reductions: no FLOPs counted; each input read once and the output
+written once (nothing for a reduction, the largest input for the rest).
+"""
+
+from __future__ import annotations
+
+from kernelscope.analysis.costs.tensors import Tensor, size_of
+
+REDUCTIONS = frozenset(
+    {
+        "aten::sum",
+        "aten::mean",
+        "aten::amax",
+        "aten::amin",
+        "aten::max",
+        "aten::min",
+        "aten::norm",
+        "aten::linalg_vector_norm",
+        "aten::prod",
+        "aten::argmax",
+        "aten::argmin",
+        "aten::any",
+        "aten::all",
+        "aten::std",
+        "aten::var",
+        "aten::nonzero",
+        "aten::_local_scalar_dense",
+    }
+)
+
+
+GENERATED_KERNEL_PREFIX = ("triton_",)
+
+
+#: ATen ops whose traffic depends on the data (how many elements an index or a mask picks):
+#: no model; the generic rule is a guess for them.
+DATA_DEPENDENT = frozenset(
+    f"aten::{name}"
+    for name in (
+        "index",
+        "index_put_",
+        "_index_put_impl_",
+        "nonzero",
+        "masked_select",
+        "masked_scatter_",
+        "unique",
+        "_unique",
+        "_unique2",
+        "unique_consecutive",
+        "unique_dim",
+        "bincount",
+        "histc",
+    )
+)
+
+
+def elementwise_bytes(name: str, args: list[Tensor]) -> float:
+    """Each tensor argument read once and the output written once: nothing for a reduction,
+    the largest argument's size for the rest."""
+    if not args:
+        return 0.0
+    read = sum(map(size_of, args))
+    # an Inductor-generated Triton kernel is recorded with its output buffers among its
+    # arguments: each is read or written once
+    generated = name.startswith(GENERATED_KERNEL_PREFIX)
+    written = 0 if name in REDUCTIONS or generated else max(map(size_of, args))
+    return float(read + written)
+
+
+def elementwise_footprint(name: str, args: list[Tensor]) -> float:
+    """Distinct bytes one call touches: its bytes, but an in-place op (``add_``) writes a
+    tensor it also reads, counted once."""
+    if name.endswith("_") and args and not name.startswith(GENERATED_KERNEL_PREFIX):
+        return float(sum(map(size_of, args)))
+    return elementwise_bytes(name, args)

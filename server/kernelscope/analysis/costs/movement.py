@@ -1,0 +1,123 @@
+"""Memory movement: copies, fills, gathers, ``index_select`` and embeddings. No FLOPs; bytes
+are what the kernel really touches:
+
+- a copy reads its source's distinct elements (a broadcast, stride-0 dimension once) and
+  writes the destination; ``_to_copy``, ``clone`` and ``contiguous`` read the input and write
+  a copy of it (in the requested dtype);
+- a fill writes the tensor and reads nothing;
+- ``gather`` reads the index and one element of the source per index element, and writes
+  as many; ``index_select`` reads the index and the selected slices, and writes them;
+- ``embedding`` reads the indices and one table row per index, and writes those rows;
+  ``embedding_bag`` reads the indices, the offsets (and per-sample weights) and one row
+  per index, and writes one row per bag (and ``offset2bag``, one index per index).
+
+The table a gather or embedding reads from is never counted whole: only the rows touched.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from kernelscope.analysis.costs.tensors import (
+    DTYPE_BYTES,
+    SCALAR_TYPE_BYTES,
+    Tensor,
+    arg_at,
+    concrete_ints,
+    concrete_value,
+    numel,
+    size_of,
+)
+
+COPIES = frozenset({"aten::copy_", "aten::_to_copy", "aten::contiguous", "aten::clone"})
+FILLS = frozenset({"aten::fill_", "aten::zero_", "aten::zeros_like", "aten::ones_like"})
+EMBEDDING_BAGS = frozenset(
+    {"aten::embedding_bag", "aten::_embedding_bag", "aten::_embedding_bag_forward_only"}
+)
+GATHERS = frozenset({"aten::gather", "aten::index_select", "aten::embedding"}) | EMBEDDING_BAGS
+MOVEMENT = COPIES | FILLS | GATHERS
+_INDEX_BYTES = 8  # an offset2bag entry: a long
+
+
+def distinct_elements(shape: list[int], strides: list[int] | None) -> int:
+    """Elements a tensor's memory holds: a dimension of stride 0 (an ``expand``) once."""
+    if not strides or len(strides) != len(shape):
+        return numel(shape)
+    return numel([size for size, stride in zip(shape, strides, strict=True) if stride != 0])
+
+
+def movement_bytes(
+    name: str, args: list[Tensor | None], strides: list[Any], concrete: list[Any]
+) -> float:
+    """Bytes one call of a MOVEMENT op reads and writes; ``strides`` as ``Input Strides``."""
+    if name in FILLS:
+        return float(size_of(arg_at(args, 0)))
+    if name in COPIES:
+        return _copy(name, args, strides, concrete)
+    if name in EMBEDDING_BAGS:
+        return _embedding_bag(args, concrete)
+    return _gather(name, args, strides, concrete)
+
+
+def _read(args: list[Tensor | None], strides: list[Any], index: int) -> int:
+    """Bytes of the distinct elements of the tensor argument at ``index``."""
+    tensor = arg_at(args, index)
+    if tensor is None:
+        return 0
+    at = strides[index] if 0 <= index < len(strides) else None
+    listed = cast("list[object]", at) if isinstance(at, list) else None
+    ints = [s for s in listed if type(s) is int] if listed is not None else None
+    return distinct_elements(tensor[0], ints) * DTYPE_BYTES[tensor[1]]
+
+
+def _copy(name: str, args: list[Tensor | None], strides: list[Any], concrete: list[Any]) -> float:
+    if name == "aten::copy_":  # copy_(self, src): src read, self written
+        return float(_read(args, strides, 1) + size_of(arg_at(args, 0)))
+    source = arg_at(args, 0)
+    if source is None:
+        return 0.0
+    width = DTYPE_BYTES[source[1]]
+    dtype = concrete_ints(concrete, 1) if name == "aten::_to_copy" else []
+    if len(dtype) == 1:
+        width = SCALAR_TYPE_BYTES.get(dtype[0], width)
+    return float(_read(args, strides, 0) + numel(source[0]) * width)
+
+
+def _gather(name: str, args: list[Tensor | None], strides: list[Any], concrete: list[Any]) -> float:
+    if name == "aten::embedding":  # (weight, indices, ...): one row per index
+        table, index, row = arg_at(args, 0), 1, 1
+        if table is not None and len(table[0]) >= 1:
+            row = numel(table[0][1:])
+    elif name == "aten::gather":  # (self, dim, index, ...): one element per index element
+        table, index, row = arg_at(args, 0), 2, 1
+    else:  # index_select(self, dim, index): the slices along dim
+        table, index = arg_at(args, 0), 2
+        dim = concrete_ints(concrete, 1)
+        shape = table[0] if table is not None else []
+        axis = dim[0] % len(shape) if len(dim) == 1 and shape else 0
+        row = numel(shape[:axis] + shape[axis + 1 :]) if shape else 1
+    indices = arg_at(args, index)
+    if table is None or indices is None:
+        return 0.0
+    width = DTYPE_BYTES[table[1]]
+    rows = min(numel(indices[0]) * row, numel(table[0]))  # what is read: at most the table
+    written = numel(indices[0]) * row * width
+    return float(_read(args, strides, index) + rows * width + written)
+
+
+def _embedding_bag(args: list[Tensor | None], concrete: list[Any]) -> float:
+    """embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse,
+    per_sample_weights, include_last_offset, padding_idx)."""
+    table, indices, offsets = arg_at(args, 0), arg_at(args, 1), arg_at(args, 2)
+    if table is None or indices is None or len(table[0]) < 1:
+        return 0.0
+    width = DTYPE_BYTES[table[1]]
+    dim = numel(table[0][1:])
+    looked_up = numel(indices[0])
+    if offsets is not None:
+        bags = numel(offsets[0]) - (1 if concrete_value(concrete, 7) == "True" else 0)
+    else:  # 2-D indices: one bag per row
+        bags = indices[0][0] if len(indices[0]) == 2 else 1
+    read = size_of(indices) + size_of(offsets) + size_of(arg_at(args, 6))
+    read += min(looked_up * dim, numel(table[0])) * width
+    return float(read + max(bags, 0) * dim * width + looked_up * _INDEX_BYTES)
