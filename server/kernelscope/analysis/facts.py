@@ -11,6 +11,7 @@ from operator import attrgetter
 from pathlib import Path
 
 from kernelscope.analysis.calls import CALL_RANGE, Calls
+from kernelscope.analysis.counters import apply_counters
 from kernelscope.analysis.flops import MATMULS, OpCosts
 from kernelscope.analysis.peaks import Peaks, peaks_for
 from kernelscope.analysis.roofline import OpRoof, roofline
@@ -128,6 +129,8 @@ def facts_of(
     costs = OpCosts()
     sm_count = _sm_count(trace, sidecar)
     rows = roofline(trace, timeline.events, steps, peaks, costs, sm_count)
+    if sidecar is not None and sidecar.counters is not None and sidecar.counters.kernels:
+        apply_counters(trace, timeline.events, steps, rows, sidecar.counters, costs, peaks)
     matmul_gpu: dict[str, float] = {}
     for r in rows:
         if r.name in MATMULS:

@@ -94,6 +94,14 @@ class OpRoof(msgspec.Struct):
     strides: str = ""
     op_index: int = -1
     """One of the row's ops (its position in the trace's ops), to find its source line."""
+    measured: bool = False
+    """FLOPs and bytes from hardware counters (``--counters``), not from the model."""
+    sm_pct: float | None = None
+    """Measured: % of the SMs' speed of light, kernels weighted by duration."""
+    memory_pct: float | None = None
+    """Measured: % of the memory system's speed of light."""
+    occupancy_pct: float | None = None
+    """Measured: achieved occupancy (% of the warps an SM holds)."""
 
 
 class BoundShare(msgspec.Struct):
@@ -332,6 +340,12 @@ def _roof(
     if row.kernels and (out.mean_kernel_us < LATENCY_US or small_grid):
         out.bound = "latency"
         return out
+    _bound(out, peaks)
+    return out
+
+
+def _bound(out: OpRoof, peaks: Peaks | None) -> None:
+    """Compute or memory, and the efficiency against that roof, from the row's rates."""
     peak_tflops = peaks.tflops_for(out.dtype or "c10::BFloat16") if peaks else 0.0
     if peaks and out.dtype == "float" and (out.achieved_tflops or 0.0) > 1.1 * peak_tflops:
         peak_tflops = peaks.tf32_tflops  # faster than plain fp32 can go: TF32 tensor cores
@@ -342,12 +356,27 @@ def _roof(
         if peak_tflops:
             out.roof = f"{_dtype_label(out.dtype)} {peak_tflops:.0f} TFLOP/s"
             out.efficiency = out.achieved_tflops / peak_tflops
-    elif out.achieved_gbps is not None or row.kind in ("elementwise", "norm", "reduction", "copy"):
+    elif out.achieved_gbps is not None or out.kind in ("elementwise", "norm", "reduction", "copy"):
         out.bound = "memory"
         if peaks and out.achieved_gbps is not None:
             out.roof = f"HBM {peaks.hbm_gbps / 1000:.2f} TB/s"
             out.efficiency = out.achieved_gbps / peaks.hbm_gbps
-    return out
+
+
+def measured_roof(out: OpRoof, flops: float, moved: float, peaks: Peaks | None) -> None:
+    """A row's FLOPs and bytes per step replaced by those measured on one call (a step is one
+    call), its rates, intensity, bound and efficiency recomputed; a latency row stays one."""
+    us = out.gpu_us_per_step
+    out.measured = True
+    out.flops_per_step = flops or None
+    out.bytes_per_step = moved or None
+    out.achieved_tflops = flops / us / 1e6 if flops and us > 0 else None
+    out.achieved_gbps = moved / us / 1e3 if moved and us > 0 else None
+    out.intensity = flops / moved if flops and moved else None
+    out.roof, out.efficiency = "", None
+    if out.bound != "latency":
+        out.bound = "unknown"
+        _bound(out, peaks)
 
 
 def _fmt_shapes(dims: list[object]) -> str:

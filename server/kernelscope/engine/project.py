@@ -38,6 +38,9 @@ class Project:
     problems: tuple[str, ...] = ()
     """Values of [tool.kernelscope] that were left unset because they are unusable, each saying
     why (those that are not cheap to get wrong raise ProjectError instead)."""
+    counters: bool = False
+    """[tool.kernelscope] counters: measure each profile's call with Nsight Compute after it
+    (``--counters``)."""
 
     def module_name(self, path: Path) -> str:
         """Dotted name of `path` relative to the root, through packages; else the file's stem."""
@@ -157,6 +160,9 @@ def load_project(path: Path) -> Project:
         raise ProjectError(
             f'{config}: [tool.kernelscope] inputs_module names a module, like "tools.inputs"'
         )
+    counters = table.get("counters", False)
+    if not isinstance(counters, bool):
+        raise ProjectError(f"{config}: [tool.kernelscope] counters must be true or false")
     problems: list[str] = []
     perfetto_ui = table.get("perfetto_ui")
     if perfetto_ui is not None and not (isinstance(perfetto_ui, str) and perfetto_ui.strip()):
@@ -174,6 +180,7 @@ def load_project(path: Path) -> Project:
         inputs_module,
         resolve_path(root, perfetto_ui) if perfetto_ui is not None else None,
         tuple(problems),
+        counters,
     )
 
 
