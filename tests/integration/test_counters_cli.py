@@ -22,7 +22,7 @@ from kernelscope.engine.counters import (
     run_under_ncu,
     split_metrics,
 )
-from kernelscope.engine.runner import JobResult
+from kernelscope.engine.runner import JobFailed, JobResult
 from kernelscope.protocol import (
     NCU_METRICS,
     ProfileFinished,
@@ -168,3 +168,19 @@ def test_the_ncu_command_line_ranges_one_call_and_keeps_its_lines_out_of_the_fra
     ):
         assert option in text
     assert argv[-4:-1] == ["/usr/bin/python3", "-u", "-c"]
+
+
+NCU_STANDIN = REPO_ROOT / "tests" / "standins" / "ncu"
+
+
+def test_the_worker_under_ncu_runs_the_ranged_job_over_stdin(monkeypatch) -> None:
+    # The stand-in runs the worker as ncu does (stdin passed through, its lines in the log):
+    # the bootstrap, the frames and the RunCounters job all work; on the CPU the job says why
+    # it cannot range a call.
+    have = [m.split(".")[0] for m in NCU_METRICS if "fp64" not in m]
+    monkeypatch.setenv("KS_NCU_STANDIN_METRICS", ",".join(have))
+    request = msgspec.structs.replace(_request(), device="cpu")
+    with pytest.raises(JobFailed) as failed:
+        asyncio.run(run_under_ncu(request, sys.executable, 120.0, ncu_path=str(NCU_STANDIN)))
+    assert failed.value.failure.kind == "no_cuda"
+    assert "hardware counters need a CUDA GPU" in failed.value.failure.message

@@ -438,7 +438,7 @@ def find_slow_ops(facts: Facts, options: Options) -> Iterable[Finding]:
                 "efficiency": round(r.efficiency, 3),
                 "gpu_us_per_step": round(r.gpu_us_per_step, 1),
                 "kernel": cut(r.kernel, 200),
-                "measured": r.measured,
+                "figures": "measured" if r.measured else "model",
             },
         )
 
