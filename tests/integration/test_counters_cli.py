@@ -25,6 +25,7 @@ from kernelscope.engine.counters import (
 from kernelscope.engine.runner import JobFailed, JobResult
 from kernelscope.protocol import (
     NCU_METRICS,
+    Counters,
     ProfileFinished,
     RunProfile,
     Sidecar,
@@ -184,3 +185,30 @@ def test_the_worker_under_ncu_runs_the_ranged_job_over_stdin(monkeypatch) -> Non
         asyncio.run(run_under_ncu(request, sys.executable, 120.0, ncu_path=str(NCU_STANDIN)))
     assert failed.value.failure.kind == "no_cuda"
     assert "hardware counters need a CUDA GPU" in failed.value.failure.message
+
+
+def test_analyze_shows_a_sidecars_counters_as_measured_rows(tmp_path: Path) -> None:
+    # A profile's sidecar keeps what --counters measured: analyzing the trace again gives the
+    # same measured rows (the H200 8192 GEMM's trace, with the probe's counters of that call)
+    from kernelscope.analysis.counters import parse_ncu_csv
+
+    folder = FIXTURES / "matmul_add_8192"
+    kernels = parse_ncu_csv((FIXTURES / "counters_probe" / "ncu_raw_cache_all.csv").read_text())
+    side = msgspec.json.decode((folder / "sidecar.json").read_bytes(), type=Sidecar)
+    counters = Counters(
+        kernels=[k for k in kernels if k.nvtx == "mm"], seconds=21.5, launch_count=64
+    )
+    side = msgspec.structs.replace(side, counters=counters)
+    (tmp_path / "sidecar.json").write_bytes(msgspec.json.encode(side))
+    (tmp_path / "trace.json.gz").write_bytes((folder / "trace.json.gz").read_bytes())
+    proc = kernelscope("analyze", str(tmp_path / "trace.json.gz"))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    header = next(ln for ln in lines if ln.lstrip().startswith("figures"))
+    assert "op" in header and "bound" in header
+    mm = next(ln for ln in lines if "aten::mm" in ln and "measured" in ln)
+    assert "compute" in mm
+    assert any("Nsight Compute measured 2 kernels of one warm call in 21.5 s" in ln for ln in lines)
+    proc = kernelscope("analyze", str(tmp_path / "trace.json.gz"), "--json")
+    rows = {r["name"]: r for r in json.loads(proc.stdout)["roofline"]}
+    assert rows["aten::mm"]["measured"] and rows["aten::mm"]["flops_per_step"] == 1_116_691_496_960
