@@ -12,10 +12,15 @@ OUT=${OUT:-/tmp/counters-out}
 mkdir -p "$OUT"
 which ncu > "$OUT/ncu_path.txt" 2>&1; ncu --version >> "$OUT/ncu_path.txt" 2>&1
 D=docs/h200-run/counters
+T0=$(date +%s)
+left() {  # seconds this step may take: at most 110, and all of it within 330 s
+  local l=$((330 - $(date +%s) + T0)); [ $l -gt 110 ] && l=110; echo $l
+}
 run() {  # NAME SPEC [env...]
-  local name=$1 spec=$2; shift 2
+  local name=$1 spec=$2 t; shift 2
+  t=$(left); [ "$t" -lt 20 ] && { echo "$name: skipped (out of time)" >> "$OUT/times.txt"; return; }
   SECONDS=0
-  env "$@" timeout 170 python3 -m kernelscope profile "$spec" --device cuda --counters --no-lines \
+  env "$@" timeout "$t" python3 -m kernelscope profile "$spec" --device cuda --counters --no-lines \
     --active 3 --json > "$OUT/$name.json" 2> "$OUT/$name.stderr"
   echo "$name: rc $? in $SECONDS s" | tee -a "$OUT/times.txt"
 }
@@ -24,7 +29,7 @@ run cos_cos fixtures/workloads/cos_cos.py::cos_cos
 run embedding_bag $D/workloads.py::embedding_bag
 run embedding $D/workloads.py::embedding
 # the human report of one, as a user sees it
-timeout 170 python3 -m kernelscope profile fixtures/workloads/gemv.py::gemv --device cuda --counters \
+timeout "$(left)" python3 -m kernelscope profile fixtures/workloads/gemv.py::gemv --device cuda --counters \
   --no-lines --active 3 > "$OUT/gemv.txt" 2> "$OUT/gemv.stderr"; echo "gemv (text): rc $?" >> "$OUT/times.txt"
 python3 - "$OUT" > "$OUT/summary.txt" 2>&1 <<'PY'
 import json, pathlib, sys
@@ -50,4 +55,6 @@ for f in sorted(out.glob("*.json")):
         if fnd["code"] == "KS701":
             print("   KS701", fnd["message"][:200])
 PY
-cat "$OUT/times.txt" "$OUT/summary.txt"; grep -E "counters|measured|roofline" "$OUT/gemv.txt"; tail -2 "$OUT"/*.stderr
+t=$(left); [ "$t" -ge 30 ] && timeout "$t" python3 -m pytest -q -p no:cacheprovider \
+  tests/gpu/test_counters_gpu.py > "$OUT/pytest_counters_gpu.txt" 2>&1
+cat "$OUT/times.txt" "$OUT/summary.txt"; tail -3 "$OUT/pytest_counters_gpu.txt"; grep -E "counters|measured|roofline" "$OUT/gemv.txt"; tail -2 "$OUT"/*.stderr
