@@ -16,6 +16,7 @@ from kernelscope.app.counters import NEEDS_CUDA, measure_counters
 from kernelscope.engine.counters import (
     NO_COUNTER_ACCESS,
     NO_NCU,
+    NOT_NCCL,
     CountersUnavailable,
     ncu_argv,
     ncu_failure,
@@ -164,7 +165,7 @@ def test_the_ncu_command_line_ranges_one_call_and_keeps_its_lines_out_of_the_fra
         "--cache-control all",
         "--log-file /tmp/x.csv",
         "--launch-count 64",
-        "--kernel-name regex:^(?!nccl)",
+        f"--kernel-name {NOT_NCCL}",
         "--csv --page raw",
     ):
         assert option in text
@@ -212,3 +213,13 @@ def test_analyze_shows_a_sidecars_counters_as_measured_rows(tmp_path: Path) -> N
     proc = kernelscope("analyze", str(tmp_path / "trace.json.gz"), "--json")
     rows = {r["name"]: r for r in json.loads(proc.stdout)["roofline"]}
     assert rows["aten::mm"]["measured"] and rows["aten::mm"]["flops_per_step"] == 1_116_691_496_960
+
+
+def test_the_kernel_filter_leaves_out_nccl_kernels_only() -> None:
+    import re
+
+    pattern = re.compile(NOT_NCCL.removeprefix("regex:"))
+    for name in ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "ncclKernel_SendRecv", "nccl"):
+        assert not pattern.fullmatch(name) and not pattern.search(name), name
+    for name in ("nvjet_sm90_tst_320x128", "vectorized_elementwise_kernel", "n", "ncc", "nc_x"):
+        assert pattern.fullmatch(name) and pattern.search(name), name

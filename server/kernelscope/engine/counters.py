@@ -53,7 +53,9 @@ NO_NCU = (
 #: Kernels measured at most per call: each is replayed once per pass of counters (~14 on H100).
 DEFAULT_KERNELS = 64
 #: Never replayed: NCCL kernels wait on their peers, which ncu does not replay with them.
-NOT_NCCL = "regex:^(?!nccl)"
+#: Every function name but those starting with "nccl", without a lookahead (whatever regex
+#: flavour ncu has, and whether it searches or matches the whole name).
+NOT_NCCL = "regex:^([^n]|n[^c]|nc[^c]|ncc[^l]).*$|^(n|nc|ncc)$"
 
 
 class CountersUnavailable(Exception):
