@@ -170,3 +170,17 @@ def test_kineto_and_ncu_spellings_of_one_kernel_share_a_key() -> None:
     )
     add = "void at::vectorized_elementwise_kernel<8, at::CUDAFunctor_add<c10::BFloat16>>(int)"
     assert kernel_key(add) != kernel_key(ncu)  # same kernel template, another functor
+
+
+def test_a_name_printed_without_templates_still_pairs_in_order() -> None:
+    trace = load_trace(FIXTURES / "cos_cos" / "trace.json.gz")
+    traced = one_call_kernels([g for g in trace.gpu_events if g.op >= 0], 5)
+    bare = [KernelCounters(name="vectorized_elementwise_kernel", duration_us=1.0)] * 2
+    assert len(pair_kernels(traced, bare)) == 2
+    other = [
+        KernelCounters(
+            name="void at::vectorized_elementwise_kernel<8, at::CUDAFunctor_add<float>>(int)",
+            duration_us=1.0,
+        )
+    ]
+    assert pair_kernels(traced, other) == []

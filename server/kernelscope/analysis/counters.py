@@ -176,11 +176,17 @@ def pair_kernels(
     j = 0
     for m in measured:
         key = kernel_key(m.name)
-        k = next((i for i in range(j, len(keys)) if keys[i] == key), None)
+        k = next((i for i in range(j, len(keys)) if _same(keys[i], key)), None)
         if k is not None:
             pairs.append((traced[k], m))
             j = k + 1
     return pairs
+
+
+def _same(a: tuple[str, str], b: tuple[str, str]) -> bool:
+    """Two keys of one kernel: equal, or the same function where one name has no template
+    arguments to compare (a name printed without them)."""
+    return a == b or (a[0] == b[0] and not (a[1] and b[1]))
 
 
 class MeasuredRow(msgspec.Struct):

@@ -98,6 +98,8 @@ def ncu_argv(
         "all",
         "--kernel-name-base",
         "function",
+        "--print-kernel-base",
+        "demangled",
         "--kernel-name",
         NOT_NCCL,
         "--launch-count",
