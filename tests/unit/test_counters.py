@@ -184,3 +184,25 @@ def test_a_name_printed_without_templates_still_pairs_in_order() -> None:
         )
     ]
     assert pair_kernels(traced, other) == []
+
+
+def test_ks701_says_its_figures_were_measured() -> None:
+    # The misaligned vocabulary GEMM (H200 fixture) with counters for its one kernel: the row
+    # and the finding take them and say so; without them, the model's.
+    folder = FIXTURES / "gemm_misaligned"
+    trace = load_trace(folder / "trace.json.gz")
+    side = load_sidecar(folder / "sidecar.json")
+    before = next(f for f in analyze(trace, side).findings if f.code == "KS701")
+    assert before.evidence["figures"] == "model" and "measured" not in before.message
+    name = next(g.name for g in trace.gpu_events if g.cat == "kernel")
+    flops = 2 * 8192 * 4096 * 50257  # what the tensor pipe would count for this GEMM
+    kernel = KernelCounters(
+        name=name, duration_us=24_700.0, tensor_flops=flops, dram_read_bytes=1.4e9
+    )
+    measured = msgspec.structs.replace(side, counters=Counters(kernels=[kernel]))
+    after = analyze(trace, measured)
+    slow = next(f for f in after.findings if f.code == "KS701")
+    assert slow.evidence["figures"] == "measured"
+    assert "(bf16 989 TFLOP/s, measured)" in slow.message
+    row = next(r for r in after.roofline if r.name == "aten::mm")
+    assert row.measured and row.flops_per_step == flops and row.bytes_per_step == 1.4e9
