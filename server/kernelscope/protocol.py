@@ -115,6 +115,11 @@ class RunTiming(RunProfile, tag="run_timing"):
     """Only the unprofiled timing of the same call, for a worker that never profiles."""
 
 
+class RunCounters(RunProfile, tag="run_counters"):
+    """Warm the same call, then make one more inside cudaProfilerStart/Stop, for the worker
+    started under Nsight Compute (``ncu --profile-from-start off``)."""
+
+
 class RunTry(RunProfile, tag="run_try"):
     """Time the function and variants of it on the same inputs, in turns, unprofiled."""
 
@@ -199,6 +204,7 @@ STAGE_LABELS = {
     "export": "exporting the trace",
     "lines": "line attribution",
     "clean_timing": "timing in a worker that never profiled",
+    "counters": "hardware counters (Nsight Compute)",
     "analysis": "analysis",
 }
 
@@ -224,6 +230,7 @@ PERCENT = {
     "export": 75,
     "lines": 85,
     "clean_timing": 90,
+    "counters": 92,
     "analysis": 95,
 }
 
@@ -345,6 +352,87 @@ class CallSite(msgspec.Struct):
         return ", ".join(parts)
 
 
+#: Nsight Compute's metrics for ``--counters`` (those the GPU lacks are left out: an unknown
+#: metric fails the whole run). FLOPs by pipe: the tensor pipe's ``sm__ops_path_tensor_*``
+#: count math ops (2 per multiply-add), the SASS counters count thread instructions (an FMA is
+#: 2 FLOPs; an HFMA2 on half2 counts once, so FP16 here is a lower bound).
+NCU_METRICS = (
+    "gpu__time_duration.sum",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+    "sm__ops_path_tensor_src_fp16.sum",
+    "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+    "sm__ops_path_tensor_src_fp8.sum",
+    "sm__ops_path_tensor_src_fp64.sum",
+    "sm__ops_path_tensor_src_int8.sum",
+    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_fadd_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_fmul_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_hfma_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_hadd_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_hmul_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_dfma_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_dadd_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_dmul_pred_on.sum",
+)
+#: ``--cache-control all``: ncu flushes the caches before each kernel, so every kernel starts
+#: from a cold L2 and DRAM bytes are an upper bound of what it moves in the program.
+NCU_CACHE_CONTROL = "all"
+
+
+class KernelCounters(msgspec.Struct):
+    """One kernel's hardware counters, read by Nsight Compute on one warm call."""
+
+    name: str
+    duration_us: float
+    dram_read_bytes: float | None = None
+    dram_write_bytes: float | None = None
+    tensor_flops: float | None = None
+    fp32_flops: float | None = None
+    fp16_flops: float | None = None
+    fp64_flops: float | None = None
+    sm_pct: float | None = None
+    """sm__throughput: % of the SMs' speed of light."""
+    memory_pct: float | None = None
+    """gpu__compute_memory_throughput: % of the memory system's speed of light."""
+    occupancy_pct: float | None = None
+    """sm__warps_active: achieved occupancy, % of the warps an SM can hold."""
+    nvtx: str = ""
+
+    @property
+    def dram_bytes(self) -> float | None:
+        """DRAM bytes read and written."""
+        if self.dram_read_bytes is None and self.dram_write_bytes is None:
+            return None
+        return (self.dram_read_bytes or 0.0) + (self.dram_write_bytes or 0.0)
+
+    @property
+    def flops(self) -> float | None:
+        """FLOPs of every pipe together."""
+        parts = [self.tensor_flops, self.fp32_flops, self.fp16_flops, self.fp64_flops]
+        known = [p for p in parts if p is not None]
+        return sum(known) if known else None
+
+
+class Counters(msgspec.Struct):
+    """What ``--counters`` measured: one warm call's kernels under Nsight Compute, or why not."""
+
+    kernels: list[KernelCounters] = []
+    error: str = ""
+    """One line when nothing was measured (no ncu, no counter access, a CPU run, a timeout)."""
+    seconds: float = 0.0
+    """Wall time of the run under ncu, its start included."""
+    cache_control: str = NCU_CACHE_CONTROL
+    launch_count: int = 0
+    """At most this many kernels of the call were measured (ncu's --launch-count)."""
+    missing_metrics: list[str] = []
+    """Metrics of NCU_METRICS this GPU does not have."""
+
+
 class MemoryStats(msgspec.Struct):
     """Device memory high-water marks over the warmed steps."""
 
@@ -378,6 +466,8 @@ class Sidecar(msgspec.Struct):
     """Seconds the worker spent in each stage of the job (import, inputs, cold, ...)."""
     call_site: CallSite | None = None
     """Set when an entry point's call was profiled."""
+    counters: Counters | None = None
+    """Set by ``--counters`` (the server adds it after the job): measured per-kernel figures."""
 
 
 class ProfileFinished(Message, tag="profile_finished"):
@@ -412,6 +502,15 @@ class TimingFinished(Message, tag="timing_finished"):
 
     job_id: str
     timing: UnprofiledTiming
+    output: str = ""
+    worker_ends: bool = False
+
+
+class CountersFinished(Message, tag="counters_finished"):
+    """A RunCounters job's ranged call is done (Nsight Compute measured it meanwhile)."""
+
+    job_id: str
+    warm_calls: int = 0
     output: str = ""
     worker_ends: bool = False
 
@@ -468,7 +567,7 @@ class CalibrationFinished(Message, tag="calibration_finished"):
     method: str = ""
 
 
-ToWorker = RunProfile | RunTiming | RunTry | RunCalibration | Cancel | Shutdown
+ToWorker = RunProfile | RunTiming | RunCounters | RunTry | RunCalibration | Cancel | Shutdown
 FromWorker = (
     WorkerReady
     | JobProgress
@@ -476,9 +575,10 @@ FromWorker = (
     | ProfileFailed
     | CalibrationFinished
     | TimingFinished
+    | CountersFinished
     | TryFinished
 )
-JobOutcome = ProfileFinished | CalibrationFinished | TimingFinished | TryFinished
+JobOutcome = ProfileFinished | CalibrationFinished | TimingFinished | CountersFinished | TryFinished
 
 
 def failure(kind: str, message: str, **fields: object) -> ProfileFailed:

@@ -17,7 +17,10 @@ from kernelscope.report.schema import Report
 
 from support import FIXTURES
 
-SCENARIOS = sorted(p.parent.name for p in FIXTURES.glob("*/meta.json"))
+# a profile's recording (its sidecar beside the meta); counters_probe is ncu's, not one
+SCENARIOS = sorted(
+    p.parent.name for p in FIXTURES.glob("*/meta.json") if (p.parent / "sidecar.json").is_file()
+)
 
 
 def _load(name: str) -> tuple[dict[str, Any], Sidecar, dict[str, Any]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -163,6 +164,14 @@ class Tools:
             bool,
             Field(description="With via: run the program again, not the call's kept capture"),
         ] = False,
+        counters: Annotated[
+            bool | None,
+            Field(
+                description="After the profile, measure one warm call's kernels with Nsight "
+                "Compute (ncu, a CUDA GPU, counter access): DRAM bytes and FLOPs measured "
+                "(default: [tool.kernelscope] counters)"
+            ),
+        ] = None,
     ) -> CallToolResult:
         """Profile one function under a warmed torch.profiler schedule in a worker process
         of its own (this machine's GPU or CPU, or a remote); returns the verdict
@@ -180,6 +189,7 @@ class Tools:
             remote,
             (via, call, caller, in_place, fresh),
         )
+        spec = dataclasses.replace(spec, counters=counters)
         record = await self._job(
             lambda on: self.service.profile(spec, on), ctx, f"{target.path}::{qualname}"
         )

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from kernelscope.analysis.calls import CALL_RANGE, Calls
 from kernelscope.analysis.costs import MATMULS, OpCosts
+from kernelscope.analysis.counters import apply_counters
 from kernelscope.analysis.data_pipeline import (
     LoaderTime,
     loader_time,
@@ -136,6 +137,8 @@ def facts_of(
     costs = OpCosts()
     sm_count = _sm_count(trace, sidecar)
     rows = roofline(trace, timeline.events, steps, peaks, costs, sm_count)
+    if sidecar is not None and sidecar.counters is not None and sidecar.counters.kernels:
+        apply_counters(trace, timeline.events, steps, rows, sidecar.counters, costs, peaks)
     matmul_gpu: dict[str, float] = {}
     for r in rows:
         if r.name in MATMULS:

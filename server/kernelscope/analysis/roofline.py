@@ -114,6 +114,14 @@ class OpRoof(msgspec.Struct):
     strides: str = ""
     op_index: int = -1
     """One of the row's ops (its position in the trace's ops), to find its source line."""
+    measured: bool = False
+    """FLOPs and bytes from hardware counters (``--counters``), not from the model."""
+    sm_pct: float | None = None
+    """Measured: % of the SMs' speed of light, kernels weighted by duration."""
+    memory_pct: float | None = None
+    """Measured: % of the memory system's speed of light."""
+    occupancy_pct: float | None = None
+    """Measured: achieved occupancy (% of the warps an SM holds)."""
 
 
 class BoundShare(msgspec.Struct):
@@ -393,32 +401,54 @@ def _roof(
             out.achieved_gbps = moved / row.us / 1e3 if row.us > 0 else None
         if flops > 0 and moved > 0:
             out.intensity = flops / moved
+    _bound(out, peaks, row.kernels > 0)
+    return out
+
+
+def _bound(out: OpRoof, peaks: Peaks | None, has_kernels: bool) -> None:
+    """Latency, compute or memory, and the efficiency against that roof, from the row's
+    rates."""
     peak_tflops = peaks.tflops_for(out.dtype or "c10::BFloat16") if peaks else 0.0
     if peaks and out.dtype == "float" and (out.achieved_tflops or 0.0) > peak_tflops:
         peak_tflops = peaks.tf32_tflops  # faster than plain fp32 can go: TF32 tensor cores
         out.dtype = "tf32"
     ridge = peak_tflops * 1e12 / (peaks.hbm_gbps * 1e9) if peaks and peaks.hbm_gbps > 0 else 200.0
     bandwidth, memory_roof = _memory_roof(peaks, out.footprint, out.achieved_gbps or 0.0)
-    if row.kernels and out.mean_kernel_us < LATENCY_US:
+    if has_kernels and out.mean_kernel_us < LATENCY_US:
         compute_share = (
             out.achieved_tflops / peak_tflops if out.achieved_tflops and peak_tflops else 0.0
         )
         memory_share = out.achieved_gbps / bandwidth if out.achieved_gbps and bandwidth else 0.0
         if max(compute_share, memory_share) < LATENCY_EFFICIENCY:
             out.bound = "latency"
-            return out
+            return
     rated = out.estimate != "unreliable"
     if out.achieved_tflops is not None and (out.intensity is None or out.intensity >= ridge):
         out.bound = "compute"
         if peak_tflops:
             out.roof = f"{_dtype_label(out.dtype)} {peak_tflops:.0f} TFLOP/s"
             out.efficiency = out.achieved_tflops / peak_tflops
-    elif out.achieved_gbps is not None or row.kind in ("elementwise", "norm", "reduction", "copy"):
+    elif out.achieved_gbps is not None or out.kind in ("elementwise", "norm", "reduction", "copy"):
         out.bound = "memory"
         if bandwidth and out.achieved_gbps is not None and rated:
             out.roof = memory_roof
             out.efficiency = out.achieved_gbps / bandwidth
-    return out
+
+
+def measured_roof(out: OpRoof, flops: float, moved: float, peaks: Peaks | None) -> None:
+    """A row's FLOPs and bytes per step replaced by those measured on one call (a step is one
+    call), its rates, intensity, bound and efficiency recomputed by the same rules."""
+    us = out.gpu_us_per_step
+    out.measured = True
+    out.estimate = "measured"
+    out.flops_per_step = flops or None
+    out.flops_low_per_step = None
+    out.bytes_per_step = moved or None
+    out.achieved_tflops = flops / us / 1e6 if flops and us > 0 else None
+    out.achieved_gbps = moved / us / 1e3 if moved and us > 0 else None
+    out.intensity = flops / moved if flops and moved else None
+    out.roof, out.efficiency, out.bound = "", None, "unknown"
+    _bound(out, peaks, out.kernels_per_step > 0)
 
 
 def _memory_roof(peaks: Peaks | None, footprint: float | None, gbps: float) -> tuple[float, str]:

@@ -22,7 +22,7 @@ from kernelscope.app.analysis_pool import AnalysisFailed, AnalysisPool, report_r
 from kernelscope.app.distributed import distributed_job
 from kernelscope.app.experiments import run_experiments, try_request
 from kernelscope.app.history import Delta, delta
-from kernelscope.app.profile import job_report, resolve_remote
+from kernelscope.app.profile import add_counters, job_report, resolve_remote
 from kernelscope.app.settings import Settings
 from kernelscope.app.store import RunRecord, Store, now
 from kernelscope.app.traces import analyze_path, import_job
@@ -88,6 +88,9 @@ class ProfileSpec:
     skip: int = 5
     fresh: bool = False
     """Run the program again even where a kept capture of the call could be replayed."""
+    counters: bool | None = None
+    """Measure the call with Nsight Compute after (None: [tool.kernelscope] counters, else
+    the settings')."""
 
 
 @dataclass
@@ -266,6 +269,11 @@ class ProfileService:
         launcher = self.launcher(spec.python, remote)
         self.analysis.warm()  # starts meanwhile, if it is not running
         result = await launcher.profile(request, on_progress, spec.timeout)
+        counters = spec.counters
+        if counters is None:
+            counters = target.project.counters or self.settings.counters
+        if counters:
+            await add_counters(request, result, spec.python, remote, on_progress, spec.timeout)
         if on_progress:
             on_progress(JobProgress(job_id=request.job_id, stage="analysis"))
         record = await self._analyze(

@@ -4,17 +4,19 @@ resolved by name, the job run, its sidecar saved and its report built)."""
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from kernelscope.app.counters import measure_counters
 from kernelscope.engine.dispatch import runner_for
 from kernelscope.engine.project import Project, provider_hint
 from kernelscope.engine.remotes import Remote, find_remote
 from kernelscope.engine.runner import JobResult, ProgressCallback
-from kernelscope.protocol import ProfileFailed, RunProfile
+from kernelscope.protocol import JobProgress, ProfileFailed, RunProfile
 from kernelscope.report.build import report_for_job
 from kernelscope.report.files import save_sidecar
 from kernelscope.report.schema import Report
@@ -42,14 +44,37 @@ async def profile_once(
     remote: Remote | None = None,
     on_progress: ProgressCallback | None = None,
     timeout: float = 120.0,
+    counters: bool = False,
 ) -> JobResult:
     """One job on a worker of its own, closed after (the CLI's way; the editor keeps its
-    workers warm in jobs.ProfileService). Raises JobFailed."""
+    workers warm in jobs.ProfileService); with ``counters``, the call measured by Nsight
+    Compute after, into the sidecar. Raises JobFailed."""
     runner = runner_for(remote, python, respawn=False)
     try:
-        return await runner.profile(request, on_progress, timeout)
+        result = await runner.profile(request, on_progress, timeout)
     finally:
-        await runner.close()
+        await runner.close()  # before counters: one job on the GPU at a time
+    if counters:
+        await add_counters(request, result, python, remote, on_progress, timeout)
+    return result
+
+
+async def add_counters(
+    request: RunProfile,
+    result: JobResult,
+    python: str | None,
+    remote: Remote | None,
+    on_progress: ProgressCallback | None,
+    timeout: float,
+) -> None:
+    """Measure the job's call under Nsight Compute and keep what came of it in its sidecar
+    (the counters, or the one line that says why there are none)."""
+    if on_progress is not None:
+        on_progress(JobProgress(job_id=request.job_id, stage="counters"))
+    t = time.perf_counter()
+    measured = await measure_counters(request, result, python, remote, max(timeout, 300.0))
+    result.finished.sidecar.counters = measured
+    result.stages_s["counters"] = time.perf_counter() - t
 
 
 def job_report(result: JobResult, path: str, qualname: str, remote: str | None = None) -> Report:

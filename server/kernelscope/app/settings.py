@@ -37,6 +37,9 @@ class Settings:
     remotes: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
     keep_per_function: int = 5
     max_trace_bytes: int = 1 << 30
+    counters: bool = False
+    """Measure each profile's call with Nsight Compute after it (like ``--counters``);
+    [tool.kernelscope] counters turns it on per project."""
     perfetto_ui: str | None = None
     """Perfetto's UI build (a folder or perfetto-ui.zip) to serve instead of ui.perfetto.dev;
     relative paths are the project root's. Wins over [tool.kernelscope] perfetto_ui."""
@@ -90,6 +93,10 @@ def _usable_remotes(raw: dict[str, Any], problems: list[str]) -> dict[str, dict[
 
 def _positive(v: object) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and v > 0
+
+
+def _bool(v: object) -> bool:
+    return isinstance(v, bool)
 
 
 def _text(v: object) -> bool:
@@ -147,4 +154,5 @@ RULES: tuple[tuple[str, str, Check, Callable[[Any], Any] | None], ...] = (
     ("keep_per_function", "traces.keepPerFunction", _count(1), int),
     ("max_trace_bytes", "traces.maxBytes", _count(1 << 20), int),
     ("perfetto_ui", "perfettoUi", _text, str.strip),
+    ("counters", "counters", _bool, None),
 )

@@ -40,12 +40,15 @@ class Project:
     """Perfetto's UI build (a folder or perfetto-ui.zip) to serve offline (`perfetto_ui` under
     [tool.kernelscope], relative to the root); None: unset, or unusable (see `problems`)."""
     problems: tuple[str, ...] = ()
+    """Values of [tool.kernelscope] that were left unset because they are unusable, each saying
+    why (those that are not cheap to get wrong raise ProjectError instead)."""
     keep_captures_mb: int = DEFAULT_KEEP_MB
     """[tool.kernelscope] keep_captures_mb: a `--via` capture up to this size is kept without
     --save, so the next profile of the call replays it while the program is unchanged (0:
     never)."""
-    """Values of [tool.kernelscope] that were left unset because they are unusable, each saying
-    why (those that are not cheap to get wrong raise ProjectError instead)."""
+    counters: bool = False
+    """[tool.kernelscope] counters: measure each profile's call with Nsight Compute after it
+    (``--counters``)."""
 
     def module_name(self, path: Path) -> str:
         """Dotted name of `path` relative to the root, through packages; else the file's stem."""
@@ -171,6 +174,9 @@ def load_project(path: Path) -> Project:
             f"{config}: [tool.kernelscope] keep_captures_mb must be an integer >= 0 (MB; 0: "
             "never keep a capture without --save)"
         )
+    counters = table.get("counters", False)
+    if not isinstance(counters, bool):
+        raise ProjectError(f"{config}: [tool.kernelscope] counters must be true or false")
     problems: list[str] = []
     perfetto_ui = table.get("perfetto_ui")
     if perfetto_ui is not None and not (isinstance(perfetto_ui, str) and perfetto_ui.strip()):
@@ -189,6 +195,7 @@ def load_project(path: Path) -> Project:
         resolve_path(root, perfetto_ui) if perfetto_ui is not None else None,
         tuple(problems),
         keep_mb,
+        counters,
     )
 
 

@@ -133,6 +133,9 @@ def _spec(
     skip: object = options.get("skip", 5)
     if not isinstance(skip, int) or isinstance(skip, bool) or skip < 1:
         raise JsonRpcInvalidParams(f"options.skip must be an integer >= 1, got {skip!r}")
+    counters: object = options.get("counters")
+    if counters is not None and not isinstance(counters, bool):
+        raise JsonRpcInvalidParams(f"options.counters must be true or false, got {counters!r}")
     caller: object = options.get("from")
     if caller is not None and not isinstance(caller, str):
         raise JsonRpcInvalidParams(f"options.from must be FILE:LINE, got {caller!r}")
@@ -156,6 +159,7 @@ def _spec(
         in_place=bool(options.get("inPlace", False)),
         skip=skip,
         fresh=bool(options.get("fresh", False)),
+        counters=counters,
     )
 
 

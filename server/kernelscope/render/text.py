@@ -9,7 +9,7 @@ from kernelscope.analysis.collectives import Communication
 from kernelscope.analysis.roofline import OpRoof
 from kernelscope.columns import table
 from kernelscope.findings import BOUND_CODES, Finding
-from kernelscope.protocol import ProfileFailed
+from kernelscope.protocol import Counters, ProfileFailed
 from kernelscope.report.schema import OpRow, Report, Timing, TraceAnalysis
 from kernelscope.units import cut, fmt_bytes, fmt_rate, fmt_us, stages_line
 
@@ -114,6 +114,7 @@ def render_report(
     out += communication_lines(report.communication)
     out += _verdict(report.verdict.summary if report.verdict else None, report.findings)
     out += _roofline(report.roofline)
+    out += counters_lines(report.counters)
     steps = report.steps.active
     out += ["", f"ops (totals over {steps} active step{'s' if steps != 1 else ''})"]
     out += _ops_table(report.ops, cuda, max_ops)
@@ -232,11 +233,13 @@ def render_trace_analysis(result: TraceAnalysis, max_ops: int = 15) -> str:
 
 
 def _roofline(rows: Sequence[OpRoof], limit: int = 8) -> list[str]:
-    """The costliest ops against their own roofs."""
+    """The costliest ops against their own roofs; with counters, which figures are measured."""
     if not rows:
         return []
+    measured = any(r.measured for r in rows)
     body = [
         [
+            *(["measured" if r.measured else "model"] if measured else []),
             cut(r.name, 40),
             f"{r.share:.0%}",
             fmt_us(r.gpu_us_per_step),
@@ -252,9 +255,12 @@ def _roofline(rows: Sequence[OpRoof], limit: int = 8) -> list[str]:
         "",
         "roofline (per step; each op against its own roof)",
         *table(
-            ["op", "GPU", "time", "TFLOP/s", "GB/s", "bound", "achieved", "shapes"],
+            [
+                *(["figures"] if measured else []),
+                *("op", "GPU", "time", "TFLOP/s", "GB/s", "bound", "achieved", "shapes"),
+            ],
             body,
-            align="lrrrrlll",
+            align=("l" if measured else "") + "lrrrrlll",
         ),
     ]
 
@@ -272,6 +278,22 @@ def _achieved(r: OpRoof) -> str:
         at_most = "≤ " if r.estimate == "range" else ""
         return f"{at_most}{r.efficiency:.0%} of {r.roof}"
     return "bytes unreliable (no model)" if r.estimate == "unreliable" else DASH
+
+
+def counters_lines(counters: Counters | None) -> list[str]:
+    """What ``--counters`` measured, how, and how long it took; or why it measured nothing."""
+    if counters is None:
+        return []
+    if counters.error:
+        return ["", f"counters    not measured: {counters.error}"]
+    n = len(counters.kernels)
+    return [
+        "",
+        f"counters    Nsight Compute measured {n} kernel{'s' if n != 1 else ''} of one warm "
+        f"call in {counters.seconds:.1f} s (at most {counters.launch_count}; cache-control "
+        f"{counters.cache_control}: each kernel from a cold L2, so DRAM bytes are an upper "
+        "bound); rows marked measured use its bytes and FLOPs",
+    ]
 
 
 def _spread(t: Timing) -> str:

@@ -42,7 +42,8 @@ def find_slow_ops(facts: Facts, options: Options) -> Iterable[Finding]:
             Code.BELOW_ROOF,
             Severity.WARNING,
             f"{r.name} ({r.shapes}) takes {r.share:.0%} of GPU time at {rate} = "
-            f"{r.efficiency:.0%} of its roof ({r.roof}): {'; '.join(causes)}",
+            f"{r.efficiency:.0%} of its roof ({r.roof}{', measured' if r.measured else ''}): "
+            f"{'; '.join(causes)}",
             path=path,
             line=line,
             try_=tries,
@@ -51,6 +52,7 @@ def find_slow_ops(facts: Facts, options: Options) -> Iterable[Finding]:
                 "efficiency": round(r.efficiency, 3),
                 "gpu_us_per_step": round(r.gpu_us_per_step, 1),
                 "kernel": cut(r.kernel, 200),
+                "figures": "measured" if r.measured else "model",
             },
         )
 

@@ -6,7 +6,10 @@ are what the kernel really touches:
   a copy of it (in the requested dtype);
 - a fill writes the tensor and reads nothing;
 - ``gather`` reads the index and one element of the source per index element, and writes
-  as many; ``index_select`` reads the index and the selected slices, and writes them;
+  as many; along any dimension but the last, with an index that is not expanded along the
+  last, neighbouring outputs read far-apart elements, so each costs one DRAM access (64 B)
+  at least; ``index_select`` reads the index and the
+  selected slices, and writes them;
 - ``embedding`` reads the indices and one table row per index, and writes those rows;
   ``embedding_bag`` reads the indices, the offsets (and per-sample weights) and one row
   per index, and writes one row per bag (and ``offset2bag``, one index per index).
@@ -37,6 +40,9 @@ EMBEDDING_BAGS = frozenset(
 GATHERS = frozenset({"aten::gather", "aten::index_select", "aten::embedding"}) | EMBEDDING_BAGS
 MOVEMENT = COPIES | FILLS | GATHERS
 _INDEX_BYTES = 8  # an offset2bag entry: a long
+#: What one scattered element read costs in DRAM traffic: two 32 B sectors. Measured on the
+#: H200 (fixtures/counters_probe, gather_dim0): 176 MB for 3.1 M fp32 elements, 56 B each.
+DRAM_ACCESS_BYTES = 64
 
 
 def distinct_elements(shape: list[int], strides: list[int] | None) -> int:
@@ -90,6 +96,15 @@ def _gather(name: str, args: list[Tensor | None], strides: list[Any], concrete: 
             row = numel(table[0][1:])
     elif name == "aten::gather":  # (self, dim, index, ...): one element per index element
         table, index, row = arg_at(args, 0), 2, 1
+        dim = concrete_ints(concrete, 1)
+        shape = table[0] if table is not None else []
+        if (
+            len(dim) == 1
+            and len(shape) > 1
+            and dim[0] % len(shape) != len(shape) - 1
+            and not _expanded_last(strides, 2)
+        ):
+            return _scattered_gather(args, strides, table)
     else:  # index_select(self, dim, index): the slices along dim
         table, index = arg_at(args, 0), 2
         dim = concrete_ints(concrete, 1)
@@ -103,6 +118,25 @@ def _gather(name: str, args: list[Tensor | None], strides: list[Any], concrete: 
     rows = min(numel(indices[0]) * row, numel(table[0]))  # what is read: at most the table
     written = numel(indices[0]) * row * width
     return float(_read(args, strides, index) + rows * width + written)
+
+
+def _expanded_last(strides: list[Any], index: int) -> bool:
+    """The argument's last dimension has stride 0 (an expanded index: one source row per
+    output row, read contiguously, as ``index_select`` and ``embedding`` gather on CUDA)."""
+    at = strides[index] if 0 <= index < len(strides) else None
+    return isinstance(at, list) and bool(at) and cast("list[object]", at)[-1] == 0
+
+
+def _scattered_gather(args: list[Tensor | None], strides: list[Any], table: Tensor | None) -> float:
+    """``gather`` along a dimension other than the last: the index read, one DRAM access per
+    element gathered (at most the whole source), the output written."""
+    indices = arg_at(args, 2)
+    if table is None or indices is None:
+        return 0.0
+    width = DTYPE_BYTES[table[1]]
+    n = numel(indices[0])
+    read = min(n * max(width, DRAM_ACCESS_BYTES), numel(table[0]) * width)
+    return float(_read(args, strides, 2) + read + n * width)
 
 
 def _embedding_bag(args: list[Tensor | None], concrete: list[Any]) -> float:

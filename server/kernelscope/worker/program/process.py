@@ -16,7 +16,7 @@ import time
 import traceback
 from typing import Any
 
-from . import experiments, phases, timing
+from . import counters, experiments, phases, timing
 from .calibration import calibrate
 from .channel import Channel
 from .entry import children_of_program
@@ -180,7 +180,7 @@ class Worker:
             kind = msg.get("type")
             if kind == "shutdown":
                 return
-            if kind in ("run_profile", "run_timing", "run_try"):
+            if kind in ("run_profile", "run_timing", "run_counters", "run_try"):
                 self.run_job(msg)
             elif kind == "run_calibration":
                 self.run_calibration(msg)
@@ -245,6 +245,8 @@ class Worker:
             return timing.run_timing(job)
         if kind == "run_try":
             return experiments.run_try(job)
+        if kind == "run_counters":
+            return counters.run_counters(job)
         return phases.run(job)
 
     def outcome(self, job, body):

@@ -1,0 +1,69 @@
+"""``--counters``: after a profile, the same call measured by Nsight Compute in a worker of
+its own (engine/counters.py), its CSV read into the sidecar (analysis/counters.py), where the
+report's roofline rows find it."""
+
+from __future__ import annotations
+
+import sys
+
+import msgspec
+
+from kernelscope.analysis.counters import CountersError, parse_ncu_csv
+from kernelscope.engine.counters import (
+    DEFAULT_KERNELS,
+    CountersUnavailable,
+    ncu_failure,
+    run_under_ncu,
+)
+from kernelscope.engine.remotes import Remote
+from kernelscope.engine.runner import JobFailed, JobResult
+from kernelscope.protocol import Counters, RunProfile
+
+NEEDS_CUDA = "hardware counters need a CUDA GPU: this call ran on the CPU"
+HERE_ONLY = "--counters measures on this machine's GPU only (not on a remote yet)"
+NOT_IN_PLACE = "--counters measures a captured call; a loop run in place cannot be run again"
+
+
+async def measure_counters(
+    request: RunProfile,
+    result: JobResult,
+    python: str | None = None,
+    remote: Remote | None = None,
+    timeout: float = 300.0,
+    launch_count: int = DEFAULT_KERNELS,
+    ncu_path: str | None = None,
+) -> Counters:
+    """The counters of the profiled call, or a Counters whose ``error`` says in one line why
+    there are none (never raises for a machine that cannot measure)."""
+    side = result.finished.sidecar
+    if side.device_type != "cuda":
+        return Counters(error=NEEDS_CUDA)
+    if remote is not None:
+        return Counters(error=HERE_ONLY)
+    entry = request.entry
+    if entry is not None:
+        if entry.in_place:
+            return Counters(error=NOT_IN_PLACE)
+        site = side.call_site
+        if site is not None and site.saved:  # replay the saved call: the program does not run
+            request = msgspec.structs.replace(
+                request, entry=msgspec.structs.replace(entry, capture=site.saved)
+            )
+    try:
+        run = await run_under_ncu(
+            request, python or sys.executable, timeout, launch_count, ncu_path
+        )
+    except CountersUnavailable as e:
+        return Counters(error=str(e))
+    except JobFailed as e:
+        return Counters(error=f"the call failed under Nsight Compute: {e.failure.message}")
+    try:
+        kernels = parse_ncu_csv(run.log)
+    except CountersError as e:
+        return Counters(error=ncu_failure(run.log) or str(e), seconds=run.seconds)
+    return Counters(
+        kernels=kernels,
+        seconds=run.seconds,
+        launch_count=run.launch_count,
+        missing_metrics=run.missing,
+    )

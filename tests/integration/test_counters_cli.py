@@ -1,0 +1,225 @@
+"""`--counters` where this machine cannot measure: a CPU run and no Nsight Compute each give
+one clear line, the profile itself still printed; the project setting turns it on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+from integration.test_cli import kernelscope
+
+from kernelscope.app.counters import NEEDS_CUDA, measure_counters
+from kernelscope.engine.counters import (
+    NO_COUNTER_ACCESS,
+    NO_NCU,
+    NOT_NCCL,
+    CountersUnavailable,
+    ncu_argv,
+    ncu_failure,
+    run_under_ncu,
+    split_metrics,
+)
+from kernelscope.engine.runner import JobFailed, JobResult
+from kernelscope.protocol import (
+    NCU_METRICS,
+    Counters,
+    ProfileFinished,
+    RunProfile,
+    Sidecar,
+    WorkerReady,
+)
+
+from support import FIXTURES, REPO_ROOT, WORKLOADS
+
+THREE_LINES = f"{WORKLOADS}/three_lines.py::three_lines"
+ARGS = ("--wait", "0", "--warmup", "1", "--active", "2", "--no-lines")
+
+
+def cpu_profile(*extra: str, cwd: Path = REPO_ROOT, target: str = THREE_LINES):
+    return kernelscope("profile", target, "--device", "cpu", *ARGS, *extra, cwd=cwd)
+
+
+def test_a_cpu_run_says_counters_need_a_cuda_gpu() -> None:
+    proc = kernelscope(
+        "profile",
+        f"{WORKLOADS}/three_lines.py::three_lines",
+        "--device",
+        "cpu",
+        "--counters",
+        *ARGS,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "roofline" in proc.stdout or "ops (totals" in proc.stdout  # the profile stands
+    assert f"counters    not measured: {NEEDS_CUDA}" in proc.stdout
+    assert (
+        proc.stderr.strip().splitlines()[-1] == f"kernelscope: counters not measured: {NEEDS_CUDA}"
+    )
+    assert "Traceback" not in proc.stderr
+
+
+def test_the_json_report_carries_why_there_are_no_counters() -> None:
+    proc = cpu_profile("--counters", "--json")
+    assert proc.returncode == 1
+    report = json.loads(proc.stdout)
+    assert report["counters"]["error"] == NEEDS_CUDA
+    assert report["counters"]["kernels"] == []
+
+
+def test_without_the_flag_there_is_no_counters_entry() -> None:
+    proc = cpu_profile("--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["counters"] is None
+
+
+def test_the_project_setting_turns_counters_on(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.kernelscope]\ncounters = true\n")
+    (tmp_path / "work.py").write_text((WORKLOADS / "three_lines.py").read_text())
+    proc = cpu_profile(cwd=tmp_path, target="work.py::three_lines")
+    assert proc.returncode == 1
+    assert NEEDS_CUDA in proc.stdout
+
+
+def test_a_bad_project_setting_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.kernelscope]\ncounters = "yes"\n')
+    (tmp_path / "work.py").write_text((WORKLOADS / "three_lines.py").read_text())
+    proc = cpu_profile(cwd=tmp_path, target="work.py::three_lines")
+    assert proc.returncode == 2
+    assert "counters must be true or false" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_counters_with_ranks_is_a_usage_error() -> None:
+    proc = cpu_profile("--counters", "--nproc", "2")
+    assert proc.returncode == 2
+    assert "--counters measures one process" in proc.stderr
+
+
+def _gpu_result() -> JobResult:
+    """A finished GPU job as the profile returns it (the recorded H200 sidecar)."""
+    side = msgspec.json.decode(
+        (FIXTURES / "matmul_add_8192" / "sidecar.json").read_bytes(), type=Sidecar
+    )
+    assert side.device_type == "cuda"
+    ready = WorkerReady(
+        pid=1, hostname="h", python="3.12", executable=sys.executable, torch="2.11", cuda="13.0"
+    )
+    return JobResult(ProfileFinished(job_id="j", trace_path="t", sidecar=side), ready)
+
+
+def _request() -> RunProfile:
+    return RunProfile(
+        job_id="j",
+        path=str(WORKLOADS / "three_lines.py"),
+        qualname="three_lines",
+        module_name="three_lines",
+        project_root=str(WORKLOADS),
+        trace_dir="/tmp",
+    )
+
+
+def test_no_ncu_on_path_is_one_line_saying_where_to_get_it(tmp_path: Path) -> None:
+    counters = asyncio.run(measure_counters(_request(), _gpu_result(), ncu_path=str(tmp_path)))
+    assert counters.error == NO_NCU
+    assert "ncu" in NO_NCU and "https://developer.nvidia.com/nsight-compute" in NO_NCU
+    assert counters.kernels == []
+
+
+def test_the_launcher_refuses_before_starting_anything_without_ncu(tmp_path: Path) -> None:
+    with pytest.raises(CountersUnavailable, match="needs Nsight Compute"):
+        asyncio.run(run_under_ncu(_request(), sys.executable, ncu_path=str(tmp_path)))
+
+
+def test_no_counter_access_is_named_with_its_fix() -> None:
+    log = (
+        "==PROF== Connected to process 1\n==ERROR== ERR_NVGPUCTRPERM - The user does not have "
+        "permission to access NVIDIA GPU Performance Counters on the target device 0.\n"
+    )
+    assert ncu_failure(log) == NO_COUNTER_ACCESS
+    assert "NVreg_RestrictProfilingToAdminUsers=0" in NO_COUNTER_ACCESS
+    with pytest.raises(CountersUnavailable, match="ERR_NVGPUCTRPERM"):
+        split_metrics("Device NVIDIA H100 (GH100)\n==ERROR== ERR_NVGPUCTRPERM - no permission\n")
+    assert ncu_failure("==ERROR== Failed to connect to process\n") == (
+        "Nsight Compute: Failed to connect to process"
+    )
+    assert ncu_failure((FIXTURES / "counters_probe" / "ncu_raw_cache_all.csv").read_text()) is None
+
+
+def test_metrics_the_gpu_lacks_are_left_out_of_the_run() -> None:
+    listed = [m.split(".")[0] for m in NCU_METRICS if "fp64" not in m]
+    query = "Device NVIDIA H200 (GH100)\n" + "\n".join(f"{m}  Counter  # of x" for m in listed)
+    have, missing = split_metrics(query)
+    assert missing == [m for m in NCU_METRICS if "fp64" in m]
+    assert have and all("fp64" not in m for m in have)
+
+
+def test_the_ncu_command_line_ranges_one_call_and_keeps_its_lines_out_of_the_frames() -> None:
+    argv = ncu_argv("/usr/bin/ncu", "/usr/bin/python3", "/tmp/x.csv", ["dram__bytes_read.sum"], 64)
+    text = " ".join(argv[:-1])
+    for option in (
+        "--profile-from-start off",
+        "--clock-control none",
+        "--cache-control all",
+        "--log-file /tmp/x.csv",
+        "--launch-count 64",
+        f"--kernel-name {NOT_NCCL}",
+        "--csv --page raw",
+    ):
+        assert option in text
+    assert argv[-4:-1] == ["/usr/bin/python3", "-u", "-c"]
+
+
+NCU_STANDIN = REPO_ROOT / "tests" / "standins" / "ncu"
+
+
+def test_the_worker_under_ncu_runs_the_ranged_job_over_stdin(monkeypatch) -> None:
+    # The stand-in runs the worker as ncu does (stdin passed through, its lines in the log):
+    # the bootstrap, the frames and the RunCounters job all work; on the CPU the job says why
+    # it cannot range a call.
+    have = [m.split(".")[0] for m in NCU_METRICS if "fp64" not in m]
+    monkeypatch.setenv("KS_NCU_STANDIN_METRICS", ",".join(have))
+    request = msgspec.structs.replace(_request(), device="cpu")
+    with pytest.raises(JobFailed) as failed:
+        asyncio.run(run_under_ncu(request, sys.executable, 120.0, ncu_path=str(NCU_STANDIN)))
+    assert failed.value.failure.kind == "no_cuda"
+    assert "hardware counters need a CUDA GPU" in failed.value.failure.message
+
+
+def test_analyze_shows_a_sidecars_counters_as_measured_rows(tmp_path: Path) -> None:
+    # A profile's sidecar keeps what --counters measured: analyzing the trace again gives the
+    # same measured rows (the H200 8192 GEMM's trace, with the probe's counters of that call)
+    from kernelscope.analysis.counters import parse_ncu_csv
+
+    folder = FIXTURES / "matmul_add_8192"
+    kernels = parse_ncu_csv((FIXTURES / "counters_probe" / "ncu_raw_cache_all.csv").read_text())
+    side = msgspec.json.decode((folder / "sidecar.json").read_bytes(), type=Sidecar)
+    counters = Counters(
+        kernels=[k for k in kernels if k.nvtx == "mm"], seconds=21.5, launch_count=64
+    )
+    side = msgspec.structs.replace(side, counters=counters)
+    (tmp_path / "sidecar.json").write_bytes(msgspec.json.encode(side))
+    (tmp_path / "trace.json.gz").write_bytes((folder / "trace.json.gz").read_bytes())
+    proc = kernelscope("analyze", str(tmp_path / "trace.json.gz"))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    header = next(ln for ln in lines if ln.lstrip().startswith("figures"))
+    assert "op" in header and "bound" in header
+    mm = next(ln for ln in lines if "aten::mm" in ln and "measured" in ln)
+    assert "compute" in mm
+    assert any("Nsight Compute measured 2 kernels of one warm call in 21.5 s" in ln for ln in lines)
+    proc = kernelscope("analyze", str(tmp_path / "trace.json.gz"), "--json")
+    rows = {r["name"]: r for r in json.loads(proc.stdout)["roofline"]}
+    assert rows["aten::mm"]["measured"] and rows["aten::mm"]["flops_per_step"] == 1_116_691_496_960
+
+
+def test_the_kernel_filter_leaves_out_nccl_kernels_only() -> None:
+    import re
+
+    pattern = re.compile(NOT_NCCL.removeprefix("regex:"))
+    for name in ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "ncclKernel_SendRecv", "nccl"):
+        assert not pattern.fullmatch(name) and not pattern.search(name), name
+    for name in ("nvjet_sm90_tst_320x128", "vectorized_elementwise_kernel", "n", "ncc", "nc_x"):
+        assert pattern.fullmatch(name) and pattern.search(name), name
