@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.counters import apply_counters, parse_ncu_csv
 from kernelscope.analysis.costs import OpCosts
+from kernelscope.analysis.counters import apply_counters, parse_ncu_csv
 from kernelscope.analysis.roofline import OpRoof, roofline
 from kernelscope.analysis.trace_model import USER_ANNOTATION, GpuEvent, Trace, load_trace
 from kernelscope.protocol import Counters, KernelCounters

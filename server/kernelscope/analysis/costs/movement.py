@@ -123,8 +123,11 @@ def _gather(name: str, args: list[Tensor | None], strides: list[Any], concrete: 
 def _expanded_last(strides: list[Any], index: int) -> bool:
     """The argument's last dimension has stride 0 (an expanded index: one source row per
     output row, read contiguously, as ``index_select`` and ``embedding`` gather on CUDA)."""
-    at = strides[index] if 0 <= index < len(strides) else None
-    return isinstance(at, list) and bool(at) and cast("list[object]", at)[-1] == 0
+    at: object = strides[index] if 0 <= index < len(strides) else None
+    if not isinstance(at, list):
+        return False
+    listed = cast("list[object]", at)
+    return bool(listed) and listed[-1] == 0
 
 
 def _scattered_gather(args: list[Tensor | None], strides: list[Any], table: Tensor | None) -> float:
