@@ -245,3 +245,56 @@ def test_cli_text_on_a_two_stream_trace(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "memory-bound: GPU busy 67%" in done.stdout
     assert "KS301" in done.stdout
+
+
+# -- time per function from a raw trace's Python frames ----------------------------------------
+
+RAW_TRAIN = REPO_ROOT / "fixtures" / "train_mlp" / "raw.json.gz"
+
+
+def test_cli_text_on_a_raw_trace_with_stacks() -> None:
+    """train_mlp's raw H200 trace (``with_stack=True``, paths recorded as ``train_mlp.py``):
+    its two functions at their def lines in the fixture's folder, CPU and GPU time each, the
+    backward's kernels outside them, the lines left to a live run; no empty field."""
+    done = kernelscope(RAW_TRAIN, "--trace-only", "--root", "fixtures/train_mlp")
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    table = text[text.index("\nfunctions (") :].splitlines()
+    assert " ".join(table[2].split()) == "function calls self CPU CPU total self GPU GPU total def"
+    step, forward = table[3].split(), table[4].split()
+    assert (step[0], step[1], step[-1]) == ("train_step", "3", "fixtures/train_mlp/train_mlp.py:19")
+    assert (forward[0], forward[1], forward[-1]) == (
+        "MLP.forward",
+        "3",
+        "fixtures/train_mlp/train_mlp.py:15",
+    )
+    assert "GPU work launched outside them: 3.11 ms of 6.64 ms" in text
+    assert "time per line inside a function is not in a trace: profile it live" in text
+    assert not [ln for ln in text.splitlines() if ln.rstrip().endswith((" -", "—"))]
+
+    as_json = kernelscope(RAW_TRAIN, "--trace-only", "--root", "fixtures/train_mlp", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    functions = json.loads(as_json.stdout)["functions"]
+    rows = {r["qualname"]: r for r in functions["rows"]}
+    assert set(rows) == {"train_step", "MLP.forward"}
+    assert rows["train_step"]["path"] == "train_mlp.py" and rows["train_step"]["line"] == 19
+    assert rows["train_step"]["local_path"] == str(REPO_ROOT / "fixtures/train_mlp/train_mlp.py")
+    assert rows["train_step"]["calls"] == 3
+    assert functions["frames_seen"] == 1299
+
+
+def test_cli_text_without_stacks_or_gpu_has_no_empty_fields(tmp_path: Path) -> None:
+    """A CPU trace: no "entry → first kernel -" line; the functions section says why it
+    has none."""
+    events = [e for e in CPU_ONLY["traceEvents"] if e.get("cat") != "python_function"]
+    path = write(tmp_path / "cpu.json", CPU_ONLY | {"traceEvents": events})
+    done = kernelscope(path)
+    assert done.returncode == 0, done.stderr
+    assert "entry → first kernel" not in done.stdout
+    assert "functions   the trace has no Python frames (record with with_stack=True" in done.stdout
+
+
+def test_a_missing_root_is_a_usage_error(tmp_path: Path) -> None:
+    done = kernelscope(RAW_TRAIN, "--root", str(tmp_path / "nope"))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"kernelscope: --root: no such folder: {tmp_path / 'nope'}"]

@@ -10,12 +10,20 @@ from kernelscope.analysis.roofline import OpRoof
 from kernelscope.columns import table
 from kernelscope.findings import BOUND_CODES, Finding
 from kernelscope.protocol import ProfileFailed
-from kernelscope.report.schema import OpRow, Report, Timing, TraceAnalysis
+from kernelscope.report.schema import (
+    FunctionRow,
+    Functions,
+    OpRow,
+    Report,
+    Timing,
+    TraceAnalysis,
+)
 from kernelscope.units import cut, fmt_bytes, fmt_rate, fmt_us, stages_line
 
 DASH = "-"
 __all__ = [
     "fmt_us",
+    "function_lines",
     "render_failure",
     "render_report",
     "render_trace_analysis",
@@ -212,18 +220,79 @@ def render_trace_analysis(result: TraceAnalysis, max_ops: int = 15) -> str:
         f"{'s' if result.steps != 1 else ''} found by {result.calls_found_by or 'steps'}"
         + (f", {result.device}" if result.device else "")
         + ")",
-        "",
-        "entry → first kernel "
-        + fmt_us(result.dead_window.get("entry_to_first_kernel_us"))
-        + " (from the start of the first region)",
     ]
+    first_kernel = result.dead_window.get("entry_to_first_kernel_us")
+    if first_kernel is not None:
+        out += [
+            "",
+            f"entry → first kernel {fmt_us(first_kernel)} (from the start of the first region)",
+        ]
     out += communication_lines(result.communication)
     out += _verdict(v.summary, result.findings)
     out += _roofline(result.roofline)
     out += ["", f"ops (totals over {result.steps} steps)", *_ops_table(result.ops, cuda, max_ops)]
+    if result.functions is not None:
+        out += function_lines(result.functions, cuda, max_ops)
     if result.warnings:
         out += ["", "warnings", *("  " + w for w in result.warnings)]
     return "\n".join(out)
+
+
+def function_lines(f: Functions, cuda: bool, limit: int = 15) -> list[str]:
+    """Time per function from the trace's Python frames, each at its local def line where
+    the project has it; the lines inside need a live run."""
+    if not f.rows:
+        why = (
+            "the trace has no Python frames (record with with_stack=True for time per function)"
+            if not f.frames_seen
+            else f"none of the trace's {f.frames_seen} Python frames is the user's code"
+        )
+        return ["", f"functions   {why}"]
+    cuda = cuda and f.gpu_us > 0
+    headers = ["function", "calls", "self CPU", "CPU total"]
+    headers += ["self GPU", "GPU total"] if cuda else []
+    rows: list[list[str]] = []
+    for r in f.rows[:limit]:
+        row = [cut(r.qualname or r.name, 48), str(r.calls), fmt_us(r.self_cpu_us)]
+        row.append(fmt_us(r.cpu_total_us))
+        row += [fmt_us(r.self_gpu_us), fmt_us(r.gpu_total_us)] if cuda else []
+        rows.append([*row, _def_where(r, f.root)])
+    out = [
+        "",
+        "functions (totals over the trace, from its Python frames; self leaves out the "
+        "functions listed that it called)",
+        *table([*headers, "def"], rows, align="lrrrrrl" if cuda else "lrrrl"),
+    ]
+    if len(f.rows) > limit:
+        out.append(f"  … {len(f.rows) - limit} more in --json")
+    if cuda and f.gpu_outside_us > 0:
+        out.append(
+            f"  GPU work launched outside them: {fmt_us(f.gpu_outside_us)} of "
+            f"{fmt_us(f.gpu_us)} (backward runs on autograd's threads, which have no frames)"
+        )
+    unfound = sum(r.local_path is None for r in f.rows)
+    if unfound:
+        out.append(
+            f"  {unfound} recorded path{'s' if unfound != 1 else ''} name no file under "
+            f"{shorten(f.root) or '.'} (--root sets the project)"
+        )
+    out.append(
+        "  time per line inside a function is not in a trace: profile it live for that "
+        "(kernelscope profile PATH::QUALNAME)"
+    )
+    return out
+
+
+def _def_where(r: FunctionRow, root: str) -> str:
+    """`model.py:42` in the local project, `(recorded) /home/u/model.py:40` when not found."""
+    if r.local_path is None:
+        return f"{r.path}:{r.line} (recorded; not found locally)"
+    where = f"{shorten(r.local_path)}:{r.local_line or r.line}"
+    if r.local_line is None:
+        return f"{where} (no def {r.name} there now)"
+    notes = [f"recorded at line {r.line}"] if r.moved else []
+    notes += [f"one of {r.ties} files ending so; --root narrows it"] if r.ties > 1 else []
+    return where + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def _roofline(rows: Sequence[OpRoof], limit: int = 8) -> list[str]:

@@ -1,0 +1,157 @@
+"""Time per function of the user's code, from a trace's ``python_function`` frames
+(``with_stack=True``): self and total CPU time, and the GPU time of the work launched under
+each. Frames name a function by its file and first line, never the line running inside it."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import msgspec
+
+from kernelscope.analysis.trace_model import Event, Trace
+from kernelscope.analysis.user_code import user_function
+
+_HALF_NS_US = 0.0005  # Kineto writes µs with 3 decimals: times this close are equal
+
+Key = tuple[str, int, str]
+"""(path as recorded, first line, function name)."""
+
+
+class FunctionTime(msgspec.Struct):
+    """One function of the user's code over the whole trace. ``path`` is as recorded (the
+    machine that recorded it may have had the project elsewhere); ``line`` is the function's
+    first line (its first decorator's when it has any). Self times leave out the time in the
+    other user functions it called, not the library code it called."""
+
+    path: str
+    line: int
+    name: str
+    calls: int
+    self_cpu_us: float
+    cpu_total_us: float
+    self_gpu_us: float = 0.0
+    """GPU work launched in the function itself (and the library code it called)."""
+    gpu_total_us: float = 0.0
+    """GPU work launched anywhere under it."""
+
+
+class FunctionTimes(msgspec.Struct):
+    """The user's functions, costliest first (GPU total, then CPU total)."""
+
+    functions: list[FunctionTime]
+    frames_seen: int
+    """The trace's ``python_function`` frames, the user's and the others (0: no stacks)."""
+    gpu_us: float = 0.0
+    """All GPU work launched in the trace."""
+    gpu_outside_us: float = 0.0
+    """GPU work launched outside every user function: autograd's threads (backward), code
+    outside them, or a launch with no recorded frame."""
+
+
+@dataclass
+class _Thread:
+    """One thread's frames sorted by start, each with its parent's position (-1: none)."""
+
+    starts: list[float] = field(default_factory=list[float])
+    ends: list[float] = field(default_factory=list[float])
+    parents: list[int] = field(default_factory=list[int])
+    keys: list[Key] = field(default_factory=list[Key])
+
+
+@dataclass
+class _Sum:
+    calls: int = 0
+    self_cpu: float = 0.0
+    cpu_total: float = 0.0
+    self_gpu: float = 0.0
+    gpu_total: float = 0.0
+
+
+def function_times(trace: Trace) -> FunctionTimes:
+    """Each user function's calls, self and total CPU time, and the GPU time of the work
+    launched under it (a kernel counts once in the total of each function around its launch,
+    and in the self time of the innermost). A recursive call's time counts once."""
+    sums: defaultdict[Key, _Sum] = defaultdict(_Sum)
+    threads = _nest(trace.python_functions, sums)
+    gpu = outside = 0.0
+    for g in trace.gpu_events:
+        if g.launch < 0:
+            continue
+        gpu += g.dur
+        launch = trace.ops[g.launch]
+        chain = _around(threads.get((launch.pid, launch.tid)), launch.ts, launch.end)
+        if not chain:
+            outside += g.dur
+            continue
+        sums[chain[0]].self_gpu += g.dur
+        for key in dict.fromkeys(chain):
+            sums[key].gpu_total += g.dur
+    rows = [
+        FunctionTime(path, line, name, s.calls, s.self_cpu, s.cpu_total, s.self_gpu, s.gpu_total)
+        for (path, line, name), s in sums.items()
+    ]
+    rows.sort(key=lambda r: (r.gpu_total_us, r.cpu_total_us), reverse=True)
+    return FunctionTimes(rows, trace.frames_seen, gpu, outside)
+
+
+def _nest(
+    frames: Sequence[Event], sums: defaultdict[Key, _Sum]
+) -> dict[tuple[int | str, int | str], _Thread]:
+    """Nest each thread's user frames and add their CPU times to ``sums``."""
+    by_thread: defaultdict[tuple[int | str, int | str], list[tuple[Event, Key]]] = defaultdict(list)
+    for frame in frames:
+        key = user_function(frame.name)
+        if key is not None:
+            by_thread[frame.pid, frame.tid].append((frame, key))
+    return {thread: _nest_thread(found, sums) for thread, found in by_thread.items()}
+
+
+def _nest_thread(found: list[tuple[Event, Key]], sums: defaultdict[Key, _Sum]) -> _Thread:
+    found.sort(key=lambda fk: (fk[0].ts, -fk[0].dur))
+    t = _Thread()
+    stack: list[int] = []
+    inner = [0.0] * len(found)  # time in each frame's user callees
+    open_keys: Counter[Key] = Counter()
+
+    def close(i: int) -> None:
+        frame, key = found[i]
+        open_keys[key] -= 1
+        s = sums[key]
+        s.calls += 1
+        s.self_cpu += frame.dur - inner[i]
+        if not open_keys[key]:  # not inside a call of itself
+            s.cpu_total += frame.dur
+
+    for i, (frame, key) in enumerate(found):
+        while stack and frame.ts >= t.ends[stack[-1]] - _HALF_NS_US:
+            close(stack.pop())
+        parent = stack[-1] if stack else -1
+        if parent >= 0:
+            inner[parent] += frame.dur
+        t.starts.append(frame.ts)
+        t.ends.append(frame.ts + frame.dur)
+        t.parents.append(parent)
+        t.keys.append(key)
+        stack.append(i)
+        open_keys[key] += 1
+    while stack:
+        close(stack.pop())
+    return t
+
+
+def _around(thread: _Thread | None, start: float, end: float) -> list[Key]:
+    """The functions whose frames hold [start, end] on the thread, innermost first. Frames
+    nest, so every frame that holds it is an ancestor of the last one to start before it."""
+    if thread is None:
+        return []
+    i = bisect_right(thread.starts, start + _HALF_NS_US) - 1
+    while i >= 0 and thread.ends[i] + _HALF_NS_US < end:
+        i = thread.parents[i]
+    chain: list[Key] = []
+    while i >= 0:
+        chain.append(thread.keys[i])
+        i = thread.parents[i]
+    return chain
