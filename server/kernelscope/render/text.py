@@ -9,7 +9,7 @@ from kernelscope.analysis.collectives import Communication
 from kernelscope.analysis.roofline import OpRoof
 from kernelscope.columns import table
 from kernelscope.findings import BOUND_CODES, Finding
-from kernelscope.protocol import ProfileFailed
+from kernelscope.protocol import ProfileFailed, inputs_label
 from kernelscope.report.schema import (
     FunctionRow,
     Functions,
@@ -42,6 +42,13 @@ def shorten(path: str, base: str | None = None) -> str:
     except ValueError:
         return path
     return rel if len(rel) < len(path) else path
+
+
+def _inputs(report: Report) -> list[str]:
+    """Where a function called alone got its inputs (a program's call: its call line)."""
+    if not report.inputs_from or report.call_site is not None:
+        return []
+    return [f"called    alone, {inputs_label(report.inputs_from)}"]
 
 
 def _call_site(report: Report) -> list[str]:
@@ -81,6 +88,7 @@ def render_report(
         f"schedule  wait {report.steps.wait} · warmup {report.steps.warmup}"
         f" · active {report.steps.active}",
         *_call_site(report),
+        *_inputs(report),
         "",
         f"per step    CPU {fmt_us(t.cpu_us_per_step)}"
         f" · CUDA {fmt_us(t.cuda_us_per_step) if cuda else DASH}"
@@ -136,19 +144,28 @@ def render_report(
             ],
             align="lrrrl",
         )
-    if report.output.strip():
-        tail = report.output.rstrip("\n").splitlines()[-10:]
-        more = " (truncated)" if report.output_truncated else ""
-        out += [
-            "",
-            f"output of the {'program' if report.call_site else 'function'} "
-            f"(last {len(tail)} lines{more})",
-            *("  " + ln for ln in tail),
-        ]
+    out += _printed(SETUP_OUTPUT, report.setup_output, report.setup_output_truncated)
+    whose = "program" if report.call_site else "function"
+    out += _printed(f"output of the {whose}", report.output, report.output_truncated)
     out += ["", f"trace       {shorten(report.trace.path)}"]
     if stages and report.stages_s:
         out.append(f"stages      {stages_line(report.stages_s)}")
     return "\n".join(out)
+
+
+#: The heading of what the import and the input provider printed, apart from the function's.
+SETUP_OUTPUT = "printed by the import and the input provider, before the call"
+
+
+def _printed(heading: str, text: str, truncated: bool, last: int = 10) -> list[str]:
+    """The last lines of some output under its heading; nothing when it is empty."""
+    if not text.strip():
+        return []
+    tail = text.rstrip("\n").splitlines()[-last:]
+    more = " (truncated)" if truncated else ""
+    return ["", f"{heading} (last {len(tail)} line{'s' if len(tail) != 1 else ''}{more})"] + [
+        "  " + ln for ln in tail
+    ]
 
 
 def communication_lines(c: Communication | None) -> list[str]:
@@ -350,11 +367,14 @@ def render_failure(failure: ProfileFailed, target: str) -> str:
         out.append(
             "  hint:\n" + "\n".join("    " + ln for ln in failure.hint.rstrip().splitlines())
         )
-    if failure.output.strip():
-        tail = failure.output.rstrip("\n").splitlines()[-8:]
-        whose = "program" if failure.kind in PROGRAM_FAILURES else "function"
-        out.append(f"  output of the {whose} (last lines):")
-        out += ["    " + cut(ln, 200) for ln in tail]
+    whose = "program" if failure.kind in PROGRAM_FAILURES else "function"
+    for heading, text in (
+        (SETUP_OUTPUT, failure.setup_output),
+        (f"output of the {whose}", failure.output),
+    ):
+        if text.strip():
+            out.append(f"  {heading} (last lines):")
+            out += ["    " + cut(ln, 200) for ln in text.rstrip("\n").splitlines()[-8:]]
     return "\n".join(out)
 
 

@@ -101,11 +101,14 @@ def build_report(
         warnings=analysis.warnings if analysis else [],
         output=finished.output,
         output_truncated=finished.output_truncated,
+        setup_output=finished.setup_output,
+        setup_output_truncated=finished.setup_output_truncated,
         created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         roofline=analysis.roofline if analysis else [],
         stages_s=dict(side.stages_s),
         communication=analysis.communication if analysis else None,
         call_site=side.call_site,
+        inputs_from=side.inputs_from,
     )
 
 

@@ -123,15 +123,22 @@ class Report(msgspec.Struct):
     findings: list[Finding] = []
     warnings: list[str] = []
     output: str = ""
+    """What the function printed (with ``call_site``: what the program printed)."""
     output_truncated: bool = False
     created: str = ""
     kernelscope: str = __version__
     roofline: list[OpRoof] = []
     stages_s: dict[str, float] = {}
     communication: Communication | None = None
+    """The collectives the function ran (in a process group), per call."""
     call_site: CallSite | None = None
     """Which call of which program the run measured (``--via``)."""
-    """The collectives the function ran (in a process group), per call."""
+    setup_output: str = ""
+    """What importing the module and calling the input provider printed, kept apart from
+    the function's ``output``."""
+    setup_output_truncated: bool = False
+    inputs_from: str = ""
+    """Where the call's inputs came from (``Sidecar.inputs_from``)."""
 
 
 class FunctionRow(FunctionTime):
