@@ -183,7 +183,7 @@ async def test_analyze_a_raw_trace_gives_time_per_function() -> None:
         assert set(rows) == {"train_step", "MLP.forward"}
         assert rows["MLP.forward"]["local_line"] == 15
         assert "top functions: train_step (" in text(out)
-        assert "train_mlp.py:19) 3.53 ms GPU" in text(out)
+        assert "train_mlp.py:19) 6.64 ms GPU" in text(out)
 
 
 async def test_try_and_scale_on_cpu(project: Path) -> None:

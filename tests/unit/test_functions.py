@@ -23,19 +23,23 @@ FIXTURES = REPO_ROOT / "fixtures"
 # One 200 µs step. main() (def line 3) runs [0, 200]; it calls block() (line 10) twice,
 # [10, 60] and [100, 150], and block() calls itself once, [20, 40] inside the first call.
 # Kernels: a 30 µs one launched at 25 (in the recursive block, under main), a 40 µs one at
-# 70 (main itself), a 50 µs one at 120 (block, second call). A 60 µs kernel is launched on
-# another thread (autograd's), with no frames: outside every function. Library frames
-# (torch/nn/modules/module.py) are not the user's and are dropped.
+# 70 (main itself), a 50 µs one at 120 (block, second call). Autograd's thread (tid 7) runs
+# the backward of the first aten::mm (sequence number 7) at 160 and launches a 60 µs kernel:
+# it counts under the frames of the forward's thread then (main, waiting in backward()); an
+# AccumulateGrad there (no sequence number) launches a 10 µs one: the same. A 5 µs copy is
+# launched on tid 9, which has no frames and runs no backward: outside every function.
+# Library frames (torch/nn/modules/module.py) are not the user's and are dropped.
 #   block: calls 3; CPU total 50 + 50 = 100 (the recursive call is inside the first);
 #          self (50 − 20) + 20 + 50 = 100; GPU self 30 + 50 = 80, total 80.
-#   main:  calls 1; CPU total 200; self 200 − 50 − 50 = 100; GPU self 40, total 120.
+#   main:  calls 1; CPU total 200; self 200 − 50 − 50 = 100; GPU self 40 + 60 + 10 = 110,
+#          total 110 + 80 = 190.
 NESTED = doc(
     step(1, 0.0, 200.0),
     span("python_function", "train.py(3): main", 0.0, 200.0),
     span("python_function", "lib/train.py(10): block", 10.0, 50.0),
     span("python_function", "lib/train.py(10): block", 20.0, 20.0),
     span("python_function", "torch/nn/modules/module.py(1750): _call_impl", 21.0, 18.0),
-    op("aten::mm", 22.0, 10.0, 2),
+    span("cpu_op", "aten::mm", 22.0, 10.0, External_id=2, Sequence_number=7, Fwd_thread_id=0),
     launch("cudaLaunchKernel", 25.0, 2.0, 21),
     gpu("gemm", 30.0, 30.0, 21, ext=2),
     op("aten::mul", 68.0, 10.0, 3),
@@ -45,9 +49,22 @@ NESTED = doc(
     op("aten::add", 110.0, 20.0, 4),
     launch("cudaLaunchKernel", 120.0, 2.0, 23),
     gpu("add", 125.0, 50.0, 23, ext=4),
-    span("cpu_op", "autograd::engine::evaluate_function: MmBackward0", 160.0, 20.0, tid=7),
+    span(
+        "cpu_op",
+        "autograd::engine::evaluate_function: MmBackward0",
+        160.0,
+        20.0,
+        tid=7,
+        Sequence_number=7,
+        Fwd_thread_id=1,
+    ),
     span("cuda_runtime", "cudaLaunchKernel", 165.0, 2.0, tid=7, correlation=24),
     gpu("gemm_bwd", 170.0, 60.0, 24),
+    span("cpu_op", "torch::autograd::AccumulateGrad", 185.0, 10.0, tid=7),
+    span("cuda_runtime", "cudaLaunchKernel", 186.0, 2.0, tid=7, correlation=25),
+    gpu("accumulate", 231.0, 10.0, 25),
+    span("cuda_runtime", "cudaMemcpyAsync", 190.0, 2.0, tid=9, correlation=26),
+    gpu("copy", 242.0, 5.0, 26, cat="gpu_memcpy"),
 )
 
 
@@ -59,8 +76,8 @@ def test_hand_made_nesting_recursion_and_other_threads() -> None:
     assert (block.calls, block.cpu_total_us, block.self_cpu_us) == (3, 100.0, 100.0)
     assert (block.self_gpu_us, block.gpu_total_us) == (80.0, 80.0)
     assert (main.calls, main.cpu_total_us, main.self_cpu_us) == (1, 200.0, 100.0)
-    assert (main.self_gpu_us, main.gpu_total_us) == (40.0, 120.0)
-    assert (times.gpu_us, times.gpu_outside_us) == (180.0, 60.0)
+    assert (main.self_gpu_us, main.gpu_total_us) == (110.0, 190.0)
+    assert (times.gpu_us, times.gpu_outside_us) == (195.0, 5.0)
     assert times.functions[0] is main  # the costliest GPU total first
     assert times.frames_seen == 5
 
@@ -176,8 +193,7 @@ def test_raw_h200_traces(scenario: str) -> None:
 
 def test_raw_train_step_found_in_its_fixture_folder() -> None:
     """train_mlp's raw trace (recorded on the H200, paths shortened by Kineto to
-    `train_mlp.py`): train_step and MLP.forward, at their def lines in the fixture's copy;
-    backward's kernels (autograd's threads) are outside them."""
+    `train_mlp.py`): train_step and MLP.forward, at their def lines in the fixture's copy."""
     root = FIXTURES / "train_mlp"
     result = analyze_trace("raw.json.gz", load_trace(root / "raw.json.gz"), root=root)
     assert result.functions is not None
@@ -186,4 +202,6 @@ def test_raw_train_step_found_in_its_fixture_folder() -> None:
     assert (rows["train_step"].local_line, rows["MLP.forward"].local_line) == (19, 15)
     assert rows["train_step"].gpu_total_us > rows["MLP.forward"].gpu_total_us > 0
     assert rows["train_step"].local_path == str(root / "train_mlp.py")
-    assert 0 < result.functions.gpu_outside_us < result.functions.gpu_us
+    # backward's kernels, launched on autograd's thread, count under train_step
+    assert result.functions.gpu_outside_us == 0.0
+    assert rows["train_step"].gpu_total_us == pytest.approx(result.functions.gpu_us)

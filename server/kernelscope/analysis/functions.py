@@ -4,6 +4,7 @@ each. Frames name a function by its file and first line, never the line running 
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -11,9 +12,11 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from kernelscope.analysis.trace_model import Event, Trace
+from kernelscope.analysis.trace_model import Event, Op, Thread, Trace
 from kernelscope.analysis.user_code import user_function
 
+_SEQUENCE = re.compile(rb'"Sequence number": ?(-?\d+)')
+_FWD_THREAD = re.compile(rb'"Fwd thread id": ?(\d+)')
 _HALF_NS_US = 0.0005  # Kineto writes µs with 3 decimals: times this close are equal
 
 Key = tuple[str, int, str]
@@ -47,8 +50,9 @@ class FunctionTimes(msgspec.Struct):
     gpu_us: float = 0.0
     """All GPU work launched in the trace."""
     gpu_outside_us: float = 0.0
-    """GPU work launched outside every user function: autograd's threads (backward), code
-    outside them, or a launch with no recorded frame."""
+    """GPU work launched outside every user function: code outside them, or a launch with
+    no recorded frame. A backward op's work counts under the functions around the
+    ``backward()`` call that waited for it (its forward op's thread, at that time)."""
 
 
 @dataclass
@@ -73,9 +77,11 @@ class _Sum:
 def function_times(trace: Trace) -> FunctionTimes:
     """Each user function's calls, self and total CPU time, and the GPU time of the work
     launched under it (a kernel counts once in the total of each function around its launch,
-    and in the self time of the innermost). A recursive call's time counts once."""
+    and in the self time of the innermost; a backward op's, around the ``backward()`` that
+    ran it). A recursive call's time counts once."""
     sums: defaultdict[Key, _Sum] = defaultdict(_Sum)
     threads = _nest(trace.python_functions, sums)
+    forward: _Forward | None = None
     gpu = outside = 0.0
     for g in trace.gpu_events:
         if g.launch < 0:
@@ -83,6 +89,10 @@ def function_times(trace: Trace) -> FunctionTimes:
         gpu += g.dur
         launch = trace.ops[g.launch]
         chain = _around(threads.get((launch.pid, launch.tid)), launch.ts, launch.end)
+        if not chain and threads:  # a backward op's launch: under the frames that wait on it
+            forward = _forward_threads(trace) if forward is None else forward
+            thread = _backward_of(trace, launch, forward)
+            chain = _around(threads.get(thread), launch.ts, launch.end) if thread else []
         if not chain:
             outside += g.dur
             continue
@@ -97,11 +107,53 @@ def function_times(trace: Trace) -> FunctionTimes:
     return FunctionTimes(rows, trace.frames_seen, gpu, outside)
 
 
-def _nest(
-    frames: Sequence[Event], sums: defaultdict[Key, _Sum]
-) -> dict[tuple[int | str, int | str], _Thread]:
+class _Forward(msgspec.Struct):
+    """Where forward ops ran: by autograd sequence number, and for each thread that ran
+    backward ops, the thread of their forward ops."""
+
+    by_sequence: dict[int, Thread]
+    by_backward_thread: dict[Thread, Thread]
+
+
+def _forward_threads(trace: Trace) -> _Forward:
+    by_sequence: dict[int, Thread] = {}
+    backward: list[tuple[int, Thread]] = []
+    for op in trace.cpu_ops:
+        seq, fwd = _autograd_ids(op)
+        if seq is not None and not fwd:
+            by_sequence.setdefault(seq, (op.pid, op.tid))
+        elif seq is not None:
+            backward.append((seq, (op.pid, op.tid)))
+    by_thread = {t: by_sequence[seq] for seq, t in backward if seq in by_sequence}
+    return _Forward(by_sequence, by_thread)
+
+
+def _autograd_ids(op: Op) -> tuple[int | None, int]:
+    """An op's autograd sequence number (None: it has none) and its ``Fwd thread id``: 0 on
+    a forward op, the forward's thread (torch's number, not the OS's) on a backward op."""
+    if b'"Sequence number"' not in op.args:
+        return None, 0
+    seq, fwd = _SEQUENCE.search(op.args), _FWD_THREAD.search(op.args)
+    return (int(seq[1]) if seq else None), (int(fwd[1]) if fwd else 0)
+
+
+def _backward_of(trace: Trace, launch: Op, forward: _Forward) -> Thread | None:
+    """The thread that ran the forward op of the backward op around ``launch`` (autograd
+    runs backward on threads of its own while the caller waits in ``backward()``); for an
+    op with no forward op (AccumulateGrad), the forward thread of its thread's other ops."""
+    i = launch.parent
+    while i >= 0:
+        op = trace.ops[i]
+        seq, fwd = _autograd_ids(op)
+        if seq is not None and fwd and seq in forward.by_sequence:
+            return forward.by_sequence[seq]
+        i = op.parent
+    return forward.by_backward_thread.get((launch.pid, launch.tid))
+
+
+def _nest(frames: Sequence[Event], sums: defaultdict[Key, _Sum]) -> dict[Thread, _Thread]:
     """Nest each thread's user frames and add their CPU times to ``sums``."""
-    by_thread: defaultdict[tuple[int | str, int | str], list[tuple[Event, Key]]] = defaultdict(list)
+    by_thread: defaultdict[Thread, list[tuple[Event, Key]]] = defaultdict(list)
     for frame in frames:
         key = user_function(frame.name)
         if key is not None:

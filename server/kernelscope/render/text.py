@@ -285,7 +285,7 @@ def function_lines(f: Functions, cuda: bool, limit: int = 15) -> list[str]:
     if cuda and f.gpu_outside_us > 0:
         out.append(
             f"  GPU work launched outside them: {fmt_us(f.gpu_outside_us)} of "
-            f"{fmt_us(f.gpu_us)} (backward runs on autograd's threads, which have no frames)"
+            f"{fmt_us(f.gpu_us)} (by code outside them, or on threads with no frames)"
         )
     unfound = sum(r.local_path is None for r in f.rows)
     if unfound:
