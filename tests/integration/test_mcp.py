@@ -95,6 +95,8 @@ async def test_tools_profile_history_and_errors(project: Path) -> None:
         summary = text(first)
         assert summary.startswith(f"verdict: {report['verdict']['summary']}")
         assert "work.py:" in summary and "run id: " in summary
+        assert "; called alone, inputs from work.py::matmul_inputs" in summary
+        assert report["inputs_from"] == "work.py::matmul_inputs"
         values = [v for v, _ in seen]
         assert values and values == sorted(values) and len(set(values)) == len(values)
         assert any(m and m.startswith("active") for _, m in seen)

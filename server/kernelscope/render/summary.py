@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from kernelscope.analysis.experiments import Experiments
 from kernelscope.findings import BOUND_CODES, Finding, Severity
+from kernelscope.protocol import inputs_label
 from kernelscope.render.compare import change_text
 from kernelscope.render.text import shorten
 from kernelscope.report.compare import Comparison
@@ -32,6 +33,8 @@ def report_summary(report: Report | TraceAnalysis) -> str:
         cuda = report.device.type == "cuda"
         if report.call_site is not None:
             head += f"; {report.call_site.label}"
+        elif report.inputs_from:
+            head += f"; called alone, {inputs_label(report.inputs_from)}"
     else:
         head = f"trace {shorten(report.trace.path)} ({report.steps} steps)"
         time = ""
