@@ -299,3 +299,51 @@ def test_a_missing_root_is_a_usage_error(tmp_path: Path) -> None:
     done = kernelscope(RAW_TRAIN, "--root", str(tmp_path / "nope"))
     assert done.returncode == 2
     assert done.stderr.splitlines() == [f"kernelscope: --root: no such folder: {tmp_path / 'nope'}"]
+
+
+RECORD = """import torch
+from torch.profiler import ProfilerActivity, profile
+from pkg.model import outer
+
+a = torch.randn(64, 64)
+with profile(activities=[ProfilerActivity.CPU], with_stack=True) as prof:
+    for _ in range(3):
+        outer(a, a)
+prof.export_chrome_trace("cpu.pt.trace.json")
+"""
+MODEL = """import torch
+
+
+def inner(a, b):
+    return (a @ b).relu()
+
+
+def outer(a, b):
+    x = inner(a, b)
+    return inner(x, b).sum()
+"""
+
+
+def test_cli_text_on_a_cpu_trace_recorded_elsewhere(tmp_path: Path) -> None:
+    """A real CPU trace recorded with ``with_stack=True`` in one folder (Kineto writes
+    ``pkg/model.py``), analyzed against a checkout elsewhere: the functions at their def
+    lines there, the script's body as module level, no CUDA columns and no empty field."""
+    pytest.importorskip("torch")
+    machine, checkout = tmp_path / "machine", tmp_path / "checkout"
+    for root in (machine, checkout / "src"):
+        (root / "pkg").mkdir(parents=True)
+        (root / "pkg" / "model.py").write_text(MODEL)
+    (machine / "record.py").write_text(RECORD)
+    subprocess.run(
+        [sys.executable, "record.py"], cwd=machine, check=True, capture_output=True, timeout=120
+    )
+    done = kernelscope(machine / "cpu.pt.trace.json", "--root", str(checkout))
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    assert "CUDA" not in text and "GPU" not in text.split("\nfunctions (")[1]
+    rows = {ln.split()[0]: ln.split() for ln in text.split("\nfunctions (")[1].splitlines()[2:5]}
+    assert rows["outer"][1] == "3" and rows["outer"][-1].endswith("checkout/src/pkg/model.py:8")
+    assert rows["inner"][1] == "6" and rows["inner"][-1].endswith("checkout/src/pkg/model.py:4")
+    assert rows["<module>"][-2:] == ["(module", "level)"]
+    assert "ops (totals over 1 step)" in text
+    assert not [ln for ln in text.splitlines() if " - " in ln or ln.rstrip().endswith(" -")]

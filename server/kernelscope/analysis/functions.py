@@ -19,6 +19,9 @@ _SEQUENCE = re.compile(rb'"Sequence number": ?(-?\d+)')
 _FWD_THREAD = re.compile(rb'"Fwd thread id": ?(\d+)')
 _HALF_NS_US = 0.0005  # Kineto writes µs with 3 decimals: times this close are equal
 
+#: The name of a frame of module-level code (a script's body), which has no def line.
+MODULE_CODE = "<module>"
+
 Key = tuple[str, int, str]
 """(path as recorded, first line, function name)."""
 

@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 
 from kernelscope.analysis.collectives import Communication
+from kernelscope.analysis.functions import MODULE_CODE
 from kernelscope.analysis.roofline import OpRoof
 from kernelscope.columns import table
 from kernelscope.findings import BOUND_CODES, Finding
@@ -91,8 +92,8 @@ def render_report(
         *_inputs(report),
         "",
         f"per step    CPU {fmt_us(t.cpu_us_per_step)}"
-        f" · CUDA {fmt_us(t.cuda_us_per_step) if cuda else DASH}"
-        f" · wall {fmt_us(t.wall_us_per_step)}  (profiled)",
+        + (f" · CUDA {fmt_us(t.cuda_us_per_step)}" if cuda else "")
+        + f" · wall {fmt_us(t.wall_us_per_step)}  (profiled)",
         f"unprofiled  {fmt_us(t.unprofiled_us_per_call)} per call (median of {t.unprofiled_reps}"
         + _spread(t)
         + f", {t.unprofiled_method.replace('_', ' ')}"
@@ -131,18 +132,18 @@ def render_report(
     if report.lines:
         out += ["", "costliest lines (per call, from a traced pass)"]
         out += table(
-            ["line", "self CPU", "CPU total", "CUDA", "code"],
+            ["line", "self CPU", "CPU total", *(["CUDA"] if cuda else []), "code"],
             [
                 [
                     f"{shorten(r.path)}:{r.line}",
                     fmt_us(r.self_cpu_us),
                     fmt_us(r.cpu_total_us),
-                    fmt_us(r.cuda_us) if cuda else DASH,
+                    *([fmt_us(r.cuda_us)] if cuda else []),
                     cut(r.code, 60),
                 ]
                 for r in report.lines[:max_lines]
             ],
-            align="lrrrl",
+            align="lrrrl" if cuda else "lrrl",
         )
     out += _printed(SETUP_OUTPUT, report.setup_output, report.setup_output_truncated)
     whose = "program" if report.call_site else "function"
@@ -212,16 +213,16 @@ def _verdict(summary: str | None, findings: list[Finding]) -> list[str]:
 
 
 def _ops_table(ops: list[OpRow], cuda: bool, limit: int) -> list[str]:
+    """The ops, costliest first; the CUDA columns only where there was GPU work."""
     return table(
-        ["name", "calls", "self CPU", "CPU total", "self CUDA", "CUDA total"],
+        ["name", "calls", "self CPU", "CPU total", *(["self CUDA", "CUDA total"] if cuda else [])],
         [
             [
                 cut(o.name, 48),
                 str(o.calls),
                 fmt_us(o.self_cpu_us),
                 fmt_us(o.cpu_total_us),
-                fmt_us(o.self_cuda_us) if cuda else DASH,
-                fmt_us(o.cuda_total_us) if cuda else DASH,
+                *([fmt_us(o.self_cuda_us), fmt_us(o.cuda_total_us)] if cuda else []),
             ]
             for o in ops[:limit]
         ],
@@ -247,7 +248,8 @@ def render_trace_analysis(result: TraceAnalysis, max_ops: int = 15) -> str:
     out += communication_lines(result.communication)
     out += _verdict(v.summary, result.findings)
     out += _roofline(result.roofline)
-    out += ["", f"ops (totals over {result.steps} steps)", *_ops_table(result.ops, cuda, max_ops)]
+    steps = f"{result.steps} step{'s' if result.steps != 1 else ''}"
+    out += ["", f"ops (totals over {steps})", *_ops_table(result.ops, cuda, max_ops)]
     if result.functions is not None:
         out += function_lines(result.functions, cuda, max_ops)
     if result.warnings:
@@ -287,10 +289,10 @@ def function_lines(f: Functions, cuda: bool, limit: int = 15) -> list[str]:
             f"  GPU work launched outside them: {fmt_us(f.gpu_outside_us)} of "
             f"{fmt_us(f.gpu_us)} (by code outside them, or on threads with no frames)"
         )
-    unfound = sum(r.local_path is None for r in f.rows)
+    unfound = sum(r.local_path is None and r.name != MODULE_CODE for r in f.rows)
     if unfound:
         out.append(
-            f"  {unfound} recorded path{'s' if unfound != 1 else ''} name no file under "
+            f"  {unfound} recorded path{'s name' if unfound != 1 else ' names'} no file under "
             f"{shorten(f.root) or '.'} (--root sets the project)"
         )
     out.append(
@@ -302,6 +304,8 @@ def function_lines(f: Functions, cuda: bool, limit: int = 15) -> list[str]:
 
 def _def_where(r: FunctionRow, root: str) -> str:
     """`model.py:42` in the local project, `(recorded) /home/u/model.py:40` when not found."""
+    if r.name == MODULE_CODE:
+        return f"{shorten(r.local_path or r.path)} (module level)"
     if r.local_path is None:
         return f"{r.path}:{r.line} (recorded; not found locally)"
     where = f"{shorten(r.local_path)}:{r.local_line or r.line}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 
-from kernelscope.analysis.functions import FunctionTime
+from kernelscope.analysis.functions import MODULE_CODE, FunctionTime
 from kernelscope.pyfunctions import FunctionDef, functions
 from kernelscope.report.schema import FunctionRow
 
@@ -82,6 +82,9 @@ def locate(times: list[FunctionTime], root: Path) -> list[FunctionRow]:
                 except (OSError, UnicodeDecodeError):
                     sources[found] = ()
             row.local_path = str(found)
+            if t.name == MODULE_CODE:
+                rows.append(row)
+                continue
             fn = _function(sources[found], t.name, t.line)
             if fn is not None:
                 row.qualname, row.local_line = fn.qualname, fn.def_line
