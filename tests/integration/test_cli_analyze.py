@@ -21,6 +21,7 @@ from support import REPO_ROOT
 from support.traces import (
     ANNOTATED,
     CPU_ONLY,
+    NESTED_CALLS_MODULE,
     ROCM,
     TWO_STREAMS,
     doc,
@@ -311,17 +312,6 @@ with profile(activities=[ProfilerActivity.CPU], with_stack=True) as prof:
         outer(a, a)
 prof.export_chrome_trace("cpu.pt.trace.json")
 """
-MODEL = """import torch
-
-
-def inner(a, b):
-    return (a @ b).relu()
-
-
-def outer(a, b):
-    x = inner(a, b)
-    return inner(x, b).sum()
-"""
 
 
 def test_cli_text_on_a_cpu_trace_recorded_elsewhere(tmp_path: Path) -> None:
@@ -332,7 +322,7 @@ def test_cli_text_on_a_cpu_trace_recorded_elsewhere(tmp_path: Path) -> None:
     machine, checkout = tmp_path / "machine", tmp_path / "checkout"
     for root in (machine, checkout / "src"):
         (root / "pkg").mkdir(parents=True)
-        (root / "pkg" / "model.py").write_text(MODEL)
+        (root / "pkg" / "model.py").write_text(NESTED_CALLS_MODULE)
     (machine / "record.py").write_text(RECORD)
     subprocess.run(
         [sys.executable, "record.py"], cwd=machine, check=True, capture_output=True, timeout=120

@@ -16,7 +16,7 @@ from kernelscope.report.build import analyze_trace
 from kernelscope.report.sources import local_files, locate
 
 from support import REPO_ROOT
-from support.traces import doc, dumps, gpu, launch, op, span, step
+from support.traces import NESTED_CALLS_MODULE, doc, dumps, gpu, launch, op, span, step
 
 FIXTURES = REPO_ROOT / "fixtures"
 
@@ -88,19 +88,6 @@ def test_a_trace_without_stacks_has_no_functions() -> None:
     assert (times.functions, times.frames_seen) == ([], 0)
 
 
-MODEL = """import torch
-
-
-def inner(a, b):
-    return (a @ b).relu()
-
-
-def outer(a, b):
-    x = inner(a, b)
-    return inner(x, b).sum()
-"""
-
-
 def record(tmp_path: Path) -> Path:
     """A real CPU trace with stacks of outer() calling inner() twice, three calls, from a
     project at machine/proj (the trace records its absolute path)."""
@@ -109,7 +96,7 @@ def record(tmp_path: Path) -> Path:
 
     model = tmp_path / "machine" / "proj" / "pkg" / "model.py"
     model.parent.mkdir(parents=True)
-    model.write_text(MODEL)
+    model.write_text(NESTED_CALLS_MODULE)
     spec = importlib.util.spec_from_file_location("ks_test_pkg_model", model)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -143,10 +130,10 @@ def test_real_cpu_trace_with_stack_found_in_another_checkout(tmp_path: Path) -> 
     local = tmp_path / "checkout"
     (local / "src" / "pkg").mkdir(parents=True)
     (local / "src" / "pkg" / "model.py").write_text(
-        MODEL.replace("\n\ndef outer", "\n# a\n# b\n\ndef outer")
+        NESTED_CALLS_MODULE.replace("\n\ndef outer", "\n# a\n# b\n\ndef outer")
     )
     (local / "other").mkdir()
-    (local / "other" / "model.py").write_text(MODEL)
+    (local / "other" / "model.py").write_text(NESTED_CALLS_MODULE)
     rows = {r.name: r for r in locate(times.functions, local)}
     here = str(local / "src" / "pkg" / "model.py")
     assert (rows["inner"].local_path, rows["inner"].local_line, rows["inner"].moved) == (

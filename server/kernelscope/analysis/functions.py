@@ -68,21 +68,12 @@ class _Thread:
     keys: list[Key] = field(default_factory=list[Key])
 
 
-@dataclass
-class _Sum:
-    calls: int = 0
-    self_cpu: float = 0.0
-    cpu_total: float = 0.0
-    self_gpu: float = 0.0
-    gpu_total: float = 0.0
-
-
 def function_times(trace: Trace) -> FunctionTimes:
     """Each user function's calls, self and total CPU time, and the GPU time of the work
     launched under it (a kernel counts once in the total of each function around its launch,
     and in the self time of the innermost; a backward op's, around the ``backward()`` that
     ran it). A recursive call's time counts once."""
-    sums: defaultdict[Key, _Sum] = defaultdict(_Sum)
+    sums: dict[Key, FunctionTime] = {}
     threads = _nest(trace.python_functions, sums)
     forward: _Forward | None = None
     gpu = outside = 0.0
@@ -99,13 +90,10 @@ def function_times(trace: Trace) -> FunctionTimes:
         if not chain:
             outside += g.dur
             continue
-        sums[chain[0]].self_gpu += g.dur
+        sums[chain[0]].self_gpu_us += g.dur
         for key in dict.fromkeys(chain):
-            sums[key].gpu_total += g.dur
-    rows = [
-        FunctionTime(path, line, name, s.calls, s.self_cpu, s.cpu_total, s.self_gpu, s.gpu_total)
-        for (path, line, name), s in sums.items()
-    ]
+            sums[key].gpu_total_us += g.dur
+    rows = list(sums.values())
     rows.sort(key=lambda r: (r.gpu_total_us, r.cpu_total_us), reverse=True)
     return FunctionTimes(rows, trace.frames_seen, gpu, outside)
 
@@ -154,7 +142,7 @@ def _backward_of(trace: Trace, launch: Op, forward: _Forward) -> Thread | None:
     return forward.by_backward_thread.get((launch.pid, launch.tid))
 
 
-def _nest(frames: Sequence[Event], sums: defaultdict[Key, _Sum]) -> dict[Thread, _Thread]:
+def _nest(frames: Sequence[Event], sums: dict[Key, FunctionTime]) -> dict[Thread, _Thread]:
     """Nest each thread's user frames and add their CPU times to ``sums``."""
     by_thread: defaultdict[Thread, list[tuple[Event, Key]]] = defaultdict(list)
     for frame in frames:
@@ -164,7 +152,7 @@ def _nest(frames: Sequence[Event], sums: defaultdict[Key, _Sum]) -> dict[Thread,
     return {thread: _nest_thread(found, sums) for thread, found in by_thread.items()}
 
 
-def _nest_thread(found: list[tuple[Event, Key]], sums: defaultdict[Key, _Sum]) -> _Thread:
+def _nest_thread(found: list[tuple[Event, Key]], sums: dict[Key, FunctionTime]) -> _Thread:
     found.sort(key=lambda fk: (fk[0].ts, -fk[0].dur))
     t = _Thread()
     stack: list[int] = []
@@ -174,11 +162,11 @@ def _nest_thread(found: list[tuple[Event, Key]], sums: defaultdict[Key, _Sum]) -
     def close(i: int) -> None:
         frame, key = found[i]
         open_keys[key] -= 1
-        s = sums[key]
+        s = sums.get(key) or sums.setdefault(key, FunctionTime(*key, 0, 0.0, 0.0))
         s.calls += 1
-        s.self_cpu += frame.dur - inner[i]
+        s.self_cpu_us += frame.dur - inner[i]
         if not open_keys[key]:  # not inside a call of itself
-            s.cpu_total += frame.dur
+            s.cpu_total_us += frame.dur
 
     for i, (frame, key) in enumerate(found):
         while stack and frame.ts >= t.ends[stack[-1]] - _HALF_NS_US:
