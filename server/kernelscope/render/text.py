@@ -24,7 +24,6 @@ from kernelscope.units import cut, fmt_bytes, fmt_rate, fmt_us, stages_line
 DASH = "-"
 __all__ = [
     "fmt_us",
-    "function_lines",
     "render_failure",
     "render_report",
     "render_trace_analysis",
@@ -275,7 +274,7 @@ def function_lines(f: Functions, cuda: bool, limit: int = 15) -> list[str]:
         row = [cut(r.qualname or r.name, 48), str(r.calls), fmt_us(r.self_cpu_us)]
         row.append(fmt_us(r.cpu_total_us))
         row += [fmt_us(r.self_gpu_us), fmt_us(r.gpu_total_us)] if cuda else []
-        rows.append([*row, _def_where(r, f.root)])
+        rows.append([*row, _def_where(r)])
     out = [
         "",
         "functions (totals over the trace, from its Python frames; self leaves out the "
@@ -302,8 +301,8 @@ def function_lines(f: Functions, cuda: bool, limit: int = 15) -> list[str]:
     return out
 
 
-def _def_where(r: FunctionRow, root: str) -> str:
-    """`model.py:42` in the local project, `(recorded) /home/u/model.py:40` when not found."""
+def _def_where(r: FunctionRow) -> str:
+    """`model.py:42` in the local project; the recorded `path:line` when it is not there."""
     if r.name == MODULE_CODE:
         return f"{shorten(r.local_path or r.path)} (module level)"
     if r.local_path is None:

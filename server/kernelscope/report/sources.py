@@ -12,7 +12,8 @@ from kernelscope.analysis.functions import MODULE_CODE, FunctionTime
 from kernelscope.pyfunctions import FunctionDef, functions
 from kernelscope.report.schema import FunctionRow
 
-#: Folders never searched for a recorded file: environments, caches, version control.
+#: Folders never searched for a recorded file (hidden ones neither): caches, installed
+#: packages, build output.
 SKIPPED = frozenset({"__pycache__", "node_modules", "site-packages", "dist-packages", "build"})
 #: Files looked at, at most, when searching the project for recorded paths.
 MAX_FILES = 50_000
