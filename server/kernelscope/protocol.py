@@ -468,6 +468,19 @@ class Sidecar(msgspec.Struct):
     """Set when an entry point's call was profiled."""
     counters: Counters | None = None
     """Set by ``--counters`` (the server adds it after the job): measured per-kernel figures."""
+    inputs_from: str = ""
+    """Where the call's inputs came from: ``defaults`` (the function's own), or its input
+    provider as ``file::name`` (the file relative to the project root); "" for a program's
+    call and for workers before 2026-12-02."""
+
+
+def inputs_label(inputs_from: str) -> str:
+    """How a function called alone got its inputs, for labels: ``inputs from
+    kernelscope_inputs.py::Block_forward_inputs``, ``with its default arguments``, or (not
+    recorded) ``inputs from a provider or defaults``."""
+    if inputs_from == "defaults":
+        return "with its default arguments"
+    return f"inputs from {inputs_from or 'a provider or defaults'}"
 
 
 class ProfileFinished(Message, tag="profile_finished"):
@@ -477,10 +490,14 @@ class ProfileFinished(Message, tag="profile_finished"):
     trace_path: str
     sidecar: Sidecar
     output: str = ""
+    """What the function printed (a program's run: all the program printed)."""
     output_truncated: bool = False
     traces: dict[str, bytes] = {}  # file name -> gzip'd trace (base64 in JSON), when asked
     worker_ends: bool = False
     """The worker ends after this result (it ran a program): the launcher replaces it."""
+    setup_output: str = ""
+    """What importing the function's module and calling its input provider printed."""
+    setup_output_truncated: bool = False
 
 
 class ProfileFailed(Message, tag="profile_failed"):
@@ -493,8 +510,12 @@ class ProfileFailed(Message, tag="profile_failed"):
     line: int | None = None
     traceback: list[str] = []
     output: str = ""
+    """What the function printed (all of it was the import's and the provider's when the
+    job stopped before the call: that is in ``setup_output``)."""
     hint: str | None = None
     worker_ends: bool = False
+    setup_output: str = ""
+    """What importing the function's module and calling its input provider printed."""
 
 
 class TimingFinished(Message, tag="timing_finished"):

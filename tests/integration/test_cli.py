@@ -198,3 +198,73 @@ def test_interpreter_without_torch_is_a_clear_error(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "torch is not importable" in proc.stderr
     assert "pip install torch" in proc.stderr
+
+
+NOISY_MODEL = """import torch
+
+print("number of parameters: 10.65M")
+
+
+class Block(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.lin = torch.nn.Linear(n, n)
+
+    def forward(self, x):
+        print("inside forward")
+        return self.lin(x)
+
+
+class Broken(Block):
+    def forward(self, x):
+        return self.lin(x)
+"""
+NOISY_INPUTS = """import torch
+from model import Block
+
+
+def Block_forward_inputs(batch_size: int = 1):
+    print("provider: building Block(8)")
+    return (Block(8), torch.ones(batch_size, 8))
+
+
+def Broken_forward_inputs(batch_size: int = 1):
+    print("provider: about to fail")
+    raise ValueError("no data here")
+"""
+
+
+def test_function_output_apart_from_import_and_provider(tmp_path: Path) -> None:
+    """What the import and the provider print (nanoGPT's "number of parameters") is kept
+    apart from what the function prints, each under its own heading; the run names its
+    provider."""
+    (tmp_path / "model.py").write_text(NOISY_MODEL)
+    (tmp_path / "kernelscope_inputs.py").write_text(NOISY_INPUTS)
+    spec = "model.py::Block.forward"
+    proc = kernelscope("profile", spec, "--active", "1", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    assert report["inputs_from"] == "kernelscope_inputs.py::Block_forward_inputs"
+    assert "number of parameters: 10.65M" in report["setup_output"]
+    assert "provider: building Block(8)" in report["setup_output"]
+    assert "inside forward" not in report["setup_output"]
+    assert set(report["output"].splitlines()) == {"inside forward"}
+
+    text = kernelscope("profile", spec, "--active", "1", cwd=tmp_path)
+    assert text.returncode == 0, text.stderr[-2000:]
+    out = text.stdout
+    assert "called    alone, inputs from kernelscope_inputs.py::Block_forward_inputs" in out
+    setup = out[out.index("printed by the import and the input provider, before the call") :]
+    setup_lines = setup[: setup.index("\n\n")].splitlines()[1:]
+    assert "  number of parameters: 10.65M" in setup_lines
+    assert "  provider: building Block(8)" in setup_lines
+    function = out[out.index("output of the function (last") :]
+    assert set(function[: function.index("\n\n")].splitlines()[1:]) == {"  inside forward"}
+
+    failed = kernelscope("profile", "model.py::Broken.forward", "--active", "1", cwd=tmp_path)
+    assert failed.returncode != 0
+    said = failed.stderr + failed.stdout
+    assert "no data here" in said
+    assert "printed by the import and the input provider, before the call (last lines):" in said
+    assert "provider: about to fail" in said
+    assert "output of the function" not in said

@@ -21,6 +21,7 @@ from support import REPO_ROOT
 from support.traces import (
     ANNOTATED,
     CPU_ONLY,
+    NESTED_CALLS_MODULE,
     ROCM,
     TWO_STREAMS,
     doc,
@@ -245,3 +246,94 @@ def test_cli_text_on_a_two_stream_trace(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "memory-bound: GPU busy 67%" in done.stdout
     assert "KS301" in done.stdout
+
+
+# -- time per function from a raw trace's Python frames ----------------------------------------
+
+RAW_TRAIN = REPO_ROOT / "fixtures" / "train_mlp" / "raw.json.gz"
+
+
+def test_cli_text_on_a_raw_trace_with_stacks() -> None:
+    """train_mlp's raw H200 trace (``with_stack=True``, paths recorded as ``train_mlp.py``):
+    its two functions at their def lines in the fixture's folder, CPU and GPU time each (the
+    backward's kernels under train_step), the lines left to a live run; no empty field."""
+    done = kernelscope(RAW_TRAIN, "--trace-only", "--root", "fixtures/train_mlp")
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    table = text[text.index("\nfunctions (") :].splitlines()
+    assert " ".join(table[2].split()) == "function calls self CPU CPU total self GPU GPU total def"
+    step, forward = table[3].split(), table[4].split()
+    assert (step[0], step[1], step[-1]) == ("train_step", "3", "fixtures/train_mlp/train_mlp.py:19")
+    assert (forward[0], forward[1], forward[-1]) == (
+        "MLP.forward",
+        "3",
+        "fixtures/train_mlp/train_mlp.py:15",
+    )
+    assert " ".join(step[2:10]) == "11.64 ms 15.08 ms 5.05 ms 6.64 ms"
+    assert "launched outside them" not in text  # backward's kernels count under train_step
+    assert "time per line inside a function is not in a trace: profile it live" in text
+    assert not [ln for ln in text.splitlines() if ln.rstrip().endswith((" -", "—"))]
+
+    as_json = kernelscope(RAW_TRAIN, "--trace-only", "--root", "fixtures/train_mlp", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    functions = json.loads(as_json.stdout)["functions"]
+    rows = {r["qualname"]: r for r in functions["rows"]}
+    assert set(rows) == {"train_step", "MLP.forward"}
+    assert rows["train_step"]["path"] == "train_mlp.py" and rows["train_step"]["line"] == 19
+    assert rows["train_step"]["local_path"] == str(REPO_ROOT / "fixtures/train_mlp/train_mlp.py")
+    assert rows["train_step"]["calls"] == 3
+    assert functions["frames_seen"] == 1299
+
+
+def test_cli_text_without_stacks_or_gpu_has_no_empty_fields(tmp_path: Path) -> None:
+    """A CPU trace: no "entry → first kernel -" line; the functions section says why it
+    has none."""
+    events = [e for e in CPU_ONLY["traceEvents"] if e.get("cat") != "python_function"]
+    path = write(tmp_path / "cpu.json", CPU_ONLY | {"traceEvents": events})
+    done = kernelscope(path)
+    assert done.returncode == 0, done.stderr
+    assert "entry → first kernel" not in done.stdout
+    assert "functions   the trace has no Python frames (record with with_stack=True" in done.stdout
+
+
+def test_a_missing_root_is_a_usage_error(tmp_path: Path) -> None:
+    done = kernelscope(RAW_TRAIN, "--root", str(tmp_path / "nope"))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"kernelscope: --root: no such folder: {tmp_path / 'nope'}"]
+
+
+RECORD = """import torch
+from torch.profiler import ProfilerActivity, profile
+from pkg.model import outer
+
+a = torch.randn(64, 64)
+with profile(activities=[ProfilerActivity.CPU], with_stack=True) as prof:
+    for _ in range(3):
+        outer(a, a)
+prof.export_chrome_trace("cpu.pt.trace.json")
+"""
+
+
+def test_cli_text_on_a_cpu_trace_recorded_elsewhere(tmp_path: Path) -> None:
+    """A real CPU trace recorded with ``with_stack=True`` in one folder (Kineto writes
+    ``pkg/model.py``), analyzed against a checkout elsewhere: the functions at their def
+    lines there, the script's body as module level, no CUDA columns and no empty field."""
+    pytest.importorskip("torch")
+    machine, checkout = tmp_path / "machine", tmp_path / "checkout"
+    for root in (machine, checkout / "src"):
+        (root / "pkg").mkdir(parents=True)
+        (root / "pkg" / "model.py").write_text(NESTED_CALLS_MODULE)
+    (machine / "record.py").write_text(RECORD)
+    subprocess.run(
+        [sys.executable, "record.py"], cwd=machine, check=True, capture_output=True, timeout=120
+    )
+    done = kernelscope(machine / "cpu.pt.trace.json", "--root", str(checkout))
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    assert "CUDA" not in text and "GPU" not in text.split("\nfunctions (")[1]
+    rows = {ln.split()[0]: ln.split() for ln in text.split("\nfunctions (")[1].splitlines()[2:5]}
+    assert rows["outer"][1] == "3" and rows["outer"][-1].endswith("checkout/src/pkg/model.py:8")
+    assert rows["inner"][1] == "6" and rows["inner"][-1].endswith("checkout/src/pkg/model.py:4")
+    assert rows["<module>"][-2:] == ["(module", "level)"]
+    assert "ops (totals over 1 step)" in text
+    assert not [ln for ln in text.splitlines() if " - " in ln or ln.rstrip().endswith(" -")]

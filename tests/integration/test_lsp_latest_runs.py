@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
 
 from support.lsp import FAST, arrived, open_doc, profile, start, stop, watch_run_finished
 
@@ -42,13 +43,19 @@ def nested_project(root: Path) -> Path:
     return root
 
 
+async def inner_then_outer(client: LanguageClient, project: Path) -> str:
+    """Open nested.py, profile inner then outer; the document's uri."""
+    uri = open_doc(client, project / "nested.py")
+    assert (await profile(client, uri, "inner"))["ok"]
+    assert (await profile(client, uri, "outer"))["ok"]
+    return uri
+
+
 async def test_overlapping_runs_give_one_diagnostic_per_code_per_line(tmp_path: Path) -> None:
     project = nested_project(tmp_path / "proj")
     client = await start(project)
     try:
-        uri = open_doc(client, project / "nested.py")
-        assert (await profile(client, uri, "inner"))["ok"]
-        assert (await profile(client, uri, "outer"))["ok"]
+        uri = await inner_then_outer(client, project)
         diags = client.diagnostics[uri]
         per_line: dict[tuple[object, int], list[lsp.Diagnostic]] = {}
         for d in diags:
@@ -69,7 +76,49 @@ async def test_overlapping_runs_give_one_diagnostic_per_code_per_line(tmp_path: 
         text = hover.contents.value  # type: ignore[union-attr]
         assert "kernelscope · inner" in text, text
         assert "in the runs of other functions" in text and "`outer` run " in text, text
-        assert "called alone, inputs from a provider or defaults" in text, text
+        assert "called alone, inputs from nested.py::inner_inputs" in text, text
+    finally:
+        await stop(client)
+
+
+async def test_each_label_names_the_input_provider(tmp_path: Path) -> None:
+    """A run's diagnostics, hover and lens say where its inputs came from: the provider in
+    the function's module, one in kernelscope_inputs.py, or the function's defaults."""
+    project = nested_project(tmp_path / "proj")
+    client = await start(project)
+    try:
+        uri = await inner_then_outer(client, project)
+        defaults = [d for d in client.diagnostics[uri] if "`outer` run " in d.message]
+        assert defaults and all(
+            "called alone, with its default arguments" in d.message for d in defaults
+        ), defaults
+        (project / "kernelscope_inputs.py").write_text(
+            "def outer_inputs(batch_size: int = 1):\n    return (128,)\n"
+        )
+        assert (await profile(client, uri, "outer"))["ok"]
+        labels = {
+            name: f"called alone, {how}"
+            for name, how in [
+                ("inner", "inputs from nested.py::inner_inputs"),
+                ("outer", "inputs from kernelscope_inputs.py::outer_inputs"),
+            ]
+        }
+        diags = client.diagnostics[uri]
+        for name, label in labels.items():
+            mine = [d for d in diags if f"`{name}` run " in d.message]
+            assert mine and all(label in d.message for d in mine), (name, diags)
+        for line, name in ((3, "inner"), (12, "outer")):
+            hover = await client.text_document_hover_async(
+                lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(line, 5))
+            )
+            assert hover is not None
+            assert labels[name] in hover.contents.value, hover  # type: ignore[union-attr]
+        lenses = await client.text_document_code_lens_async(
+            lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri))
+        )
+        titles = [lens.command.title for lens in lenses or [] if lens.command]
+        assert any(t.endswith(", inputs from inner_inputs") for t in titles), titles
+        assert any(", inputs from outer_inputs" in t for t in titles), titles
     finally:
         await stop(client)
 

@@ -95,6 +95,8 @@ async def test_tools_profile_history_and_errors(project: Path) -> None:
         summary = text(first)
         assert summary.startswith(f"verdict: {report['verdict']['summary']}")
         assert "work.py:" in summary and "run id: " in summary
+        assert "; called alone, inputs from work.py::matmul_inputs" in summary
+        assert report["inputs_from"] == "work.py::matmul_inputs"
         values = [v for v, _ in seen]
         assert values and values == sorted(values) and len(set(values)) == len(values)
         assert any(m and m.startswith("active") for _, m in seen)
@@ -168,6 +170,22 @@ async def test_analyze_equals_the_cli(project: Path) -> None:
         for trace_arg, message in [(str(bad), "bad.json"), ("missing.json", "no such file")]:
             failed = await call(client, "analyze", trace=trace_arg)
             assert failed.is_error and message in text(failed), text(failed)
+
+
+async def test_analyze_a_raw_trace_gives_time_per_function() -> None:
+    """A raw trace with stacks: the functions of the project the server runs in, at their
+    def lines, in the structured result and the summary."""
+    trace = FIXTURES / "train_mlp" / "raw.json.gz"
+    async with server(FIXTURES / "train_mlp") as client:
+        out = await call(client, "analyze", trace=str(trace), trace_only=True)
+        assert not out.is_error, text(out)
+        got = out.structured_content
+        assert got is not None
+        rows = {r["qualname"]: r for r in got["functions"]["rows"]}
+        assert set(rows) == {"train_step", "MLP.forward"}
+        assert rows["MLP.forward"]["local_line"] == 15
+        assert "top functions: train_step (" in text(out)
+        assert "train_mlp.py:19) 6.64 ms GPU" in text(out)
 
 
 async def test_try_and_scale_on_cpu(project: Path) -> None:

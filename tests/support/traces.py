@@ -95,6 +95,20 @@ def dumps(document: object) -> bytes:
 
 # -- documents -------------------------------------------------------------------------------------
 
+#: A module whose outer() calls inner() twice: real traces with stacks are recorded from it
+#: (inner's def on line 4, outer's on line 8).
+NESTED_CALLS_MODULE = """import torch
+
+
+def inner(a, b):
+    return (a @ b).relu()
+
+
+def outer(a, b):
+    x = inner(a, b)
+    return inner(x, b).sum()
+"""
+
 MM = ([64, 128], F32), ([128, 32], F32)
 MM_FLOPS = 2 * 64 * 128 * 32  # 524,288
 MM_BYTES = (64 * 128 + 128 * 32 + 64 * 32) * 4  # two inputs read, one output written: 57,344

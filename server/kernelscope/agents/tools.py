@@ -208,7 +208,9 @@ class Tools:
         trace_only: Annotated[bool, Field(description="Ignore any sidecar")] = False,
     ) -> CallToolResult:
         """Diagnose a torch.profiler trace recorded anywhere (plain or gzip'd JSON): the
-        verdict, ops, findings; with kernelscope's sidecar, the whole report."""
+        verdict, ops, findings, and with stacks (`with_stack=True`) the time per function of
+        the user's code, found in this project; with kernelscope's sidecar, the whole
+        report."""
         path = self._path(trace)
         if not path.is_file():
             raise ToolError(f"no such file: {path}")
@@ -228,7 +230,9 @@ class Tools:
             task.add_done_callback(sending.discard)
 
         try:
-            out = await _detached(self.service.analyze_trace(path, side, trace_only, on_read))
+            out = await _detached(
+                self.service.analyze_trace(path, side, trace_only, on_read, self.root)
+            )
         except (TraceError, SidecarError) as e:
             raise ToolError(f"{path}: {e}") from None
         except JobFailed as e:

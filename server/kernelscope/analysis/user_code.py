@@ -32,6 +32,10 @@ LIBRARIES = frozenset(
         "xformers",
         "flash_attn",
         "safetensors",
+        "tqdm",
+        "_pytest",
+        "pytest",
+        "pluggy",
         "kernelscope_worker.py",
     }
 ) | frozenset(sys.stdlib_module_names)
@@ -40,6 +44,13 @@ LIBRARIES = frozenset(
 def user_frame(name: str) -> tuple[str, int] | None:
     """(path, line) of a python_function frame of the user's code, None for library,
     built-in and generated frames."""
+    parts = user_function(name)
+    return None if parts is None else parts[:2]
+
+
+def user_function(name: str) -> tuple[str, int, str] | None:
+    """(path, def line, function name) of a python_function frame of the user's code, None
+    for library, built-in and generated frames."""
     m = _PY_FRAME.match(name)
     if m is None:
         return None
@@ -53,7 +64,7 @@ def user_frame(name: str) -> tuple[str, int] | None:
         or top.removesuffix(".py") in LIBRARIES
     ):
         return None
-    return path, int(m["line"])
+    return path, int(m["line"]), m["func"]
 
 
 @lru_cache(maxsize=1 << 16)

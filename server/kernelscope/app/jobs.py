@@ -389,11 +389,13 @@ class ProfileService:
         sidecar: Path | None = None,
         trace_only: bool = False,
         on_read: Callable[[float], None] | None = None,
+        root: Path | None = None,
     ) -> Report | TraceAnalysis:
-        """`kernelscope analyze` of a trace, off the event loop (nothing is stored); raises
-        TraceError, SidecarError or JobFailed (the analysis process died)."""
+        """`kernelscope analyze` of a trace, off the event loop (nothing is stored), its
+        Python frames' paths looked for under ``root``; raises TraceError, SidecarError or
+        JobFailed (the analysis process died)."""
         return await self._reading(
-            self._analyze(analyze_path, trace, sidecar, trace_only, report_read), on_read
+            self._analyze(analyze_path, trace, sidecar, trace_only, report_read, root), on_read
         )
 
     async def _reading(

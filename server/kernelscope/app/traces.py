@@ -30,14 +30,16 @@ def analyze_path(
     sidecar: Path | None = None,
     trace_only: bool = False,
     progress: Progress | None = None,
+    root: Path | None = None,
 ) -> Report | TraceAnalysis:
     """A trace's report: with its sidecar (given, or found beside it) the whole report, else
-    what the trace alone supports. Raises TraceError or SidecarError."""
+    what the trace alone supports, its Python frames' paths looked for under ``root`` (the
+    current directory by default). Raises TraceError or SidecarError."""
     found = sidecar or companions(path)[0]
     if found is not None and not trace_only:
         side = load_sidecar(found)
         return replay_report(path, side, side.qualname, side.path, progress=progress)
-    return analyze_trace(path, load_trace(path, progress))
+    return analyze_trace(path, load_trace(path, progress), root=root)
 
 
 def import_job(

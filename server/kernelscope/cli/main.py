@@ -199,6 +199,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--sidecar", metavar="FILE", help="the worker's sidecar (default: found beside TRACE)"
     )
     a.add_argument("--trace-only", action="store_true", help="ignore any sidecar")
+    a.add_argument(
+        "--root",
+        metavar="DIR",
+        help="the local project the trace's Python frames are looked for in (default: the "
+        "current directory); paths recorded elsewhere match by their longest tail under it",
+    )
     a.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     return parser
 
@@ -475,8 +481,11 @@ def _analyze(args: argparse.Namespace) -> int:
         return fail_usage(f"no such file: {path}", args.json)
     bar = ReadingBar(sys.stderr, f"reading {path.name}")
     sidecar = Path(args.sidecar) if args.sidecar else None
+    root = Path(args.root) if args.root else None
+    if root is not None and not root.is_dir():
+        return fail_usage(f"--root: no such folder: {root}", args.json)
     try:
-        out = analyze_path(path, sidecar, args.trace_only, bar)
+        out = analyze_path(path, sidecar, args.trace_only, bar, root)
     except (TraceError, SidecarError) as e:
         bar.clear()
         return fail("bad_trace", f"{path}: {e}", args.json)

@@ -19,6 +19,7 @@ from lsprotocol import types as lsp
 from kernelscope.columns import table
 from kernelscope.findings import DOCS_PAGE, Code, Finding, Severity
 from kernelscope.notebooks import NotebookModule
+from kernelscope.protocol import inputs_label
 from kernelscope.pyfunctions import FunctionDef
 from kernelscope.units import cut, fmt_us
 
@@ -197,12 +198,12 @@ def device_label(report: Report, short: bool = False) -> str:
 
 def how_label(report: Report) -> str:
     """How the function was called: the program's call, an imported trace, or on its own
-    (which provider, if any, is not recorded in the report)."""
+    with its inputs from a provider (named) or its defaults."""
     if report.call_site is not None:
         return report.call_site.label
     if report.runner.host == IMPORTED:
         return "imported trace"
-    return "called alone, inputs from a provider or defaults"
+    return f"called alone, {inputs_label(report.inputs_from)}"
 
 
 #: Runner.host of a report built from an imported trace (report/build.py).
@@ -264,6 +265,8 @@ def lens_title(record: RunRecord, delta: Delta | None = None) -> str:
         )
     elif r.runner.host == IMPORTED:
         ran += ", imported"
+    elif r.inputs_from and r.inputs_from != "defaults":
+        ran += f", inputs from {r.inputs_from.rpartition('::')[2]}"
     parts.append(ran)
     if delta is not None:
         parts.append(delta.short)

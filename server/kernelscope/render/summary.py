@@ -7,10 +7,11 @@ from collections.abc import Sequence
 
 from kernelscope.analysis.experiments import Experiments
 from kernelscope.findings import BOUND_CODES, Finding, Severity
+from kernelscope.protocol import inputs_label
 from kernelscope.render.compare import change_text
 from kernelscope.render.text import shorten
 from kernelscope.report.compare import Comparison
-from kernelscope.report.schema import OpRow, Report, TraceAnalysis
+from kernelscope.report.schema import Functions, OpRow, Report, TraceAnalysis
 from kernelscope.units import cut, fmt_us
 
 #: Findings shown, most severe first.
@@ -32,6 +33,8 @@ def report_summary(report: Report | TraceAnalysis) -> str:
         cuda = report.device.type == "cuda"
         if report.call_site is not None:
             head += f"; {report.call_site.label}"
+        elif report.inputs_from:
+            head += f"; called alone, {inputs_label(report.inputs_from)}"
     else:
         head = f"trace {shorten(report.trace.path)} ({report.steps} steps)"
         time = ""
@@ -42,6 +45,8 @@ def report_summary(report: Report | TraceAnalysis) -> str:
         lines.append(time)
     if ops := _top_ops(report.ops, cuda):
         lines.append(f"top ops: {ops}")
+    if isinstance(report, TraceAnalysis) and report.functions and report.functions.rows:
+        lines.append(f"top functions: {_top_functions(report.functions, cuda)}")
     lines += findings_lines(report.findings)
     return "\n".join(lines)
 
@@ -113,6 +118,19 @@ def _top_ops(ops: Sequence[OpRow], cuda: bool) -> str:
         return ""
     top = sorted(ops, key=cost, reverse=True)[:TOP_OPS]
     return ", ".join(f"{op.name} {cost(op) / total:.0%}" for op in top)
+
+
+def _top_functions(f: Functions, cuda: bool) -> str:
+    """The costliest functions of a trace's Python frames, each at its def line."""
+    cuda = cuda and f.gpu_us > 0
+    out: list[str] = []
+    for r in f.rows[:TOP_OPS]:
+        where = (
+            _where(r.local_path, r.local_line or r.line) if r.local_path else f"{r.path}:{r.line}"
+        )
+        cost = fmt_us(r.gpu_total_us) + " GPU" if cuda else fmt_us(r.cpu_total_us) + " CPU"
+        out.append(f"{r.qualname or r.name} ({where}) {cost}")
+    return ", ".join(out) + " in total (per line: profile live)"
 
 
 def _where(path: str | None, line: int | None) -> str:

@@ -6,11 +6,19 @@ import os
 from collections.abc import Sequence
 
 from kernelscope.analysis.collectives import Communication
+from kernelscope.analysis.functions import MODULE_CODE
 from kernelscope.analysis.roofline import OpRoof
 from kernelscope.columns import table
 from kernelscope.findings import BOUND_CODES, Finding
-from kernelscope.protocol import Counters, ProfileFailed
-from kernelscope.report.schema import OpRow, Report, Timing, TraceAnalysis
+from kernelscope.protocol import Counters, ProfileFailed, inputs_label
+from kernelscope.report.schema import (
+    FunctionRow,
+    Functions,
+    OpRow,
+    Report,
+    Timing,
+    TraceAnalysis,
+)
 from kernelscope.units import cut, fmt_bytes, fmt_rate, fmt_us, stages_line
 
 DASH = "-"
@@ -34,6 +42,13 @@ def shorten(path: str, base: str | None = None) -> str:
     except ValueError:
         return path
     return rel if len(rel) < len(path) else path
+
+
+def _inputs(report: Report) -> list[str]:
+    """Where a function called alone got its inputs (a program's call: its call line)."""
+    if not report.inputs_from or report.call_site is not None:
+        return []
+    return [f"called    alone, {inputs_label(report.inputs_from)}"]
 
 
 def _call_site(report: Report) -> list[str]:
@@ -78,10 +93,11 @@ def render_report(
         f"schedule  wait {report.steps.wait} · warmup {report.steps.warmup}"
         f" · active {report.steps.active}",
         *_call_site(report),
+        *_inputs(report),
         "",
         f"per step    CPU {fmt_us(t.cpu_us_per_step)}"
-        f" · CUDA {fmt_us(t.cuda_us_per_step) if cuda else DASH}"
-        f" · wall {fmt_us(t.wall_us_per_step)}  (profiled)",
+        + (f" · CUDA {fmt_us(t.cuda_us_per_step)}" if cuda else "")
+        + f" · wall {fmt_us(t.wall_us_per_step)}  (profiled)",
         f"unprofiled  {fmt_us(t.unprofiled_us_per_call)} per call (median of {t.unprofiled_reps}"
         + _spread(t)
         + f", {t.unprofiled_method.replace('_', ' ')}"
@@ -121,32 +137,41 @@ def render_report(
     if report.lines:
         out += ["", "costliest lines (per call, from a traced pass)"]
         out += table(
-            ["line", "self CPU", "CPU total", "CUDA", "code"],
+            ["line", "self CPU", "CPU total", *(["CUDA"] if cuda else []), "code"],
             [
                 [
                     f"{shorten(r.path)}:{r.line}",
                     fmt_us(r.self_cpu_us),
                     fmt_us(r.cpu_total_us),
-                    fmt_us(r.cuda_us) if cuda else DASH,
+                    *([fmt_us(r.cuda_us)] if cuda else []),
                     cut(r.code, 60),
                 ]
                 for r in report.lines[:max_lines]
             ],
-            align="lrrrl",
+            align="lrrrl" if cuda else "lrrl",
         )
-    if report.output.strip():
-        tail = report.output.rstrip("\n").splitlines()[-10:]
-        more = " (truncated)" if report.output_truncated else ""
-        out += [
-            "",
-            f"output of the {'program' if report.call_site else 'function'} "
-            f"(last {len(tail)} lines{more})",
-            *("  " + ln for ln in tail),
-        ]
+    out += _printed(SETUP_OUTPUT, report.setup_output, report.setup_output_truncated)
+    whose = "program" if report.call_site else "function"
+    out += _printed(f"output of the {whose}", report.output, report.output_truncated)
     out += ["", f"trace       {shorten(report.trace.path)}"]
     if stages and report.stages_s:
         out.append(f"stages      {stages_line(report.stages_s)}")
     return "\n".join(out)
+
+
+#: The heading of what the import and the input provider printed, apart from the function's.
+SETUP_OUTPUT = "printed by the import and the input provider, before the call"
+
+
+def _printed(heading: str, text: str, truncated: bool, last: int = 10) -> list[str]:
+    """The last lines of some output under its heading; nothing when it is empty."""
+    if not text.strip():
+        return []
+    tail = text.rstrip("\n").splitlines()[-last:]
+    more = " (truncated)" if truncated else ""
+    return ["", f"{heading} (last {len(tail)} line{'s' if len(tail) != 1 else ''}{more})"] + [
+        "  " + ln for ln in tail
+    ]
 
 
 def communication_lines(c: Communication | None) -> list[str]:
@@ -193,16 +218,16 @@ def _verdict(summary: str | None, findings: list[Finding]) -> list[str]:
 
 
 def _ops_table(ops: list[OpRow], cuda: bool, limit: int) -> list[str]:
+    """The ops, costliest first; the CUDA columns only where there was GPU work."""
     return table(
-        ["name", "calls", "self CPU", "CPU total", "self CUDA", "CUDA total"],
+        ["name", "calls", "self CPU", "CPU total", *(["self CUDA", "CUDA total"] if cuda else [])],
         [
             [
                 cut(o.name, 48),
                 str(o.calls),
                 fmt_us(o.self_cpu_us),
                 fmt_us(o.cpu_total_us),
-                fmt_us(o.self_cuda_us) if cuda else DASH,
-                fmt_us(o.cuda_total_us) if cuda else DASH,
+                *([fmt_us(o.self_cuda_us), fmt_us(o.cuda_total_us)] if cuda else []),
             ]
             for o in ops[:limit]
         ],
@@ -218,18 +243,82 @@ def render_trace_analysis(result: TraceAnalysis, max_ops: int = 15) -> str:
         f"{'s' if result.steps != 1 else ''} found by {result.calls_found_by or 'steps'}"
         + (f", {result.device}" if result.device else "")
         + ")",
-        "",
-        "entry → first kernel "
-        + fmt_us(result.dead_window.get("entry_to_first_kernel_us"))
-        + " (from the start of the first region)",
     ]
+    first_kernel = result.dead_window.get("entry_to_first_kernel_us")
+    if first_kernel is not None:
+        out += [
+            "",
+            f"entry → first kernel {fmt_us(first_kernel)} (from the start of the first region)",
+        ]
     out += communication_lines(result.communication)
     out += _verdict(v.summary, result.findings)
     out += _roofline(result.roofline)
-    out += ["", f"ops (totals over {result.steps} steps)", *_ops_table(result.ops, cuda, max_ops)]
+    steps = f"{result.steps} step{'s' if result.steps != 1 else ''}"
+    out += ["", f"ops (totals over {steps})", *_ops_table(result.ops, cuda, max_ops)]
+    if result.functions is not None:
+        out += function_lines(result.functions, cuda, max_ops)
     if result.warnings:
         out += ["", "warnings", *("  " + w for w in result.warnings)]
     return "\n".join(out)
+
+
+def function_lines(f: Functions, cuda: bool, limit: int = 15) -> list[str]:
+    """Time per function from the trace's Python frames, each at its local def line where
+    the project has it; the lines inside need a live run."""
+    if not f.rows:
+        why = (
+            "the trace has no Python frames (record with with_stack=True for time per function)"
+            if not f.frames_seen
+            else f"none of the trace's {f.frames_seen} Python frames is the user's code"
+        )
+        return ["", f"functions   {why}"]
+    cuda = cuda and f.gpu_us > 0
+    headers = ["function", "calls", "self CPU", "CPU total"]
+    headers += ["self GPU", "GPU total"] if cuda else []
+    rows: list[list[str]] = []
+    for r in f.rows[:limit]:
+        row = [cut(r.qualname or r.name, 48), str(r.calls), fmt_us(r.self_cpu_us)]
+        row.append(fmt_us(r.cpu_total_us))
+        row += [fmt_us(r.self_gpu_us), fmt_us(r.gpu_total_us)] if cuda else []
+        rows.append([*row, _def_where(r)])
+    out = [
+        "",
+        "functions (totals over the trace, from its Python frames; self leaves out the "
+        "functions listed that it called)",
+        *table([*headers, "def"], rows, align="lrrrrrl" if cuda else "lrrrl"),
+    ]
+    if len(f.rows) > limit:
+        out.append(f"  … {len(f.rows) - limit} more in --json")
+    if cuda and f.gpu_outside_us > 0:
+        out.append(
+            f"  GPU work launched outside them: {fmt_us(f.gpu_outside_us)} of "
+            f"{fmt_us(f.gpu_us)} (by code outside them, or on threads with no frames)"
+        )
+    unfound = sum(r.local_path is None and r.name != MODULE_CODE for r in f.rows)
+    if unfound:
+        out.append(
+            f"  {unfound} recorded path{'s name' if unfound != 1 else ' names'} no file under "
+            f"{shorten(f.root) or '.'} (--root sets the project)"
+        )
+    out.append(
+        "  time per line inside a function is not in a trace: profile it live for that "
+        "(kernelscope profile PATH::QUALNAME)"
+    )
+    return out
+
+
+def _def_where(r: FunctionRow) -> str:
+    """`model.py:42` in the local project; the recorded `path:line` when it is not there."""
+    if r.name == MODULE_CODE:
+        return f"{shorten(r.local_path or r.path)} (module level)"
+    if r.local_path is None:
+        return f"{r.path}:{r.line} (recorded; not found locally)"
+    where = f"{shorten(r.local_path)}:{r.local_line or r.line}"
+    if r.local_line is None:
+        return f"{where} (no def {r.name} there now)"
+    notes = [f"recorded at line {r.line}"] if r.moved else []
+    notes += [f"one of {r.ties} files ending so; --root narrows it"] if r.ties > 1 else []
+    return where + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def _roofline(rows: Sequence[OpRoof], limit: int = 8) -> list[str]:
@@ -323,11 +412,14 @@ def render_failure(failure: ProfileFailed, target: str) -> str:
         out.append(
             "  hint:\n" + "\n".join("    " + ln for ln in failure.hint.rstrip().splitlines())
         )
-    if failure.output.strip():
-        tail = failure.output.rstrip("\n").splitlines()[-8:]
-        whose = "program" if failure.kind in PROGRAM_FAILURES else "function"
-        out.append(f"  output of the {whose} (last lines):")
-        out += ["    " + cut(ln, 200) for ln in tail]
+    whose = "program" if failure.kind in PROGRAM_FAILURES else "function"
+    for heading, text in (
+        (SETUP_OUTPUT, failure.setup_output),
+        (f"output of the {whose}", failure.output),
+    ):
+        if text.strip():
+            out.append(f"  {heading} (last lines):")
+            out += ["    " + cut(ln, 200) for ln in text.rstrip("\n").splitlines()[-8:]]
     return "\n".join(out)
 
 

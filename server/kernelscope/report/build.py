@@ -12,6 +12,7 @@ import msgspec
 from kernelscope.analysis.calls import find_calls
 from kernelscope.analysis.diagnose import Analysis, analyze
 from kernelscope.analysis.facts import Options
+from kernelscope.analysis.functions import function_times
 from kernelscope.analysis.ops import op_table
 from kernelscope.analysis.trace_model import Trace, TraceError, load_trace
 from kernelscope.analysis.trace_stream import Progress
@@ -21,6 +22,7 @@ from kernelscope.report.schema import (
     DeadWindow,
     DeviceRef,
     FunctionRef,
+    Functions,
     LineRow,
     Memory,
     Report,
@@ -30,6 +32,7 @@ from kernelscope.report.schema import (
     TraceAnalysis,
     TraceRef,
 )
+from kernelscope.report.sources import locate
 
 
 def build_report(
@@ -98,19 +101,28 @@ def build_report(
         warnings=analysis.warnings if analysis else [],
         output=finished.output,
         output_truncated=finished.output_truncated,
+        setup_output=finished.setup_output,
+        setup_output_truncated=finished.setup_output_truncated,
         created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         roofline=analysis.roofline if analysis else [],
         stages_s=dict(side.stages_s),
         communication=analysis.communication if analysis else None,
         call_site=side.call_site,
         counters=side.counters,
+        inputs_from=side.inputs_from,
     )
 
 
 def analyze_trace(
-    path: str | Path, trace: Trace, cold: Trace | None = None, options: Options | None = None
+    path: str | Path,
+    trace: Trace,
+    cold: Trace | None = None,
+    options: Options | None = None,
+    root: Path | None = None,
 ) -> TraceAnalysis:
-    """Diagnose a trace from anywhere (no sidecar): FLOPs come from recorded shapes.
+    """Diagnose a trace from anywhere (no sidecar): FLOPs come from recorded shapes; time
+    per function from its Python frames, found in the local project under ``root`` (the
+    current directory by default).
 
     Raises TraceError when the trace has no host span and no GPU work to diagnose (only
     metadata, or only events that were skipped as bad)."""
@@ -130,6 +142,18 @@ def analyze_trace(
         roofline=analysis.roofline,
         calls_found_by=analysis.calls_found_by,
         communication=analysis.communication,
+        functions=_functions(trace, (root or Path.cwd()).resolve()),
+    )
+
+
+def _functions(trace: Trace, root: Path) -> Functions:
+    times = function_times(trace)
+    return Functions(
+        rows=locate(times.functions, root),
+        frames_seen=times.frames_seen,
+        root=str(root),
+        gpu_us=times.gpu_us,
+        gpu_outside_us=times.gpu_outside_us,
     )
 
 

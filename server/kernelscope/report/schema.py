@@ -7,6 +7,7 @@ import msgspec
 
 from kernelscope import __version__
 from kernelscope.analysis.collectives import Communication
+from kernelscope.analysis.functions import FunctionTime
 from kernelscope.analysis.ops import OpStat
 from kernelscope.analysis.roofline import OpRoof
 from kernelscope.analysis.verdict import Verdict
@@ -122,17 +123,54 @@ class Report(msgspec.Struct):
     findings: list[Finding] = []
     warnings: list[str] = []
     output: str = ""
+    """What the function printed (with ``call_site``: what the program printed)."""
     output_truncated: bool = False
     created: str = ""
     kernelscope: str = __version__
     roofline: list[OpRoof] = []
     stages_s: dict[str, float] = {}
     communication: Communication | None = None
+    """The collectives the function ran (in a process group), per call."""
     call_site: CallSite | None = None
     """Which call of which program the run measured (``--via``)."""
     """The collectives the function ran (in a process group), per call."""
     counters: Counters | None = None
     """``--counters``: Nsight Compute's figures for one warm call, or why there are none."""
+    setup_output: str = ""
+    """What importing the module and calling the input provider printed, kept apart from
+    the function's ``output``."""
+    setup_output_truncated: bool = False
+    inputs_from: str = ""
+    """Where the call's inputs came from (``Sidecar.inputs_from``)."""
+
+
+class FunctionRow(FunctionTime):
+    """A function of the trace's Python frames, with where it is in the local project."""
+
+    local_path: str | None = None
+    """The local file the recorded path names (None: no file under the root ends with it)."""
+    qualname: str = ""
+    """Its qualified name in the local file ("" when the file has no def of that name)."""
+    local_line: int | None = None
+    """Its def line in the local file."""
+    moved: bool = False
+    """The local def starts on another line than the recorded one (the file changed)."""
+    ties: int = 0
+    """How many local files matched the recorded path equally well (the first is taken)."""
+
+
+class Functions(msgspec.Struct):
+    """Time per function from a trace's ``python_function`` frames (``with_stack=True``),
+    totals over the trace. Lines inside functions are not in a trace: they need a live run."""
+
+    rows: list[FunctionRow]
+    frames_seen: int
+    """The trace's Python frames, the user's and the libraries' (0: recorded without stacks)."""
+    root: str
+    """The local folder the recorded paths were matched under."""
+    gpu_us: float = 0.0
+    gpu_outside_us: float = 0.0
+    """GPU work launched outside every function listed (backward runs on autograd's threads)."""
 
 
 class TraceAnalysis(msgspec.Struct):
@@ -151,3 +189,5 @@ class TraceAnalysis(msgspec.Struct):
     calls_found_by: str = ""
     """How the calls were found: ks:call, profiler steps, annotations, or the whole trace."""
     communication: Communication | None = None
+    functions: Functions | None = None
+    """Time per function of the user's code, from the trace's Python frames."""

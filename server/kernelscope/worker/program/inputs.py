@@ -13,6 +13,7 @@ from .target import def_line
 
 def find_inputs(job, module, fn, owner, device):
     provider = provider_of(job, module)
+    job.inputs_from = provider_label(job, provider) if provider is not None else "defaults"
     if provider is not None:
         args, kwargs, takes_device = _call_provider(job, provider, device)
         if takes_device:  # the provider placed its values itself: keep them as returned
@@ -36,6 +37,19 @@ def find_inputs(job, module, fn, owner, device):
 
 
 INPUTS_MODULE = "kernelscope_inputs"
+
+
+def provider_label(job, provider):
+    """``kernelscope_inputs.py::Block_forward_inputs``: the provider's file (relative to the
+    project's root when under it) and its name."""
+    name = getattr(provider, "__qualname__", None) or getattr(provider, "__name__", "provider")
+    code = getattr(inspect.unwrap(provider), "__code__", None)
+    file = code.co_filename if code is not None else None
+    if not file or file.startswith("<"):
+        return name
+    file = os.path.abspath(file)
+    root = job.root if job.root.endswith(os.sep) else job.root + os.sep
+    return "%s::%s" % (file[len(root) :] if file.startswith(root) else os.path.basename(file), name)
 
 
 def provider_of(job, module):

@@ -42,6 +42,8 @@ class Job:
         self.torch = worker.torch
         self.ranks = Ranks(worker.torch)
         self.loaded = None  # (module, owner, args, kwargs) once prepared
+        self.setup_output = None  # (text, truncated) the import and the provider printed
+        self.inputs_from = ""  # "defaults", or the provider's file::name
         self.stages = {}  # seconds per stage, in the order they ran
         self._stage = None
         self._stage_t = 0.0
@@ -245,6 +247,7 @@ class Job:
         self.progress("inputs")
         args, kwargs = find_inputs(self, module, fn, owner, device)
         self.loaded = (module, owner, args, kwargs)  # what run_try builds its variants from
+        self.setup_output = self.worker.capture.take()  # the function's output starts here
         return fn, self.guarded(fn, args, kwargs), device, sync
 
     def guarded(self, fn, args, kwargs):

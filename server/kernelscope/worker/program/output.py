@@ -42,10 +42,16 @@ class OutputCapture:
                     del self.data[: len(self.data) - OUTPUT_KEEP]
 
     def begin(self):
-        self.collect()
+        self.take()
+
+    def take(self):
+        """What was printed since the job began (or the last take), as collect() returns
+        it; what comes next is kept apart from it."""
+        text, truncated = self.collect()
         with self.lock:
             self.data.clear()
             self.total = 0
+        return text, truncated
 
     def collect(self):
         """Wait until everything written so far has been drained; return (text, truncated)."""

@@ -183,5 +183,6 @@ def finished(job, fn, device, steps, cold, timing, trace_path, wall_us, lines, m
             "path": job.path,
             "qualname": job.req["qualname"],
             "call_site": job.call_site,
+            "inputs_from": job.inputs_from,
         },
     }

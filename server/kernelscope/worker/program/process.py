@@ -298,10 +298,16 @@ class Worker:
         if not job.entry:
             self.settle()
         output, truncated = self.capture.collect()
+        setup = job.setup_output
+        if setup is None and not job.entry:  # it stopped in the import or the provider
+            setup, output, truncated = (output, truncated), "", False
         result = job.attach_traces(job.localize(result))
         result["output"] = output
+        if result["type"] in ("profile_finished", "profile_failed"):
+            result["setup_output"] = setup[0] if setup else ""
         if result["type"] == "profile_finished":
             result["output_truncated"] = truncated
+            result["setup_output_truncated"] = bool(setup and setup[1])
             result.setdefault("traces", {})
         result["worker_ends"] = bool(job.entry)
         self.cancel_requested.clear()
