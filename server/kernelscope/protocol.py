@@ -89,6 +89,8 @@ class RunProfile(Message, tag="run_profile"):
     active: int = DEFAULT_ACTIVE
     timing_reps: int = 0
     line_pass: bool = True
+    memory_pass: bool = True
+    """One more warm call with the allocator's history on: where the memory goes, by line."""
     with_stack: bool = True
     record_shapes: bool = True
     provider: str | None = None
@@ -195,6 +197,7 @@ STAGE_LABELS = {
     "active": "active",
     "export": "exporting the trace",
     "lines": "line attribution",
+    "memory": "memory pass",
     "clean_timing": "timing in a worker that never profiled",
     "analysis": "analysis",
 }
@@ -220,6 +223,7 @@ PERCENT = {
     "active": 50,
     "export": 75,
     "lines": 85,
+    "memory": 88,
     "clean_timing": 90,
     "analysis": 95,
 }
@@ -347,6 +351,70 @@ class MemoryStats(msgspec.Struct):
     peak_reserved_bytes: int
 
 
+class MemoryLine(msgspec.Struct):
+    """One line's memory in the memory pass's call: what it holds at the peak (by kind) and
+    what it allocated and freed over the call. ``path`` "" is no line of the user's: ``via``
+    says what (``autograd engine thread``, ``outside your files``, ``before the call``)."""
+
+    path: str
+    line: int
+    via: str = ""
+    """"backward": made by the backward of this line's forward op (sequence numbers)."""
+    live_at_peak_bytes: int = 0
+    kinds: dict[str, int] = {}
+    """Bytes live at the peak by kind: parameters, gradients, optimizer_state, activations,
+    temporaries."""
+    allocated_bytes: int = 0
+    freed_bytes: int = 0
+    allocations: int = 0
+    device_allocs: int = 0
+    """Allocations that made the caching allocator take memory from the device (cudaMalloc)."""
+    device_alloc_bytes: int = 0
+
+
+class MemoryPass(msgspec.Struct):
+    """Where the memory of one warm call went (the memory pass, after the timed steps)."""
+
+    source: str
+    """``cuda allocator history`` or ``profiler memory events (CPU)``."""
+    peak_allocated_bytes: int
+    baseline_bytes: int
+    """Allocated before the call (what the warm worker already held)."""
+    call_us: float = 0.0
+    approximate: list[str] = []
+    """Which figures the source can only approximate, and why."""
+    peak_reserved_bytes: int | None = None
+    reserved_before_bytes: int | None = None
+    reserved_at_peak_bytes: int | None = None
+    trace_peak_bytes: int = 0
+    """The peak of the recorded events' running total (agrees with peak_allocated_bytes
+    unless entries were dropped)."""
+    peak_at_us: float = 0.0
+    baseline_at_peak_bytes: int = 0
+    baseline_kinds: dict[str, int] = {}
+    """What was held before the call and still at the peak, by kind (``other``: the rest)."""
+    kinds_at_peak: dict[str, int] = {}
+    """The call's own allocations live at the peak, by kind."""
+    lines: list[MemoryLine] = []
+    lines_left_out: int = 0
+    timeline: list[tuple[float, int]] = []
+    """(µs from the call's start, bytes allocated), at most 200 points."""
+    device_allocs: int | None = None
+    """The allocator's own counters over the call (num_device_alloc / num_device_free)."""
+    device_frees: int | None = None
+    entries: int = 0
+    truncated: bool = False
+    objects: list[str] = []
+    """Types of the modules and optimizers whose storages gave the kinds."""
+
+    @property
+    def reserved_unused_at_peak_bytes(self) -> int | None:
+        """Reserved but not allocated at the peak (fragmentation and cache)."""
+        if self.reserved_at_peak_bytes is None:
+            return None
+        return max(self.reserved_at_peak_bytes - self.trace_peak_bytes, 0)
+
+
 class Sidecar(msgspec.Struct):
     """What the trace lacks: FLOPs, memory, cold call, line attribution, device properties."""
 
@@ -373,6 +441,8 @@ class Sidecar(msgspec.Struct):
     """Seconds the worker spent in each stage of the job (import, inputs, cold, ...)."""
     call_site: CallSite | None = None
     """Set when an entry point's call was profiled."""
+    memory_pass: MemoryPass | None = None
+    """Where the memory of one warm call went; None with --no-memory."""
 
 
 class ProfileFinished(Message, tag="profile_finished"):

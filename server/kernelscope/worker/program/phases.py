@@ -1,6 +1,7 @@
 # pyright: basic
 """RunProfile, phase by phase: the cold call under a light profiler, the unprofiled timing,
-the warmed schedule, the trace's export, the line pass, and the finished message."""
+the warmed schedule, the trace's export, the line pass, the memory pass, and the finished
+message."""
 
 import os
 import platform
@@ -10,6 +11,7 @@ import time
 from .devices import device_properties, profiler_activities
 from .dynamo import compile_seconds
 from .lines import attribute_lines, line_pass_calls
+from .memory import memory_pass
 from .names import CALL_RANGE, COLD_RANGE, STAGES_PROFILED
 from .target import def_line
 from .timing import unprofiled_timing, warm_up
@@ -33,8 +35,11 @@ def profile(job, fn, call, device, sync):
     memory = peak_memory(job, device)
     trace_path, wall_us = export_schedule(job, trace_tmp, marks, steps)
     lines = line_pass(job, call, sync, activities, stem, steps, timing)
+    memory_report = memory_pass(job, fn, call, sync, device)
     job.progress("done")
-    return finished(job, fn, device, steps, cold, timing, trace_path, wall_us, lines, memory)
+    result = finished(job, fn, device, steps, cold, timing, trace_path, wall_us, lines, memory)
+    result["sidecar"]["memory_pass"] = memory_report
+    return result
 
 
 def trace_stem(job):
