@@ -399,6 +399,12 @@ class MemoryPass(msgspec.Struct):
     lines_left_out: int = 0
     timeline: list[tuple[float, int]] = []
     """(µs from the call's start, bytes allocated), at most 200 points."""
+    by_run: list[int] = []
+    """The highest bytes allocated in each run of allocations and frees made by one line,
+    in order (neighbours merged pairwise to at most 512): two batch sizes' calls that run
+    the same lines in the same order line up run by run."""
+    runs_signature: str = ""
+    """A digest of the runs' lines, equal when two calls' runs line up."""
     device_allocs: int | None = None
     """The allocator's own counters over the call (num_device_alloc / num_device_free)."""
     device_frees: int | None = None
@@ -406,6 +412,10 @@ class MemoryPass(msgspec.Struct):
     truncated: bool = False
     objects: list[str] = []
     """Types of the modules and optimizers whose storages gave the kinds."""
+    free_bytes: int | None = None
+    """The room a fresh process like this one has for the call: ``mem_get_info``'s free
+    plus this process's own reserve (CUDA), or MemAvailable plus the baseline (CPU)."""
+    total_bytes: int | None = None
 
     @property
     def reserved_unused_at_peak_bytes(self) -> int | None:

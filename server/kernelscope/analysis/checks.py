@@ -15,6 +15,7 @@ import msgspec
 from kernelscope.analysis.calls import COLD_RANGE, forward_op
 from kernelscope.analysis.facts import Check, Facts, Options
 from kernelscope.analysis.flops import MATMULS
+from kernelscope.analysis.memory_findings import find_memory
 from kernelscope.analysis.roofline import OpRoof
 from kernelscope.analysis.syncs import NO_PLACE, find_sync_points, has_syncs, python_places
 from kernelscope.analysis.trace_model import Op, Trace
@@ -672,4 +673,5 @@ DEFAULT_CHECKS: tuple[Check, ...] = (
     find_profiler_distortion,
     find_unsteady_timing,
     find_throttled_clocks,
+    find_memory,
 )

@@ -10,6 +10,7 @@ from kernelscope.analysis.roofline import OpRoof
 from kernelscope.columns import table
 from kernelscope.findings import BOUND_CODES, Finding
 from kernelscope.protocol import ProfileFailed
+from kernelscope.render.memory import memory_section
 from kernelscope.report.schema import OpRow, Report, Timing, TraceAnalysis
 from kernelscope.units import cut, fmt_bytes, fmt_rate, fmt_us, stages_line
 
@@ -128,6 +129,8 @@ def render_report(
             ],
             align="lrrrl",
         )
+    if report.memory_pass is not None:
+        out += ["", *memory_section(report.memory_pass)]
     if report.output.strip():
         tail = report.output.rstrip("\n").splitlines()[-10:]
         more = " (truncated)" if report.output_truncated else ""

@@ -103,6 +103,7 @@ def build_report(
         stages_s=dict(side.stages_s),
         communication=analysis.communication if analysis else None,
         call_site=side.call_site,
+        memory_pass=side.memory_pass,
     )
 
 

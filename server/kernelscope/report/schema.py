@@ -11,7 +11,7 @@ from kernelscope.analysis.ops import OpStat
 from kernelscope.analysis.roofline import OpRoof
 from kernelscope.analysis.verdict import Verdict
 from kernelscope.findings import Finding
-from kernelscope.protocol import CallSite, GpuSample, LineStat
+from kernelscope.protocol import CallSite, GpuSample, LineStat, MemoryPass
 
 
 class FunctionRef(msgspec.Struct):
@@ -131,6 +131,8 @@ class Report(msgspec.Struct):
     call_site: CallSite | None = None
     """Which call of which program the run measured (``--via``)."""
     """The collectives the function ran (in a process group), per call."""
+    memory_pass: MemoryPass | None = None
+    """Where one warm call's memory went, by line and kind (None with --no-memory)."""
 
 
 class TraceAnalysis(msgspec.Struct):

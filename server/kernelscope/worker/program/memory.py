@@ -51,12 +51,29 @@ def memory_pass(job, fn, call, sync, device):
         start["baseline"] = sum(nbytes for _kind, nbytes in kinds_before.values())
     out.update(reduce_events(events, start, kinds_before, kinds_after, packs))
     out["call_us"] = start["t1"] - start["t0"]
+    out["free_bytes"], out["total_bytes"] = free_memory(torch, device, start["baseline"])
     out["objects"] = sorted({type(o).__name__ for o in objects})
     for row in out["lines"]:
         row["path"] = job.local_text(row["path"])
     if out.get("peak_allocated_bytes") is None:
         out["peak_allocated_bytes"] = out["trace_peak_bytes"]
     return out
+
+
+def free_memory(torch, device, held):
+    """(room, total) bytes: what a fresh process like this one could take for the call.
+    On a GPU, ``mem_get_info``'s free plus this process's own reserve; on the CPU,
+    MemAvailable plus ``held`` (the bytes the call's objects hold, approximate)."""
+    if device.type == "cuda":
+        free, total = torch.cuda.mem_get_info(device)
+        return int(free + torch.cuda.memory_reserved(device)), int(total)
+    try:
+        with open("/proc/meminfo") as f:
+            info = dict(line.split(":", 1) for line in f if ":" in line)
+        total = int(info["MemTotal"].split()[0]) * 1024
+        return int(info["MemAvailable"].split()[0]) * 1024 + held, total
+    except (OSError, KeyError, ValueError):
+        return None, None
 
 
 def cuda_events(job, call, sync, device, hooks):

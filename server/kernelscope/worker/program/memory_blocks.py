@@ -8,9 +8,12 @@ a ``(path, line, via)`` key: the user's line, ``via`` "" or "backward" (the back
 line's forward op), or ``("", 0, why)`` when no line of the user's caused it.
 """
 
+import hashlib
+
 #: Where frees of blocks allocated before the call are booked.
 BEFORE_CALL = ("", 0, "before the call")
 TIMELINE_POINTS = 200
+MAX_RUNS = 512
 TOP_LINES = 40
 #: A pack hook's clock and the allocator's may differ by this much (µs).
 CLOCK_SLACK_US = 2.0
@@ -32,6 +35,7 @@ def reduce_events(events, start, kinds_before, kinds_after, packs):
     pre_freed = []  # (index, addr, size)
     rows = {}
     timeline = [(0.0, allocated)]
+    runs = []  # [where, highest allocated] of each run of events on one line
     for i, (t, action, addr, size, where) in enumerate(events):
         if action == "alloc":
             block = [i, size, where, None, addr, t, None]
@@ -61,6 +65,11 @@ def reduce_events(events, start, kinds_before, kinds_after, packs):
         if allocated > peak:
             peak, peak_i, reserved_at_peak = allocated, i, reserved
         timeline.append((t - start["t0"], allocated))
+        if action in ("alloc", "free"):
+            if runs and runs[-1][0] == where:
+                runs[-1][1] = max(runs[-1][1], allocated)
+            else:
+                runs.append([where, allocated])
 
     packed = {}
     for addr, t in packs:
@@ -100,6 +109,8 @@ def reduce_events(events, start, kinds_before, kinds_after, packs):
         "lines": lines[:TOP_LINES],
         "lines_left_out": max(len(lines) - TOP_LINES, 0),
         "timeline": thin_timeline(timeline, start["t1"] - start["t0"]),
+        "by_run": merge_runs([r[1] for r in runs]),
+        "runs_signature": hashlib.sha1(repr([r[0] for r in runs]).encode()).hexdigest()[:16],
     }
 
 
@@ -147,6 +158,15 @@ def thin_timeline(points, span_us, n=TIMELINE_POINTS):
         if k not in out or v > out[k][1]:
             out[k] = (t, v)
     return [[round(t, 3), v] for t, v in (out[k] for k in sorted(out))]
+
+
+def merge_runs(values, n=MAX_RUNS):
+    """At most ``n`` values: neighbours merged pairwise (the higher kept) until they fit, so
+    two calls with the same runs merge alike."""
+    values = list(values)
+    while len(values) > n:
+        values = [max(values[k : k + 2]) for k in range(0, len(values), 2)]
+    return values
 
 
 def enclosing(intervals, times):

@@ -1,0 +1,105 @@
+"""The memory pass's findings (KS131-KS133) through analyze(), and the batch forecast's fit."""
+
+from __future__ import annotations
+
+import msgspec
+
+from kernelscope.analysis.diagnose import analyze
+from kernelscope.analysis.memory_fit import BatchPoint, checked, fit_line, forecast
+from kernelscope.analysis.trace_model import decode_trace
+from kernelscope.findings import Code, Finding
+from kernelscope.protocol import MemoryLine, MemoryPass, Sidecar
+from kernelscope.render.memory import memory_section, render_forecast
+
+from support.sidecars import cpu_sidecar
+from support.traces import doc, dumps, launch, op, span
+
+MiB = 2**20
+TRACE = doc(
+    span("user_annotation", "ks:call", 0.0, 500.0),
+    op("aten::mm", 10.0, 100.0, 1),
+    launch("cudaMalloc", 20.0, 30.0, 5),
+    launch("cudaFree", 60.0, 10.0, 6),
+)
+
+
+def memory_pass(**fields: object) -> MemoryPass:
+    base: dict[str, object] = {
+        "source": "cuda allocator history",
+        "peak_allocated_bytes": 100 * MiB,
+        "trace_peak_bytes": 100 * MiB,
+        "baseline_bytes": 20 * MiB,
+        "lines": [
+            MemoryLine("/p/model.py", 12, "", 60 * MiB, {"activations": 60 * MiB}),
+            MemoryLine("/p/model.py", 14, "", 10 * MiB, {"temporaries": 10 * MiB}),
+        ],
+    }
+    return msgspec.convert({**base, **fields}, MemoryPass)
+
+
+def findings(m: MemoryPass, code: Code) -> list[Finding]:
+    side = msgspec.structs.replace(cpu_sidecar(), memory_pass=m, active=2)
+    return [f for f in analyze(decode_trace(dumps(TRACE)), side).findings if f.code == code]
+
+
+def test_a_line_holding_most_of_the_peak_is_named_with_what_to_try() -> None:
+    (f,) = findings(memory_pass(), Code.MEMORY_HEAVY_LINE)
+    assert (f.path, f.line, f.severity) == ("/p/model.py", 12, "warning")
+    assert "60.0 MiB at the memory peak, 60% of 100.0 MiB" in f.message
+    assert any("checkpoint" in t for t in f.try_)
+    assert f.evidence["kind"] == "activations"
+
+
+def test_fragmentation_needs_a_large_unused_reserve() -> None:
+    assert not findings(memory_pass(reserved_at_peak_bytes=110 * MiB), Code.MEMORY_FRAGMENTED)
+    (f,) = findings(memory_pass(reserved_at_peak_bytes=600 * MiB), Code.MEMORY_FRAGMENTED)
+    assert f.evidence["unused_at_peak_bytes"] == 500 * MiB
+    assert any("expandable_segments" in t for t in f.try_)
+
+
+def test_churn_is_on_the_line_that_grew_the_allocator_with_its_time() -> None:
+    assert not findings(memory_pass(device_allocs=0, device_frees=0), Code.ALLOCATOR_CHURN)
+    assert not findings(memory_pass(), Code.ALLOCATOR_CHURN)  # the CPU: no counters
+    grew = MemoryLine("/p/model.py", 14, "", 0, {}, device_allocs=3, device_alloc_bytes=6 * MiB)
+    m = memory_pass(device_allocs=3, device_frees=2, lines=[grew])
+    (f,) = findings(m, Code.ALLOCATOR_CHURN)
+    assert (f.path, f.line) == ("/p/model.py", 14)
+    assert f.evidence["device_allocs"] == 3 and f.evidence["device_alloc_bytes"] == 6 * MiB
+    assert f.evidence["device_memory_us_per_step"] == 20.0  # (30 + 10) µs over 2 steps
+
+
+def test_the_memory_section_names_lines_kinds_and_approximations() -> None:
+    text = "\n".join(memory_section(memory_pass(approximate=["peak_reserved_bytes: no reserve"])))
+    assert "peak      100.0 MiB allocated" in text
+    assert "activations 60.0 MiB" in text
+    assert "approximate: peak_reserved_bytes: no reserve" in text
+
+
+def test_a_straight_line_gives_the_largest_batch_that_fits() -> None:
+    points = [BatchPoint(8, (100 + 8 * 10) * MiB), BatchPoint(16, (100 + 16 * 10) * MiB)]
+    fit = fit_line(points)
+    assert fit is not None and round(fit.per_item_bytes) == 10 * MiB
+    out = forecast("step", "NVIDIA H200", "reserved", points, 1100 * MiB, headroom=0.0)
+    assert out.largest_batch == 100 and out.predicted == 1100 * MiB
+    assert not out.not_linear
+    good = checked(out, 1090 * MiB, None)
+    assert good.fits and "-0.9% from the prediction" in (good.check or "")
+    assert "batch 100 fits" in render_forecast(good)
+
+
+def test_a_bent_curve_is_said_not_linear_and_an_oom_does_not_fit() -> None:
+    points = [BatchPoint(1, 100 * MiB), BatchPoint(2, 101 * MiB), BatchPoint(4, 200 * MiB)]
+    out = forecast("step", "cpu", "allocated", points, 1000 * MiB)
+    assert "not grow linearly" in out.not_linear
+    bad = checked(out, None, "cuda_oom: CUDA out of memory")
+    assert bad.fits is False and "did not run" in (bad.check or "")
+
+
+def test_one_batch_size_gives_no_fit() -> None:
+    out = forecast("step", "cpu", "allocated", [BatchPoint(4, MiB)], 10 * MiB)
+    assert out.fit is None and out.largest_batch is None and out.notes
+
+
+def test_sidecars_without_a_memory_pass_still_decode() -> None:
+    side = msgspec.json.decode(msgspec.json.encode(cpu_sidecar()), type=Sidecar)
+    assert side.memory_pass is None
