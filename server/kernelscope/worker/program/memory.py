@@ -10,8 +10,9 @@ import json
 import os
 import time
 
+from .dynamo import compile_seconds
 from .lines import LineTracer
-from .memory_blocks import enclosing, reduce_events
+from .memory_blocks import CLOCK_SLACK_US, enclosing, reduce_events
 
 #: Allocator history entries kept (a ring buffer: older ones are dropped past it).
 MAX_ENTRIES = 500000
@@ -41,11 +42,20 @@ def memory_pass(job, fn, call, sync, device):
             packs.append((t.untyped_storage().data_ptr(), time.time_ns() / 1000.0))
         return t
 
-    hooks = torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
+    compiled = compile_seconds() > 0
+    if compiled:  # hooks would make compiled graphs recompile or fall back to eager
+        hooks = contextlib.nullcontext()
+    else:
+        hooks = torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
     if device.type == "cuda":
         out, events, start = cuda_events(job, call, sync, device, hooks)
     else:
         out, events, start = cpu_events(job, call, sync, hooks)
+    if compiled:
+        out["approximate"].append(
+            "activations: not told apart from temporaries under torch.compile (no "
+            "saved-tensor hooks there)"
+        )
     kinds_after = kind_storages(torch, objects, device)
     if start["baseline"] is None:  # the CPU: what the live objects hold (approximate)
         start["baseline"] = sum(nbytes for _kind, nbytes in kinds_before.values())
@@ -99,6 +109,10 @@ def cuda_events(job, call, sync, device, hooks):
     index = device.index if device.index is not None else torch.cuda.current_device()
     traces = snapshot.get("device_traces") or []
     entries = traces[index] if index < len(traces) else []
+    # The history can keep an earlier job's entries (torch < 2.6 has no clear_history):
+    # keep the call's, when the allocator's clock is the epoch one time.time_ns() reads.
+    if any((e.get("time_us") or 0) >= t0 for e in entries):
+        entries = [e for e in entries if (e.get("time_us") or 0) >= t0 - CLOCK_SLACK_US]
     events = []
     where_of = {}
     for n, e in enumerate(entries):
