@@ -4,11 +4,14 @@ line, the churn per line, and which batch sizes fit."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-from kernelscope.analysis.memory_fit import Forecast
 from kernelscope.columns import table
 from kernelscope.protocol import MemoryLine, MemoryPass
 from kernelscope.units import fmt_bytes, fmt_us
+
+if TYPE_CHECKING:  # the language server loads this module at start: no analysis imports
+    from kernelscope.analysis.memory_fit import Forecast
 
 KIND_ORDER = ("parameters", "gradients", "optimizer_state", "activations", "temporaries", "other")
 
@@ -125,3 +128,42 @@ def render_forecast(f: Forecast) -> str:
 
 def _indent(rows: list[str]) -> list[str]:
     return ["  " + r for r in rows]
+
+
+def rows_on(m: MemoryPass, path: str, line: int) -> list[MemoryLine]:
+    """The memory pass's rows of one line (its forward and its backward)."""
+    return [r for r in m.lines if r.path == path and r.line == line]
+
+
+def peak_share(m: MemoryPass, path: str, line: int) -> float:
+    """The share of the peak a line holds (forward and backward together)."""
+    peak = m.trace_peak_bytes or m.peak_allocated_bytes
+    held = sum(r.live_at_peak_bytes for r in rows_on(m, path, line))
+    return held / peak if peak > 0 else 0.0
+
+
+def line_memory_text(m: MemoryPass, path: str, line: int) -> list[str]:
+    """What a line holds at the peak and allocates per call, one sentence per row."""
+    out: list[str] = []
+    for r in rows_on(m, path, line):
+        whose = "its backward" if r.via == "backward" else "it"
+        held = ""
+        if r.live_at_peak_bytes:
+            share = peak_share(m, path, line) if len(rows_on(m, path, line)) == 1 else None
+            of = f" ({share:.0%} of the peak)" if share is not None else ""
+            held = f"holds {fmt_bytes(r.live_at_peak_bytes)} at the memory peak{of}: "
+            held += f"{kinds_line(r.kinds)}; "
+        out.append(
+            f"{whose} {held}allocates {fmt_bytes(r.allocated_bytes)} per call in "
+            f"{r.allocations} allocations, frees {fmt_bytes(r.freed_bytes)}"
+        )
+    return out
+
+
+def memory_summary(m: MemoryPass) -> str:
+    """The function's one-line memory figure."""
+    reserved = f" ({fmt_bytes(m.peak_reserved_bytes)} reserved)" if m.peak_reserved_bytes else ""
+    return (
+        f"peak {fmt_bytes(m.peak_allocated_bytes)} allocated{reserved}, "
+        f"{fmt_bytes(m.baseline_bytes)} of it held before the call"
+    )
