@@ -416,6 +416,8 @@ class MemoryPass(msgspec.Struct):
     """The room a fresh process like this one has for the call: ``mem_get_info``'s free
     plus this process's own reserve (CUDA), or MemAvailable plus the baseline (CPU)."""
     total_bytes: int | None = None
+    error: str = ""
+    """Why the pass could not measure (its own failure; the profile stands)."""
 
     @property
     def reserved_unused_at_peak_bytes(self) -> int | None:

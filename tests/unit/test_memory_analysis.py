@@ -103,3 +103,11 @@ def test_one_batch_size_gives_no_fit() -> None:
 def test_sidecars_without_a_memory_pass_still_decode() -> None:
     side = msgspec.json.decode(msgspec.json.encode(cpu_sidecar()), type=Sidecar)
     assert side.memory_pass is None
+
+
+def test_a_failed_pass_says_why_and_makes_no_findings() -> None:
+    failed = memory_pass(error="AttributeError: no _record_memory_history", lines=[])
+    assert memory_section(failed) == [
+        "memory pass failed: AttributeError: no _record_memory_history"
+    ]
+    assert not findings(failed, Code.MEMORY_HEAVY_LINE)

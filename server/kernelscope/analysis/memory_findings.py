@@ -53,7 +53,7 @@ def find_memory(facts: Facts, options: Options) -> Iterable[Finding]:
     """KS131, KS132 and KS133 from the sidecar's memory pass."""
     del options
     memory = facts.sidecar.memory_pass if facts.sidecar else None
-    if memory is None:
+    if memory is None or memory.error:
         return
     yield from heavy_lines(memory)
     yield from fragmentation(memory, facts)

@@ -36,6 +36,8 @@ def kinds_line(kinds: dict[str, int]) -> str:
 
 def memory_section(m: MemoryPass, max_lines: int = 8) -> list[str]:
     """The report's memory section."""
+    if m.error:
+        return [f"memory pass failed: {m.error}"]
     reserved = ""
     if m.peak_reserved_bytes is not None:
         reserved = f" · reserved {fmt_bytes(m.peak_reserved_bytes)}"
@@ -162,6 +164,8 @@ def line_memory_text(m: MemoryPass, path: str, line: int) -> list[str]:
 
 def memory_summary(m: MemoryPass) -> str:
     """The function's one-line memory figure."""
+    if m.error:
+        return f"the memory pass failed: {m.error}"
     reserved = f" ({fmt_bytes(m.peak_reserved_bytes)} reserved)" if m.peak_reserved_bytes else ""
     return (
         f"peak {fmt_bytes(m.peak_allocated_bytes)} allocated{reserved}, "

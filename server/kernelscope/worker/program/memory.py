@@ -9,15 +9,30 @@ import gc
 import time
 
 from .dynamo import compile_seconds
+from .errors import Cancelled, JobError
 from .memory_blocks import reduce_events
 from .memory_sources import cpu_events, cuda_events
 
 
 def memory_pass(job, fn, call, sync, device):
-    """The memory pass's result for the sidecar, or None when skipped (--no-memory)."""
+    """The memory pass's result for the sidecar, or None when skipped (--no-memory). The
+    user's exceptions end the job as in any pass; a failure of the pass's own (a torch
+    without an API it reads) is reported in the result, and the profile stands."""
     if not job.req.get("memory_pass", True):
         return None
     job.progress("memory")
+    try:
+        return measure(job, fn, call, sync, device)
+    except (JobError, Cancelled):
+        raise
+    except Exception as e:
+        text = ("%s: %s" % (type(e).__name__, e)).strip()[:300]
+        return {"source": "failed", "peak_allocated_bytes": 0, "baseline_bytes": 0,
+                "error": text}  # fmt: skip
+
+
+def measure(job, fn, call, sync, device):
+    """One call measured, reduced to the sidecar's shapes."""
     torch = job.torch
     objects = live_objects(job, fn, call)
     gc.collect()
@@ -143,6 +158,6 @@ def kind_storages(torch, objects, device):
     for obj in objects:
         if isinstance(obj, torch.optim.Optimizer):
             for state in obj.state.values():
-                for value in state.values():
+                for value in state.values() if isinstance(state, dict) else ():
                     add(value, "optimizer_state")
     return out

@@ -9,7 +9,7 @@ import os
 import time
 
 from .lines import LineTracer
-from .memory_blocks import CLOCK_SLACK_US, enclosing
+from .memory_blocks import enclosing
 
 #: Allocator history entries kept (a ring buffer: older ones are dropped past it).
 MAX_ENTRIES = 500000
@@ -21,6 +21,10 @@ CPU_APPROXIMATE = (
     "profiler, so the peak counts gradients that zero_grad(set_to_none=True) freed",
     "device_allocs: every CPU allocation is a malloc; no allocator counters",
 )
+#: Entries this long (µs) before the call still count as the call's: the allocator's clock
+#: is converted to the epoch apart from time.time_ns(); an earlier job's are seconds older,
+#: and between the history's start and the call only the CPU profiler starts.
+HISTORY_SLACK_US = 1000.0
 #: The op autograd's engine runs each backward node in; its sequence number is the forward's.
 BACKWARD_NODE = "autograd::engine::evaluate_function"
 ENGINE = ("", 0, "autograd engine thread (no Python frames)")
@@ -150,7 +154,7 @@ def history_events(job, entries, t0, index):
     # keep the call's, when the allocator's clock is the epoch one time.time_ns() reads.
     timed = any((e.get("time_us") or 0) >= t0 for e in entries)
     if timed:
-        entries = [e for e in entries if (e.get("time_us") or 0) >= t0 - CLOCK_SLACK_US]
+        entries = [e for e in entries if (e.get("time_us") or 0) >= t0 - HISTORY_SLACK_US]
     entries = [e for e in entries if e.get("action") in _CUDA_ACTIONS]
     times = [float(e.get("time_us") or t0 + n * 1e-3) for n, e in enumerate(entries)]
     engine = [i for i, e in enumerate(entries) if not e.get("frames")]
