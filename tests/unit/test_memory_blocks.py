@@ -84,3 +84,11 @@ def test_enclosing_finds_the_innermost_open_interval() -> None:
     spans = [(0.0, 10.0, "outer"), (2.0, 4.0, "inner"), (6.0, 8.0, "second")]
     got = blocks.enclosing(spans, [1.0, 3.0, 5.0, 7.0, 11.0])
     assert got == ["outer", "inner", "outer", "second", None]
+
+
+def test_without_times_a_saved_address_is_an_activation() -> None:
+    events = [(0.001, "alloc", 0x100, 512, LINE_A), (0.002, "alloc", 0x200, 64, LINE_B)]
+    blocks = worker_modules()["memory_blocks"]
+    start = {"t0": 0.0, "t1": 1.0, "baseline": 0, "reserved": None, "timed": False}
+    out = blocks.reduce_events(events, start, {}, {}, [(0x100, 1.7e15)])
+    assert out["kinds_at_peak"] == {"activations": 512, "temporaries": 64}

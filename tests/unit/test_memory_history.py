@@ -36,7 +36,7 @@ def test_entries_without_frames_land_on_the_forward_line_of_their_backward(tmp_p
         sys.path.remove(str(WORKLOADS))
     model, opt, x = memory_train.train_step_inputs(8)
     job = UserFiles(tmp_path)
-    trace, keys, t0, _t1 = sources.traced_call(
+    trace, keys, t0, t1 = sources.traced_call(
         job, lambda: memory_train.train_step(model, opt, x), lambda: None,
         contextlib.nullcontext(), False,
     )  # fmt: skip
@@ -58,8 +58,14 @@ def test_entries_without_frames_land_on_the_forward_line_of_their_backward(tmp_p
         {"action": "free_requested", "addr": 2, "size": 512, "time_us": bw + 0.5, "frames": []},
         {"action": "free_completed", "addr": 2, "size": 512, "time_us": bw + 1, "frames": []},
     ]  # fmt: skip
-    events, timed = sources.history_events(job, entries, t0, index)
+    events, timed = sources.history_events(job, entries, t0, t1, index)
     assert timed
     assert [(e[1], e[2]) for e in events] == [("alloc", 2), ("alloc", 3), ("free", 2)]
     assert events[0][4] == (TRAIN, 16, "")
     assert events[1][4] == (TRAIN, 16, "backward")  # gelu's backward, on the gelu line
+    # times on another clock: the entries keep their order, no backward lines by time
+    shifted = [{**e, "time_us": e["time_us"] * 1000} for e in entries]
+    events, timed = sources.history_events(job, shifted, t0, t1, index)
+    assert not timed
+    assert [(e[1], e[2]) for e in events] == [("alloc", 1), ("alloc", 2), ("alloc", 3), ("free", 2)]
+    assert events[2][4] == sources.ENGINE

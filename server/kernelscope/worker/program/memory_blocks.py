@@ -26,9 +26,11 @@ def reduce_events(events, start, kinds_before, kinds_after, packs):
     it), ``reserved`` (bytes reserved before it, None where there is no reserve).
     ``kinds_before``/``kinds_after``: storage address -> (kind, bytes) of the live
     parameters, gradients and optimizer state before and after the call. ``packs``: the
-    storage addresses saved for backward, with the time each was saved."""
+    storage addresses saved for backward, with the time each was saved (``timed`` False in
+    ``start``: the events' times are not on that clock, addresses alone tell)."""
     allocated = start["baseline"]
     reserved = start["reserved"]
+    timed = start.get("timed", True)  # False: the events' times are their order only
     peak, peak_i, reserved_at_peak = allocated, -1, reserved
     open_blocks = {}
     blocks = []  # [alloc index, size, where, free index or None, addr, alloc t, free t]
@@ -38,7 +40,7 @@ def reduce_events(events, start, kinds_before, kinds_after, packs):
     runs = []  # [where, highest allocated] of each run of events on one line
     for i, (t, action, addr, size, where) in enumerate(events):
         if action == "alloc":
-            block = [i, size, where, None, addr, t, None]
+            block = [i, size, where, None, addr, t if timed else None, None]
             open_blocks[addr] = block
             blocks.append(block)
             allocated += size

@@ -12,7 +12,7 @@ from .lines import LineTracer
 from .memory_blocks import enclosing
 
 #: Allocator history entries kept (a ring buffer: older ones are dropped past it).
-MAX_ENTRIES = 500000
+MAX_ENTRIES = 200000
 #: What the CPU path measures differently from the CUDA one (shown as approximate).
 CPU_APPROXIMATE = (
     "peak_reserved_bytes: the CPU allocator keeps no reserve; the figure is the allocated one",
@@ -29,7 +29,10 @@ HISTORY_SLACK_US = 1000.0
 BACKWARD_NODE = "autograd::engine::evaluate_function"
 ENGINE = ("", 0, "autograd engine thread (no Python frames)")
 OUTSIDE = ("", 0, "outside your files")
-UNTIMED = "lines: backward's allocations are not on forward lines (the history has no times)"
+UNTIMED = (
+    "lines, activations: the history's times are not on the epoch clock, so backward's "
+    "allocations are not on forward lines and activations are told by address alone"
+)
 
 
 def traced_call(job, call, sync, hooks, profile_memory):
@@ -119,7 +122,10 @@ def cuda_events(job, call, sync, device, hooks):
     reserved = int(torch.cuda.memory_reserved(device))
     before = torch.cuda.memory_stats(device)
     torch.cuda.reset_peak_memory_stats(device)
-    memory._record_memory_history(max_entries=MAX_ENTRIES, stacks="python")
+    try:
+        memory._record_memory_history(max_entries=MAX_ENTRIES, stacks="python", clear_history=True)
+    except TypeError:  # torch < 2.6
+        memory._record_memory_history(max_entries=MAX_ENTRIES, stacks="python")
     try:
         trace, keys, t0, t1 = traced_call(job, call, sync, hooks, False)
         snapshot = memory._snapshot(device)
@@ -129,7 +135,7 @@ def cuda_events(job, call, sync, device, hooks):
     index = device.index if device.index is not None else torch.cuda.current_device()
     traces = snapshot.get("device_traces") or []
     entries = traces[index] if index < len(traces) else []
-    events, timed = history_events(job, entries, t0, AutogradIndex(trace, keys))
+    events, timed = history_events(job, entries, t0, t1, AutogradIndex(trace, keys))
     out = {
         "source": "cuda allocator history",
         "approximate": [] if timed else [UNTIMED],
@@ -141,18 +147,19 @@ def cuda_events(job, call, sync, device, hooks):
         "entries": len(events),
         "truncated": len(entries) >= MAX_ENTRIES,
     }
-    start = {"t0": t0, "t1": t1, "baseline": baseline, "reserved": reserved}
+    start = {"t0": t0, "t1": t1, "baseline": baseline, "reserved": reserved, "timed": timed}
     return out, events, start
 
 
-def history_events(job, entries, t0, index):
+def history_events(job, entries, t0, t1, index):
     """The allocator history's entries of the call as events, each on the user's line:
     the innermost frame in the user's files, or for an entry with no Python frames
     (autograd's engine thread) the line of the forward op whose backward node was running;
     (events, whether the entries had times)."""
     # The history can keep an earlier job's entries (torch < 2.6 has no clear_history):
-    # keep the call's, when the allocator's clock is the epoch one time.time_ns() reads.
-    timed = any((e.get("time_us") or 0) >= t0 for e in entries)
+    # keep the call's, when the allocator's clock is the epoch one time.time_ns() reads
+    # (else the entries keep their order, without times).
+    timed = any(t0 <= (e.get("time_us") or 0) <= t1 for e in entries)
     if timed:
         entries = [e for e in entries if (e.get("time_us") or 0) >= t0 - HISTORY_SLACK_US]
     entries = [e for e in entries if e.get("action") in _CUDA_ACTIONS]
