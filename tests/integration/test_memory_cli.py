@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from support import REPO_ROOT, WORKLOADS
 
 TRAIN = f"{WORKLOADS}/memory_train.py::train_step"
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
+def run(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "kernelscope", *args],
         check=False,
         capture_output=True,
         text=True,
-        cwd=REPO_ROOT,
+        cwd=cwd,
         env={**os.environ, "PYTHONUNBUFFERED": "1", "KINETO_LOG_LEVEL": "99"},
         timeout=400,
     )
@@ -62,3 +64,18 @@ def test_bad_options_get_a_message_not_a_traceback() -> None:
     proc = run("memory", f"{WORKLOADS}/three_lines.py::three_lines", "--device", "cpu")
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert "provider" in proc.stderr or "inputs" in proc.stderr
+
+
+def test_diff_says_the_memory_peak_grew_with_the_batch(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'mem-diff'\n")
+    shutil.copy(WORKLOADS / "memory_train.py", tmp_path / "train.py")
+    spec = f"{tmp_path}/train.py::train_step"
+    for batch in ("64", "512"):
+        done = run("profile", spec, "--device", "cpu", "--no-lines", "--active", "1",
+                   "--batch-size", batch, cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    proc = run("diff", spec, "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    memory = json.loads(proc.stdout)["memory"]
+    assert memory["regression"] and memory["peak_after_bytes"] > memory["peak_before_bytes"]
+    assert "a memory regression" in run("diff", spec, cwd=tmp_path).stdout

@@ -5,10 +5,12 @@ from __future__ import annotations
 import msgspec
 
 from kernelscope.analysis.diagnose import analyze
+from kernelscope.analysis.memory_diff import memory_delta
 from kernelscope.analysis.memory_fit import BatchPoint, checked, fit_line, forecast
 from kernelscope.analysis.trace_model import decode_trace
 from kernelscope.findings import Code, Finding
 from kernelscope.protocol import MemoryLine, MemoryPass, Sidecar
+from kernelscope.render.compare import memory_delta_lines
 from kernelscope.render.memory import memory_section, render_forecast
 
 from support.sidecars import cpu_sidecar
@@ -111,3 +113,19 @@ def test_a_failed_pass_says_why_and_makes_no_findings() -> None:
         "memory pass failed: AttributeError: no _record_memory_history"
     ]
     assert not findings(failed, Code.MEMORY_HEAVY_LINE)
+
+
+def test_a_peak_that_grew_is_a_memory_regression_with_the_lines_that_moved() -> None:
+    before = memory_pass()
+    grown = MemoryLine("/p/model.py", 12, "", 90 * MiB, {"activations": 90 * MiB})
+    after = memory_pass(peak_allocated_bytes=130 * MiB, lines=[grown, before.lines[1]])
+    delta = memory_delta(before, after)
+    assert delta is not None and delta.regression
+    assert [(d.line, d.before_bytes, d.after_bytes) for d in delta.lines] == [
+        (12, 60 * MiB, 90 * MiB)
+    ]
+    text = "\n".join(memory_delta_lines(delta))
+    assert "peak 100.0 MiB → 130.0 MiB (+30.0%): a memory regression" in text
+    same = memory_delta(before, memory_pass(peak_allocated_bytes=100 * MiB + 4096))
+    assert same is not None and not same.regression and not same.lines
+    assert memory_delta(before, None) is None
