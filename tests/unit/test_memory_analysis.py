@@ -10,8 +10,7 @@ from kernelscope.analysis.memory_fit import BatchPoint, checked, fit_line, forec
 from kernelscope.analysis.trace_model import decode_trace
 from kernelscope.findings import Code, Finding
 from kernelscope.protocol import MemoryLine, MemoryPass, Sidecar
-from kernelscope.render.compare import memory_delta_lines
-from kernelscope.render.memory import memory_section, render_forecast
+from kernelscope.render.memory import memory_delta_lines, memory_section, render_forecast
 
 from support.sidecars import cpu_sidecar
 from support.traces import doc, dumps, launch, op, span

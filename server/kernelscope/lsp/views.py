@@ -20,7 +20,6 @@ from kernelscope.columns import table
 from kernelscope.findings import DOCS_PAGE, Code, Finding, Severity
 from kernelscope.notebooks import NotebookModule
 from kernelscope.pyfunctions import FunctionDef
-from kernelscope.render.memory import line_memory_text, memory_summary, peak_share
 from kernelscope.units import cut, fmt_us
 
 if TYPE_CHECKING:  # only attributes are read: the analysis modules load after `initialize`
@@ -270,6 +269,9 @@ def lens_title(record: RunRecord, delta: Delta | None = None) -> str:
     parts.append(ran)
     if delta is not None:
         parts.append(delta.short)
+        memory = delta.comparison.memory
+        if memory is not None and memory.regression:
+            parts.append(f"memory peak {memory.change:+.0%}")
     return " · ".join(parts)
 
 
@@ -278,6 +280,8 @@ def inlay_hints(
 ) -> list[lsp.InlayHint]:
     """At the end of each attributed line of `fn`: its share of CUDA and CPU time, and of
     the memory peak where it holds 10 % or more."""
+    from kernelscope.render.memory import line_memory_text, peak_share  # after a run only
+
     report = record.report
     rows = [r for r in report.lines if r.path == path and fn.contains(r.line)]
     cuda_total = sum(r.cuda_us for r in report.lines) or 0.0
@@ -325,6 +329,12 @@ def command_link(command: str, *args: str) -> str:
 
 def hover_markdown(record: RunRecord, line: int | None = None, delta: Delta | None = None) -> str:
     """The last run: times, verdict, top ops, dead window, device, when, a Perfetto link."""
+    from kernelscope.render.memory import (  # after a run only
+        line_memory_text,
+        memory_delta_lines,
+        memory_summary,
+    )
+
     r = record.report
     t, d = r.timing, r.dead_window
     cuda = r.device.type == "cuda"
@@ -351,6 +361,10 @@ def hover_markdown(record: RunRecord, line: int | None = None, delta: Delta | No
     if delta is not None:
         top = f" Most: `{delta.top}`." if delta.top else ""
         out += ["", f"**vs {delta.comparison.before}:** {delta.text}.{top}"]
+        memory = delta.comparison.memory
+        if memory is not None and (memory.regression or memory.lines):
+            out += ["", f"**Memory vs {delta.comparison.before}:** "
+                    + "; ".join(t.strip() for t in memory_delta_lines(memory))]  # fmt: skip
     if r.verdict:
         out += ["", f"**Verdict:** {r.verdict.summary}"]
     if r.memory_pass is not None:

@@ -3,10 +3,10 @@ lines that moved."""
 
 from __future__ import annotations
 
-from kernelscope.analysis.memory_diff import MemoryDelta
+from kernelscope.render.memory import memory_delta_lines
 from kernelscope.render.text import shorten, table
 from kernelscope.report.compare import MIN_DELTA_US, OP_NOISE, Comparison
-from kernelscope.units import cut, fmt_bytes, fmt_us
+from kernelscope.units import cut, fmt_us
 
 
 def change_text(c: Comparison) -> str:
@@ -73,18 +73,3 @@ def render_comparison(c: Comparison, max_rows: int = 15) -> str:
                 f"{fmt_us(d.after_us)}  {cut(d.code, 60)}"
             )
     return "\n".join(out)
-
-
-def memory_delta_lines(m: MemoryDelta) -> list[str]:
-    """The memory peak before and after, and the lines whose hold on it moved."""
-    verdict = "a memory regression" if m.regression else "no regression"
-    out = [
-        f"memory    peak {fmt_bytes(m.peak_before_bytes)} → {fmt_bytes(m.peak_after_bytes)} "
-        f"({m.change:+.1%}): {verdict}"
-    ]
-    for d in m.lines[:8]:
-        out.append(
-            f"  {shorten(d.path)}:{d.line}  {fmt_bytes(d.before_bytes)} → "
-            f"{fmt_bytes(d.after_bytes)} at the peak"
-        )
-    return out

@@ -11,6 +11,7 @@ from kernelscope.protocol import MemoryLine, MemoryPass
 from kernelscope.units import fmt_bytes, fmt_us
 
 if TYPE_CHECKING:  # the language server loads this module at start: no analysis imports
+    from kernelscope.analysis.memory_diff import MemoryDelta
     from kernelscope.analysis.memory_fit import Forecast
 
 KIND_ORDER = ("parameters", "gradients", "optimizer_state", "activations", "temporaries", "other")
@@ -20,12 +21,7 @@ def where(row: MemoryLine) -> str:
     """``train.py:42 (backward)``, or what made it when no line of the user's did."""
     if not row.path:
         return f"({row.via})"
-    try:
-        rel = os.path.relpath(row.path)
-    except ValueError:
-        rel = row.path
-    name = rel if len(rel) < len(row.path) else row.path
-    return f"{name}:{row.line}" + (f" ({row.via})" if row.via else "")
+    return f"{_short(row.path)}:{row.line}" + (f" ({row.via})" if row.via else "")
 
 
 def kinds_line(kinds: dict[str, int]) -> str:
@@ -171,3 +167,26 @@ def memory_summary(m: MemoryPass) -> str:
         f"peak {fmt_bytes(m.peak_allocated_bytes)} allocated{reserved}, "
         f"{fmt_bytes(m.baseline_bytes)} of it held before the call"
     )
+
+
+def memory_delta_lines(m: MemoryDelta) -> list[str]:
+    """The memory peak before and after, and the lines whose hold on it moved."""
+    verdict = "a memory regression" if m.regression else "no regression"
+    out = [
+        f"memory    peak {fmt_bytes(m.peak_before_bytes)} → {fmt_bytes(m.peak_after_bytes)} "
+        f"({m.change:+.1%}): {verdict}"
+    ]
+    for d in m.lines[:8]:
+        out.append(
+            f"  {_short(d.path)}:{d.line}  {fmt_bytes(d.before_bytes)} → "
+            f"{fmt_bytes(d.after_bytes)} at the peak"
+        )
+    return out
+
+
+def _short(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return rel if len(rel) < len(path) else path
