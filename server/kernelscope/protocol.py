@@ -418,6 +418,8 @@ class MemoryPass(msgspec.Struct):
     total_bytes: int | None = None
     error: str = ""
     """Why the pass could not measure (its own failure; the profile stands)."""
+    oom_request_bytes: int | None = None
+    """At an out-of-memory (ProfileFailed.memory_at_failure): the allocation that failed."""
 
     @property
     def reserved_unused_at_peak_bytes(self) -> int | None:
@@ -482,6 +484,9 @@ class ProfileFailed(Message, tag="profile_failed"):
     output: str = ""
     hint: str | None = None
     worker_ends: bool = False
+    memory_at_failure: MemoryPass | None = None
+    """A CUDA out-of-memory run again with the allocator's history on: what was live at the
+    highest point before the failure, by line and kind."""
 
 
 class TimingFinished(Message, tag="timing_finished"):

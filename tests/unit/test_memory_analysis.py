@@ -9,8 +9,15 @@ from kernelscope.analysis.memory_diff import memory_delta
 from kernelscope.analysis.memory_fit import BatchPoint, checked, fit_line, forecast
 from kernelscope.analysis.trace_model import decode_trace
 from kernelscope.findings import Code, Finding
-from kernelscope.protocol import MemoryLine, MemoryPass, Sidecar
+from kernelscope.protocol import (
+    MemoryLine,
+    MemoryPass,
+    ProfileFailed,
+    Sidecar,
+    decode_from_worker,
+)
 from kernelscope.render.memory import memory_delta_lines, memory_section, render_forecast
+from kernelscope.render.text import render_failure
 
 from support.sidecars import cpu_sidecar
 from support.traces import doc, dumps, launch, op, span
@@ -128,3 +135,28 @@ def test_a_peak_that_grew_is_a_memory_regression_with_the_lines_that_moved() -> 
     same = memory_delta(before, memory_pass(peak_allocated_bytes=100 * MiB + 4096))
     assert same is not None and not same.regression and not same.lines
     assert memory_delta(before, None) is None
+
+
+def test_an_out_of_memory_failure_says_what_was_live_at_it() -> None:
+    frame = {
+        "type": "profile_failed",
+        "job_id": "j",
+        "kind": "cuda_oom",
+        "message": "OutOfMemoryError: CUDA out of memory",
+        "memory_at_failure": {
+            "source": "cuda allocator history, to the out-of-memory",
+            "peak_allocated_bytes": 70 * 2**30,
+            "trace_peak_bytes": 70 * 2**30,
+            "baseline_bytes": 2 * 2**30,
+            "baseline_kinds": {"parameters": 2**30, "optimizer_state": 2**30},
+            "oom_request_bytes": 8 * 2**30,
+            "free_bytes": 3 * 2**30,
+            "lines": [{"path": "/p/model.py", "line": 30, "via": "",
+                       "live_at_peak_bytes": 60 * 2**30, "kinds": {"temporaries": 60 * 2**30}}],
+        },
+    }  # fmt: skip
+    failure = decode_from_worker(msgspec.json.encode(frame))
+    assert isinstance(failure, ProfileFailed) and failure.memory_at_failure is not None
+    text = render_failure(failure, "model.py::step")
+    assert "memory at the failure: 70.0 GiB allocated, asking for 8.0 GiB" in text
+    assert "/p/model.py:30  60.0 GiB  temporaries 60.0 GiB" in text

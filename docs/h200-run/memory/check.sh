@@ -2,7 +2,7 @@
 # Issue 26 on the H200: the memory pass of a small transformer's training step (AdamW, bf16
 # autocast), plain and with a checkpointed block, against max_memory_allocated measured in a
 # fresh process (truth.py), with the known parameter/gradient/AdamW sizes; then the batch
-# forecast, checked by a run. From the repo root: bash docs/h200-run/memory/check.sh
+# forecast, checked by a run; an out-of-memory's live lines. From the repo root: bash docs/h200-run/memory/check.sh
 # (results under $OUT, or /tmp/memory-out). About 3-4 minutes.
 set -u
 OUT=${OUT:-/tmp/memory-out}
@@ -29,4 +29,9 @@ f = json.load(open(sys.argv[1]))
 print({k: f.get(k) for k in ("model", "largest_batch", "predicted", "checked_peak_bytes", "fits", "check", "not_linear")})
 print([(p["batch_size"], p["peak_bytes"]) for p in f["points"]])
 PY
+# An out-of-memory (batch 20000 of 256 tokens asks for terabytes): the failure, run again with
+# the history on, names what was live at it.
+timeout 120 python3 -m kernelscope profile "$W::train_step" --device cuda --no-lines \
+  --batch-size 20000 --wait 0 --warmup 1 --active 1 > "$OUT/oom.txt" 2>&1
+echo "oom rc=$? (1 expected)"; head -20 "$OUT/oom.txt" | cut -c1-160
 tail -3 "$OUT"/*.err

@@ -91,6 +91,25 @@ def memory_section(m: MemoryPass, max_lines: int = 8) -> list[str]:
     return out
 
 
+def oom_section(m: MemoryPass, max_lines: int = 6) -> list[str]:
+    """What was live when the call ran out of memory (run again with the history on)."""
+    request = f", asking for {fmt_bytes(m.oom_request_bytes)}" if m.oom_request_bytes else ""
+    free = f" with {fmt_bytes(m.free_bytes)} free on the device" if m.free_bytes else ""
+    out = [
+        f"memory at the failure: {fmt_bytes(m.trace_peak_bytes)} allocated{request}{free}",
+        f"  held before the call {fmt_bytes(m.baseline_bytes)}: "
+        f"{kinds_line(m.baseline_kinds) or '-'}",
+    ]
+    heavy = sorted(
+        (r for r in m.lines if r.live_at_peak_bytes), key=lambda r: -r.live_at_peak_bytes
+    )
+    out += [
+        f"  {where(r)}  {fmt_bytes(r.live_at_peak_bytes)}  {kinds_line(r.kinds)}"
+        for r in heavy[:max_lines]
+    ]
+    return out
+
+
 def render_forecast(f: Forecast) -> str:
     """`kernelscope memory`: the peaks measured per batch size, the fit, what fits."""
     out = [f"{f.qualname} on {f.device}: peak {f.measure} by batch size"]

@@ -10,7 +10,7 @@ from kernelscope.analysis.roofline import OpRoof
 from kernelscope.columns import table
 from kernelscope.findings import BOUND_CODES, Finding
 from kernelscope.protocol import ProfileFailed
-from kernelscope.render.memory import memory_section
+from kernelscope.render.memory import memory_section, oom_section
 from kernelscope.report.schema import OpRow, Report, Timing, TraceAnalysis
 from kernelscope.units import cut, fmt_bytes, fmt_rate, fmt_us, stages_line
 
@@ -284,6 +284,8 @@ def render_failure(failure: ProfileFailed, target: str) -> str:
         out.append(
             "  hint:\n" + "\n".join("    " + ln for ln in failure.hint.rstrip().splitlines())
         )
+    if failure.memory_at_failure is not None:
+        out += ["  " + ln for ln in oom_section(failure.memory_at_failure)]
     if failure.output.strip():
         tail = failure.output.rstrip("\n").splitlines()[-8:]
         whose = "program" if failure.kind in PROGRAM_FAILURES else "function"

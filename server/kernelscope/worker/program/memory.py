@@ -11,7 +11,7 @@ import time
 from .dynamo import compile_seconds
 from .errors import Cancelled, JobError
 from .memory_blocks import reduce_events
-from .memory_sources import cpu_events, cuda_events
+from .memory_sources import AutogradIndex, cpu_events, cuda_events, history_events
 
 
 def memory_pass(job, fn, call, sync, device):
@@ -65,6 +65,7 @@ def measure(job, fn, call, sync, device):
     out["call_us"] = start["t1"] - start["t0"]
     out["free_bytes"], out["total_bytes"] = free_memory(torch, device, start["baseline"])
     out["objects"] = sorted({type(o).__name__ for o in objects})
+    out["error"] = ""
     for row in out["lines"]:
         row["path"] = job.local_text(row["path"])
     if out.get("peak_allocated_bytes") is None:
@@ -161,3 +162,57 @@ def kind_storages(torch, objects, device):
                 for value in state.values() if isinstance(state, dict) else ():
                     add(value, "optimizer_state")
     return out
+
+
+def memory_at_oom(job, fn, call, sync, device):
+    """The call run once more with the allocator's history on, to its out-of-memory: what
+    was live at the highest point before it, by line and kind; None when it did not fail
+    again or could not be measured (the job's own failure stands either way)."""
+    torch = job.torch
+    memory = torch.cuda.memory
+    try:
+        objects = live_objects(job, fn, call)
+        gc.collect()
+        torch.cuda.empty_cache()
+        kinds = kind_storages(torch, objects, device)
+        baseline = int(torch.cuda.memory_allocated(device))
+        reserved = int(torch.cuda.memory_reserved(device))
+        memory._record_memory_history(max_entries=200000, stacks="python")
+        try:
+            t0 = time.time_ns() / 1000.0
+            call()
+            return None  # it ran this time
+        except JobError as e:
+            if e.kind != "cuda_oom":
+                return None
+            t1 = time.time_ns() / 1000.0
+            snapshot = memory._snapshot(device)
+        finally:
+            memory._record_memory_history(enabled=None)
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        traces = snapshot.get("device_traces") or []
+        entries = traces[index] if index < len(traces) else []
+        at = [i for i, e in enumerate(entries) if e.get("action") == "oom"]
+        if not at:
+            return None
+        oom = entries[at[-1]]
+        no_trace = AutogradIndex({"traceEvents": []}, [])
+        events, timed = history_events(job, entries[: at[-1]], t0, t1, no_trace)
+        start = {"t0": t0, "t1": t1, "baseline": baseline, "reserved": reserved, "timed": timed}
+        out = reduce_events(events, start, kinds, kinds, [])
+        out.update(
+            source="cuda allocator history, to the out-of-memory",
+            peak_allocated_bytes=out["trace_peak_bytes"],
+            approximate=["activations: not told apart at an out-of-memory (no hooks)"],
+            oom_request_bytes=int(oom.get("size") or 0),
+            free_bytes=int(oom.get("device_free") or 0),
+            objects=sorted({type(o).__name__ for o in objects}),
+        )
+        for row in out["lines"]:
+            row["path"] = job.local_text(row["path"])
+        return out
+    except Exception:  # never hide the job's own failure behind ours
+        return None
+    finally:
+        gc.collect()
+        torch.cuda.empty_cache()

@@ -10,8 +10,9 @@ import time
 
 from .devices import device_properties, profiler_activities
 from .dynamo import compile_seconds
+from .errors import JobError
 from .lines import attribute_lines, line_pass_calls
-from .memory import memory_pass
+from .memory import memory_at_oom, memory_pass
 from .names import CALL_RANGE, COLD_RANGE, STAGES_PROFILED
 from .target import def_line
 from .timing import unprofiled_timing, warm_up
@@ -20,7 +21,18 @@ from .traces import first_kernel_after, gzip_file, load_json
 
 def run(job):
     """Profile the function, phase by phase, to a profile_finished result."""
-    return job.with_call(lambda fn, call, device, sync: profile(job, fn, call, device, sync))
+    return job.with_call(lambda fn, call, device, sync: oom_told(job, fn, call, device, sync))
+
+
+def oom_told(job, fn, call, device, sync):
+    """The phases; a CUDA out-of-memory in any of them is run again with the allocator's
+    history on, and the failure says what was live at it (JobError.memory)."""
+    try:
+        return profile(job, fn, call, device, sync)
+    except JobError as e:
+        if e.kind == "cuda_oom" and device.type == "cuda" and job.req.get("memory_pass", True):
+            e.memory = memory_at_oom(job, fn, call, sync, device)
+        raise
 
 
 def profile(job, fn, call, device, sync):
