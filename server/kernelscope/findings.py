@@ -38,6 +38,9 @@ class Code(StrEnum):
     REGRESSION = "KS802"
     COMMUNICATION_BOUND = "KS901"
     STRAGGLER = "KS902"
+    MEMORY_HEAVY_LINE = "KS131"
+    MEMORY_FRAGMENTED = "KS132"
+    ALLOCATOR_CHURN = "KS133"
 
 
 #: The verdict's codes: overhead, memory, compute, host, transfer, mixed.

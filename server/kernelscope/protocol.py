@@ -92,6 +92,8 @@ class RunProfile(Message, tag="run_profile"):
     active: int = DEFAULT_ACTIVE
     timing_reps: int = 0
     line_pass: bool = True
+    memory_pass: bool = True
+    """One more warm call with the allocator's history on: where the memory goes, by line."""
     with_stack: bool = True
     record_shapes: bool = True
     provider: str | None = None
@@ -203,6 +205,7 @@ STAGE_LABELS = {
     "active": "active",
     "export": "exporting the trace",
     "lines": "line attribution",
+    "memory": "memory pass",
     "clean_timing": "timing in a worker that never profiled",
     "counters": "hardware counters (Nsight Compute)",
     "analysis": "analysis",
@@ -229,6 +232,7 @@ PERCENT = {
     "active": 50,
     "export": 75,
     "lines": 85,
+    "memory": 88,
     "clean_timing": 90,
     "counters": 92,
     "analysis": 95,
@@ -440,6 +444,84 @@ class MemoryStats(msgspec.Struct):
     peak_reserved_bytes: int
 
 
+class MemoryLine(msgspec.Struct):
+    """One line's memory in the memory pass's call: what it holds at the peak (by kind) and
+    what it allocated and freed over the call. ``path`` "" is no line of the user's: ``via``
+    says what (``autograd engine thread``, ``outside your files``, ``before the call``)."""
+
+    path: str
+    line: int
+    via: str = ""
+    """"backward": made by the backward of this line's forward op (sequence numbers)."""
+    live_at_peak_bytes: int = 0
+    kinds: dict[str, int] = {}
+    """Bytes live at the peak by kind: parameters, gradients, optimizer_state, activations,
+    temporaries."""
+    allocated_bytes: int = 0
+    freed_bytes: int = 0
+    allocations: int = 0
+    device_allocs: int = 0
+    """Allocations that made the caching allocator take memory from the device (cudaMalloc)."""
+    device_alloc_bytes: int = 0
+
+
+class MemoryPass(msgspec.Struct):
+    """Where the memory of one warm call went (the memory pass, after the timed steps)."""
+
+    source: str
+    """``cuda allocator history`` or ``profiler memory events (CPU)``."""
+    peak_allocated_bytes: int
+    baseline_bytes: int
+    """Allocated before the call (what the warm worker already held)."""
+    call_us: float = 0.0
+    approximate: list[str] = []
+    """Which figures the source can only approximate, and why."""
+    peak_reserved_bytes: int | None = None
+    reserved_before_bytes: int | None = None
+    reserved_at_peak_bytes: int | None = None
+    trace_peak_bytes: int = 0
+    """The peak of the recorded events' running total (agrees with peak_allocated_bytes
+    unless entries were dropped)."""
+    peak_at_us: float = 0.0
+    baseline_at_peak_bytes: int = 0
+    baseline_kinds: dict[str, int] = {}
+    """What was held before the call and still at the peak, by kind (``other``: the rest)."""
+    kinds_at_peak: dict[str, int] = {}
+    """The call's own allocations live at the peak, by kind."""
+    lines: list[MemoryLine] = []
+    lines_left_out: int = 0
+    timeline: list[tuple[float, int]] = []
+    """(µs from the call's start, bytes allocated), at most 200 points."""
+    by_run: list[int] = []
+    """The highest bytes allocated in each run of allocations and frees made by one line,
+    in order (neighbours merged pairwise to at most 512): two batch sizes' calls that run
+    the same lines in the same order line up run by run."""
+    runs_signature: str = ""
+    """A digest of the runs' lines, equal when two calls' runs line up."""
+    device_allocs: int | None = None
+    """The allocator's own counters over the call (num_device_alloc / num_device_free)."""
+    device_frees: int | None = None
+    entries: int = 0
+    truncated: bool = False
+    objects: list[str] = []
+    """Types of the modules and optimizers whose storages gave the kinds."""
+    free_bytes: int | None = None
+    """The room a fresh process like this one has for the call: ``mem_get_info``'s free
+    plus this process's own reserve (CUDA), or MemAvailable plus the baseline (CPU)."""
+    total_bytes: int | None = None
+    error: str = ""
+    """Why the pass could not measure (its own failure; the profile stands)."""
+    oom_request_bytes: int | None = None
+    """At an out-of-memory (ProfileFailed.memory_at_failure): the allocation that failed."""
+
+    @property
+    def reserved_unused_at_peak_bytes(self) -> int | None:
+        """Reserved but not allocated at the peak (fragmentation and cache)."""
+        if self.reserved_at_peak_bytes is None:
+            return None
+        return max(self.reserved_at_peak_bytes - self.trace_peak_bytes, 0)
+
+
 class Sidecar(msgspec.Struct):
     """What the trace lacks: FLOPs, memory, cold call, line attribution, device properties."""
 
@@ -472,6 +554,8 @@ class Sidecar(msgspec.Struct):
     """Where the call's inputs came from: ``defaults`` (the function's own), or its input
     provider as ``file::name`` (the file relative to the project root); "" for a program's
     call and for workers before 2026-12-02."""
+    memory_pass: MemoryPass | None = None
+    """Where the memory of one warm call went; None with --no-memory."""
 
 
 def inputs_label(inputs_from: str) -> str:
@@ -516,6 +600,9 @@ class ProfileFailed(Message, tag="profile_failed"):
     worker_ends: bool = False
     setup_output: str = ""
     """What importing the function's module and calling its input provider printed."""
+    memory_at_failure: MemoryPass | None = None
+    """A CUDA out-of-memory run again with the allocator's history on: what was live at the
+    highest point before the failure, by line and kind."""
 
 
 class TimingFinished(Message, tag="timing_finished"):

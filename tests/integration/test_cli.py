@@ -110,7 +110,7 @@ def test_verbose_report_and_json_give_every_stage_in_order() -> None:
     assert text.returncode == 0, text.stderr
     line = next(ln for ln in text.stdout.splitlines() if ln.startswith("stages"))
     names = ["worker start", "import", "inputs", "cold", "timing", "schedule", "export"]
-    names += ["lines", "analysis"]  # a CPU call is not timed again in a clean worker
+    names += ["lines", "memory", "analysis"]  # a CPU call is not timed again in a clean worker
     positions = [line.index(f"{name} ") for name in names]
     assert positions == sorted(positions), line
     data = json.loads(kernelscope("profile", spec, "--active", "2", "--json").stdout)

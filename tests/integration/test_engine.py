@@ -102,6 +102,7 @@ def test_progress_stages_in_order(driver: LauncherDriver) -> None:
     stages = [p.stage for p in driver.progress]
     first = {s: stages.index(s) for s in dict.fromkeys(stages)}
     order = ["import", "inputs", "cold", "timing", "wait", "warmup", "active", "export", "lines"]
+    order.append("memory")
     assert [s for s in order if s in first] == order
     assert [first[s] for s in order] == sorted(first[s] for s in order)
 
@@ -140,6 +141,7 @@ def test_stage_timings_and_timing_spread_in_the_sidecar(driver: LauncherDriver) 
         "schedule",
         "export",
         "lines",
+        "memory",
     ]
     assert all(s >= 0 for s in side.stages_s.values())
     t = side.timing

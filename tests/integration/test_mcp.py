@@ -48,7 +48,7 @@ def no_inputs(x):
     return x
 """
 
-TOOLS = {"profile", "analyze", "scale", "try", "diff", "last_run"}
+TOOLS = {"profile", "analyze", "scale", "memory", "try", "diff", "last_run"}
 
 
 @pytest.fixture

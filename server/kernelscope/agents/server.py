@@ -16,6 +16,7 @@ from kernelscope import __version__
 from kernelscope.agents.schemas import output_schema
 from kernelscope.agents.tools import Tools
 from kernelscope.analysis.experiments import Experiments
+from kernelscope.analysis.memory_fit import Forecast
 from kernelscope.app.jobs import ProfileService
 from kernelscope.app.scale import ScaleResult
 from kernelscope.app.store import RunRecord
@@ -28,7 +29,8 @@ INSTRUCTIONS = (
     "compute-bound), its costly ops and lines and findings at file:line; `try` measures "
     "torch.compile, CUDA Graphs, TF32, bf16 … on it in place; `diff` compares runs; "
     "`last_run` reads the stored result without running; `analyze` diagnoses any "
-    "torch.profiler trace; `scale` times it at growing batch sizes. A function needs "
+    "torch.profiler trace; `scale` times it at growing batch sizes; `memory` says where the "
+    "memory peak goes and the largest batch that fits. A function needs "
     "inputs: a provider `def <fn>_inputs(): return args` (or `(args, kwargs)`) in its "
     "module or in kernelscope_inputs.py beside it."
 )
@@ -63,6 +65,7 @@ def create_server(root: Path | None = None, service: ProfileService | None = Non
             ),
             _tool(tools.scale, "scale", "Time at growing batch sizes", output_schema(ScaleResult)),
             _tool(tools.try_, "try", "Try the suggested variants", output_schema(Experiments)),
+            _tool(tools.memory, "memory", "Will the next batch fit", output_schema(Forecast)),
             _tool(tools.diff, "diff", "Compare two runs", output_schema(Comparison), True),
             _tool(
                 tools.last_run,

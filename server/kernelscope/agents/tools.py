@@ -23,10 +23,12 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import Field
 
 from kernelscope.analysis.diagnose import SidecarError
+from kernelscope.analysis.memory_fit import DEFAULT_HEADROOM
 from kernelscope.analysis.trace_model import TraceError
 from kernelscope.app.experiments import UnknownVariant, check_variants
 from kernelscope.app.history import DiffError, diff
 from kernelscope.app.jobs import ProfileService, ProfileSpec
+from kernelscope.app.memory import DEFAULT_BATCHES, run_forecast
 from kernelscope.app.profile import with_hint
 from kernelscope.app.scale import DEFAULT_FACTORS, ScaleFailed, ScaleResult, check_factors, scale
 from kernelscope.app.store import Store
@@ -43,6 +45,7 @@ from kernelscope.protocol import (
     JobProgress,
 )
 from kernelscope.pyfunctions import find
+from kernelscope.render.memory import render_forecast
 from kernelscope.render.summary import comparison_summary, experiments_summary, report_summary
 from kernelscope.render.text import render_failure, shorten
 from kernelscope.units import fmt_us
@@ -276,6 +279,48 @@ class Tools:
         except TargetError as e:
             raise ToolError(str(e)) from None
         return result(out, scale_summary(out))
+
+    async def memory(
+        self,
+        path: Path_,
+        qualname: Qualname,
+        ctx: Context,
+        batch_sizes: Annotated[
+            list[int] | None,
+            Field(description="Batch sizes for the input provider, at least two (default 1,2,4)"),
+        ] = None,
+        headroom: Annotated[
+            float, Field(ge=0.0, lt=1.0, description="Share of the room kept free")
+        ] = DEFAULT_HEADROOM,
+        room_bytes: Annotated[
+            int | None,
+            Field(gt=0, description="Bytes the call may use (default: the device's free memory)"),
+        ] = None,
+        check: Annotated[bool, Field(description="Run the forecast batch to check it")] = True,
+        device: Device = "auto",
+        timeout: Annotated[float, Field(gt=0, description="Seconds per batch size")] = 120.0,
+    ) -> CallToolResult:
+        """Where the memory peak goes at a few batch sizes (each in a fresh worker), and the
+        largest batch that fits the device's free memory less a headroom, checked by a run.
+        Every `profile` result also carries `memory_pass`: the peak by line and by kind."""
+        target, _ = self._target(path, qualname)
+        sizes = sorted(set(batch_sizes or DEFAULT_BATCHES))
+        if len(sizes) < 2 or sizes[0] < 1:
+            raise ToolError("give at least two different batch sizes, all >= 1")
+        step = self._reporter(ctx)
+
+        def on_batch(batch: int) -> Callable[[JobProgress], None]:
+            return lambda msg: step(msg, f"batch {batch}")
+
+        job = run_forecast(target, sizes, device, None, None, on_batch, timeout, headroom,
+                           room_bytes, check)  # fmt: skip
+        try:
+            out = await _detached(job)
+        except JobFailed as e:
+            raise ToolError(render_failure(e.failure, f"{target.path}::{qualname}")) from None
+        except (TargetError, RemoteError) as e:
+            raise ToolError(str(e)) from None
+        return result(out, render_forecast(out))
 
     async def try_(
         self,

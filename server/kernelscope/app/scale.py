@@ -92,6 +92,7 @@ async def run_scaling(
             batch_size=batch_size,
             with_stack=False,
             line_pass=False,
+            memory_pass=False,
         )
         callback = partial(on_progress, factor) if on_progress else None
         try:

@@ -1,5 +1,5 @@
-"""Command line: ``kernelscope profile | try | diff | analyze | calibrate | scale | serve |
-mcp``; each subcommand parses, calls its use case in ``kernelscope.app`` and prints the
+"""Command line: ``kernelscope profile | try | diff | analyze | calibrate | scale | memory |
+serve | mcp``; each subcommand parses, calls its use case in ``kernelscope.app`` and prints the
 result."""
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from kernelscope.cli.args import (
     positive_int,
     print_json,
 )
+from kernelscope.cli.memory import add_memory_parser, run_memory
 from kernelscope.cli.progress import ProgressLine, ReadingBar
 from kernelscope.cli.scale import add_scale_parser, run_scale
 from kernelscope.engine.dispatch import NO_RANKS_THERE, ranks_here_or_on_ray
@@ -97,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="after the profile, measure one warm call's kernels with Nsight Compute (ncu on "
         "PATH, a CUDA GPU, counter access): DRAM bytes, FLOPs by pipe, %% of speed of light, "
         "occupancy (default: counters in [tool.kernelscope])",
+    )
+    p.add_argument(
+        "--no-memory", action="store_true", help="skip the memory pass (where the peak goes)"
     )
     p.add_argument(
         "--nproc",
@@ -183,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the MCP server on stdio (for coding agents; relative paths from the cwd)",
     )
     add_scale_parser(sub)
+    add_memory_parser(sub)
 
     c = sub.add_parser("calibrate", help="measure this GPU's matmul and copy ceilings")
     c.add_argument("--device", default="cuda", help="cuda | cuda:N (default cuda)")
@@ -228,6 +233,8 @@ def main(
             return _diff(args)
         if args.command == "scale":
             return run_scale(args)
+        if args.command == "memory":
+            return run_memory(args)
         if args.command == "serve":
             if serve is None:
                 return fail_usage("the language server starts as `kernelscope serve`", False)
@@ -291,6 +298,7 @@ def _profile(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
             with_stack=not args.no_stack,
             line_pass=not args.no_lines,
+            memory_pass=not args.no_memory,
             entry=entry,
         )
         remote = resolve_remote(args.remote, target.project, python=args.python)

@@ -96,6 +96,7 @@ def build_request(
     batch_size: int | None = None,
     with_stack: bool = True,
     line_pass: bool = True,
+    memory_pass: bool = True,
     entry: Entry | None = None,
 ) -> RunProfile:
     """The worker request for one profile of `target` (as `entry` calls it, when given)."""
@@ -114,6 +115,7 @@ def build_request(
         warmup=schedule.warmup,
         active=schedule.active,
         line_pass=line_pass,
+        memory_pass=memory_pass,
         with_stack=with_stack,
         provider=None if entry else target.project.provider_for(module, target.qualname),
         batch_size=batch_size,

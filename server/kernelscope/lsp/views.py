@@ -206,6 +206,8 @@ def how_label(report: Report) -> str:
     return f"called alone, {inputs_label(report.inputs_from)}"
 
 
+#: A line holding this share of the memory peak gets it in its inlay hint.
+MEMORY_HINT_SHARE = 0.1
 #: Runner.host of a report built from an imported trace (report/build.py).
 IMPORTED = "(imported trace)"
 
@@ -270,34 +272,54 @@ def lens_title(record: RunRecord, delta: Delta | None = None) -> str:
     parts.append(ran)
     if delta is not None:
         parts.append(delta.short)
+        memory = delta.comparison.memory
+        if memory is not None and memory.regression:
+            parts.append(f"memory peak {memory.change:+.0%}")
     return " · ".join(parts)
 
 
 def inlay_hints(
     record: RunRecord, fn: FunctionDef, path: str, lines: list[str]
 ) -> list[lsp.InlayHint]:
-    """At the end of each attributed line of `fn`: its share of CUDA and CPU time."""
+    """At the end of each attributed line of `fn`: its share of CUDA and CPU time, and of
+    the memory peak where it holds 10 % or more."""
+    from kernelscope.render.memory import line_memory_text, peak_share  # after a run only
+
     report = record.report
     rows = [r for r in report.lines if r.path == path and fn.contains(r.line)]
     cuda_total = sum(r.cuda_us for r in report.lines) or 0.0
     cpu_total = sum(r.self_cpu_us for r in report.lines) or 0.0
+    memory = report.memory_pass
+    heavy: dict[int, float] = {}  # lines holding 10 % or more of the memory peak
+    for m in memory.lines if memory else []:
+        if memory and m.path == path and fn.contains(m.line):
+            share = peak_share(memory, path, m.line)
+            if share >= MEMORY_HINT_SHARE:
+                heavy[m.line] = share
     hints: list[lsp.InlayHint] = []
-    for row in rows:
+    by_line = {r.line: r for r in rows}
+    for line in sorted({*by_line, *heavy}):
+        row = by_line.get(line)
         parts: list[str] = []
-        if cuda_total > 0:
+        if row is not None and cuda_total > 0:
             parts.append(f"{row.cuda_us / cuda_total:.0%} CUDA")
-        if cpu_total > 0:
+        if row is not None and cpu_total > 0:
             parts.append(f"{row.self_cpu_us / cpu_total:.0%} CPU")
+        if line in heavy:
+            parts.append(f"{heavy[line]:.0%} of memory peak")
         if not parts:
             continue
-        text = _text(lines, row.line)
+        text = _text(lines, line)
+        tips = [line_summary(report, row)] if row is not None else []
+        if memory is not None:
+            tips += line_memory_text(memory, path, line)
         hints.append(
             lsp.InlayHint(
-                position=lsp.Position(row.line - 1, len(text)),
+                position=lsp.Position(line - 1, len(text)),
                 label="  " + " · ".join(parts),
                 kind=lsp.InlayHintKind.Type,
                 padding_left=True,
-                tooltip=f"{line_summary(report, row)}\n{run_label(record)}",
+                tooltip="\n".join([*tips, run_label(record)]),
             )
         )
     return hints
@@ -310,6 +332,12 @@ def command_link(command: str, *args: str) -> str:
 
 def hover_markdown(record: RunRecord, line: int | None = None, delta: Delta | None = None) -> str:
     """The last run: times, verdict, top ops, dead window, device, when, a Perfetto link."""
+    from kernelscope.render.memory import (  # after a run only
+        line_memory_text,
+        memory_delta_lines,
+        memory_summary,
+    )
+
     r = record.report
     t, d = r.timing, r.dead_window
     cuda = r.device.type == "cuda"
@@ -325,6 +353,9 @@ def hover_markdown(record: RunRecord, line: int | None = None, delta: Delta | No
     )
     if row is not None and line != r.function.line:
         out += [f"**line {line}:** {line_summary(r, row)}", ""]
+    if r.memory_pass is not None and line is not None and line != r.function.line:
+        out += [f"**memory, line {line}:** {t}" for t in
+                line_memory_text(r.memory_pass, record.path, line)]  # fmt: skip
     out.append(
         (f"**{fmt_us(t.cuda_us_per_step)} CUDA** · " if cuda else "")
         + f"{fmt_us(t.cpu_us_per_step)} CPU per step (profiled) · "
@@ -333,8 +364,14 @@ def hover_markdown(record: RunRecord, line: int | None = None, delta: Delta | No
     if delta is not None:
         top = f" Most: `{delta.top}`." if delta.top else ""
         out += ["", f"**vs {delta.comparison.before}:** {delta.text}.{top}"]
+        memory = delta.comparison.memory
+        if memory is not None and (memory.regression or memory.lines):
+            out += ["", f"**Memory vs {delta.comparison.before}:** "
+                    + "; ".join(t.strip() for t in memory_delta_lines(memory))]  # fmt: skip
     if r.verdict:
         out += ["", f"**Verdict:** {r.verdict.summary}"]
+    if r.memory_pass is not None:
+        out += ["", f"**Memory:** {memory_summary(r.memory_pass)}"]
     if r.ops:
         rows = [
             [

@@ -3,6 +3,7 @@ lines that moved."""
 
 from __future__ import annotations
 
+from kernelscope.render.memory import memory_delta_lines
 from kernelscope.render.text import shorten, table
 from kernelscope.report.compare import MIN_DELTA_US, OP_NOISE, Comparison
 from kernelscope.units import cut, fmt_us
@@ -60,6 +61,8 @@ def render_comparison(c: Comparison, max_rows: int = 15) -> str:
         out.append(f"  {noise_rule(c)}")
     else:
         out.append(f"ops       no op changed: {noise_rule(c)}")
+    if c.memory is not None:
+        out += ["", *memory_delta_lines(c.memory)]
     if c.lines:
         out += ["", "lines that moved (per call):"]
         for d in c.lines[:max_rows]:

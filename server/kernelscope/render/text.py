@@ -11,6 +11,7 @@ from kernelscope.analysis.roofline import OpRoof
 from kernelscope.columns import table
 from kernelscope.findings import BOUND_CODES, Finding
 from kernelscope.protocol import Counters, ProfileFailed, inputs_label
+from kernelscope.render.memory import memory_section, oom_section
 from kernelscope.report.schema import (
     FunctionRow,
     Functions,
@@ -150,6 +151,8 @@ def render_report(
             ],
             align="lrrrl" if cuda else "lrrl",
         )
+    if report.memory_pass is not None:
+        out += ["", *memory_section(report.memory_pass)]
     out += _printed(SETUP_OUTPUT, report.setup_output, report.setup_output_truncated)
     whose = "program" if report.call_site else "function"
     out += _printed(f"output of the {whose}", report.output, report.output_truncated)
@@ -412,6 +415,8 @@ def render_failure(failure: ProfileFailed, target: str) -> str:
         out.append(
             "  hint:\n" + "\n".join("    " + ln for ln in failure.hint.rstrip().splitlines())
         )
+    if failure.memory_at_failure is not None:
+        out += ["  " + ln for ln in oom_section(failure.memory_at_failure)]
     whose = "program" if failure.kind in PROGRAM_FAILURES else "function"
     for heading, text in (
         (SETUP_OUTPUT, failure.setup_output),

@@ -110,6 +110,7 @@ def build_report(
         call_site=side.call_site,
         counters=side.counters,
         inputs_from=side.inputs_from,
+        memory_pass=side.memory_pass,
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import msgspec
 
+from kernelscope.analysis.memory_diff import MemoryDelta, memory_delta
 from kernelscope.report.schema import LineRow, OpRow, Report, TraceAnalysis
 
 #: An op or line whose time per step moved less than this (µs) is not listed.
@@ -76,6 +77,8 @@ class Comparison(msgspec.Struct):
     ops_within_noise: int = 0
     """Ops in both runs, with the same calls, whose time moved within their noise (not in
     `ops`)."""
+    memory: MemoryDelta | None = None
+    """The memory passes' peaks and the lines whose hold on it moved (both runs had one)."""
 
 
 Side = Report | TraceAnalysis
@@ -110,6 +113,9 @@ def compare(a: Side, b: Side, before: str = "A", after: str = "B") -> Comparison
         lines=_lines(a, b) if isinstance(a, Report) and isinstance(b, Report) else [],
         op_noise=op_noise,
         ops_within_noise=within,
+        memory=memory_delta(a.memory_pass, b.memory_pass)
+        if isinstance(a, Report) and isinstance(b, Report)
+        else None,
     )
 
 

@@ -12,7 +12,7 @@ from kernelscope.analysis.ops import OpStat
 from kernelscope.analysis.roofline import OpRoof
 from kernelscope.analysis.verdict import Verdict
 from kernelscope.findings import Finding
-from kernelscope.protocol import CallSite, Counters, GpuSample, LineStat
+from kernelscope.protocol import CallSite, Counters, GpuSample, LineStat, MemoryPass
 
 
 class FunctionRef(msgspec.Struct):
@@ -136,6 +136,8 @@ class Report(msgspec.Struct):
     """The collectives the function ran (in a process group), per call."""
     counters: Counters | None = None
     """``--counters``: Nsight Compute's figures for one warm call, or why there are none."""
+    memory_pass: MemoryPass | None = None
+    """Where one warm call's memory went, by line and kind (None with --no-memory)."""
     setup_output: str = ""
     """What importing the module and calling the input provider printed, kept apart from
     the function's ``output``."""

@@ -20,6 +20,7 @@ from kernelscope.analysis.checks.measurement import (
     find_unsteady_timing,
 )
 from kernelscope.analysis.facts import Check
+from kernelscope.analysis.memory_findings import find_memory
 from kernelscope.analysis.syncs import find_sync_points
 
 DEFAULT_CHECKS: tuple[Check, ...] = (
@@ -35,4 +36,5 @@ DEFAULT_CHECKS: tuple[Check, ...] = (
     find_profiler_distortion,
     find_unsteady_timing,
     find_throttled_clocks,
+    find_memory,
 )

@@ -13,6 +13,7 @@ class JobError(Exception):
         self.line = line
         self.hint = hint
         self.tb = tb or []
+        self.memory = None  # a CUDA OOM's memory at the failure (phases.oom_told)
 
 
 class Cancelled(Exception):

@@ -26,55 +26,68 @@ def attribute_lines(job, call, sync, activities, trace_dir, stem, calls):
     from torch.profiler import ProfilerActivity, profile
 
     cuda = ProfilerActivity.CUDA in activities
-    keys = []
-    key_index = {}
-    open_ranges = {}
-
-    def enter(frame):
-        key = (frame.f_code.co_filename, frame.f_lineno)
-        idx = key_index.get(key)
-        if idx is None:
-            idx = key_index[key] = len(keys)
-            keys.append(key)
-        rf = record_function("ks:line:%d" % idx)
-        rf.__enter__()
-        open_ranges[frame] = rf
-
-    def local(frame, event, arg):
-        if event == "line":
-            rf = open_ranges.pop(frame, None)
-            if rf is not None:
-                rf.__exit__(None, None, None)
-            enter(frame)
-        elif event == "return":
-            rf = open_ranges.pop(frame, None)
-            if rf is not None:
-                rf.__exit__(None, None, None)
-        return local
-
-    def tracer(frame, event, arg):
-        if event == "call" and job.is_user_file(frame.f_code.co_filename):
-            return local
-        return None
-
+    tracer = LineTracer(job, record_function)
     tmp = os.path.join(trace_dir, stem + ".lines.json")
     with profile(activities=activities) as prof:
         sync()
-        sys.settrace(tracer)
-        try:
+        with tracer:
             for _ in range(calls):
                 call()
-        finally:
-            sys.settrace(None)
-            for rf in open_ranges.values():
-                rf.__exit__(None, None, None)
-            open_ranges.clear()
         sync()
     prof.export_chrome_trace(tmp)
     try:
-        return line_stats(load_json(tmp), keys, calls, cuda)
+        return line_stats(load_json(tmp), tracer.keys, calls, cuda)
     finally:
         os.unlink(tmp)
+
+
+class LineTracer:
+    """While active, a ``record_function`` range named ``ks:line:N`` around each executed
+    line of the user's files; ``keys[N]`` is its (path, line)."""
+
+    def __init__(self, job, record_function):
+        self.job = job
+        self.record_function = record_function
+        self.keys = []
+        self.key_index = {}
+        self.open_ranges = {}
+
+    def enter(self, frame):
+        key = (frame.f_code.co_filename, frame.f_lineno)
+        idx = self.key_index.get(key)
+        if idx is None:
+            idx = self.key_index[key] = len(self.keys)
+            self.keys.append(key)
+        rf = self.record_function("ks:line:%d" % idx)
+        rf.__enter__()
+        self.open_ranges[frame] = rf
+
+    def local(self, frame, event, arg):
+        if event == "line":
+            rf = self.open_ranges.pop(frame, None)
+            if rf is not None:
+                rf.__exit__(None, None, None)
+            self.enter(frame)
+        elif event == "return":
+            rf = self.open_ranges.pop(frame, None)
+            if rf is not None:
+                rf.__exit__(None, None, None)
+        return self.local
+
+    def tracer(self, frame, event, arg):
+        if event == "call" and self.job.is_user_file(frame.f_code.co_filename):
+            return self.local
+        return None
+
+    def __enter__(self):
+        sys.settrace(self.tracer)
+        return self
+
+    def __exit__(self, *exc):
+        sys.settrace(None)
+        for rf in self.open_ranges.values():
+            rf.__exit__(None, None, None)
+        self.open_ranges.clear()
 
 
 class LineTally:

@@ -1,6 +1,7 @@
 # pyright: basic
 """RunProfile, phase by phase: the cold call under a light profiler, the unprofiled timing,
-the warmed schedule, the trace's export, the line pass, and the finished message."""
+the warmed schedule, the trace's export, the line pass, the memory pass, and the finished
+message."""
 
 import os
 import platform
@@ -9,7 +10,9 @@ import time
 
 from .devices import device_properties, profiler_activities
 from .dynamo import compile_seconds
+from .errors import JobError
 from .lines import attribute_lines, line_pass_calls
+from .memory import memory_at_oom, memory_pass
 from .names import CALL_RANGE, COLD_RANGE, STAGES_PROFILED
 from .target import def_line
 from .timing import unprofiled_timing, warm_up
@@ -18,7 +21,18 @@ from .traces import first_kernel_after, gzip_file, load_json
 
 def run(job):
     """Profile the function, phase by phase, to a profile_finished result."""
-    return job.with_call(lambda fn, call, device, sync: profile(job, fn, call, device, sync))
+    return job.with_call(lambda fn, call, device, sync: oom_told(job, fn, call, device, sync))
+
+
+def oom_told(job, fn, call, device, sync):
+    """The phases; a CUDA out-of-memory in any of them is run again with the allocator's
+    history on, and the failure says what was live at it (JobError.memory)."""
+    try:
+        return profile(job, fn, call, device, sync)
+    except JobError as e:
+        if e.kind == "cuda_oom" and device.type == "cuda" and job.req.get("memory_pass", True):
+            e.memory = memory_at_oom(job, fn, call, sync, device)
+        raise
 
 
 def profile(job, fn, call, device, sync):
@@ -33,8 +47,11 @@ def profile(job, fn, call, device, sync):
     memory = peak_memory(job, device)
     trace_path, wall_us = export_schedule(job, trace_tmp, marks, steps)
     lines = line_pass(job, call, sync, activities, stem, steps, timing)
+    memory_report = memory_pass(job, fn, call, sync, device)
     job.progress("done")
-    return finished(job, fn, device, steps, cold, timing, trace_path, wall_us, lines, memory)
+    result = finished(job, fn, device, steps, cold, timing, trace_path, wall_us, lines, memory)
+    result["sidecar"]["memory_pass"] = memory_report
+    return result
 
 
 def trace_stem(job):

@@ -254,7 +254,7 @@ class Worker:
         try:
             return body()
         except JobError as e:
-            return {
+            failed = {
                 "type": "profile_failed",
                 "job_id": job.id,
                 "kind": e.kind,
@@ -264,6 +264,9 @@ class Worker:
                 "traceback": e.tb,
                 "hint": e.hint,
             }
+            if e.memory is not None:
+                failed["memory_at_failure"] = e.memory
+            return failed
         except (Cancelled, KeyboardInterrupt) as e:
             if self.cancel_requested.is_set():
                 return {
