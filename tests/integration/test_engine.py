@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from pathlib import Path
 
 import pytest
 
 from kernelscope.analysis.trace_model import load_trace
+from kernelscope.engine.launcher import Launcher, WorkerState
 from kernelscope.engine.runner import JobResult
+from kernelscope.engine.targets import Schedule, build_request, load_target
+from kernelscope.protocol import JobProgress
 
 from support import WORKLOADS
 from support.gpu import cuda_available
@@ -161,7 +166,7 @@ def test_host_bound_calls_are_timed_again_in_a_worker_that_never_profiled(
     t = side.timing
     assert t.process == "clean worker"
     assert t.profiling_worker_us_per_call is not None and t.profiling_worker_us_per_call > 0
-    assert t.method == "perf_counter" and t.reps >= 5
+    assert t.method == "perf_counter" and t.reps >= 20
     timer = driver.launcher._timer  # pyright: ignore[reportPrivateUsage]
     assert timer is not None and timer.pid != driver.launcher.worker.pid  # type: ignore[union-attr]
     stages = [p.stage for p in driver.progress]
@@ -174,3 +179,40 @@ def test_a_cpu_call_is_timed_once_where_it_was_profiled(driver: LauncherDriver) 
     result = ok(driver.run(f"{THREE}::three_lines", line_pass=False))
     assert result.finished.sidecar.timing.process == "profiling worker"
     assert "clean timing" not in result.stages_s
+
+
+def test_both_workers_start_together_before_anything_is_measured(tmp_path: Path) -> None:
+    """The clean worker starts with the profiling one (not after the first job), and the
+    job's first stage comes only once it is ready: its start (``import torch``) does not
+    run beside the measured calls, and its wait is not added after them."""
+    launcher = Launcher(python=sys.executable, clean_timing="always")
+    loop = asyncio.new_event_loop()
+    seen: list[tuple[str, WorkerState]] = []
+
+    async def first_job() -> JobResult:
+        launcher.start()
+        timer = launcher._timer  # pyright: ignore[reportPrivateUsage]
+        assert timer is not None and timer.state is WorkerState.STARTING  # by start() alone
+
+        def progress(msg: JobProgress) -> None:
+            seen.append((msg.stage, timer.state))
+
+        request = build_request(
+            load_target(f"{THREE}::three_lines"),
+            tmp_path / "traces",
+            Schedule(1, 1, 2),
+            device="cpu",
+            line_pass=False,
+        )
+        result = await launcher.profile(request, progress, 120.0)
+        assert launcher._timer is timer  # pyright: ignore[reportPrivateUsage]
+        return result
+
+    try:
+        result = loop.run_until_complete(first_job())
+    finally:
+        loop.run_until_complete(launcher.close())
+        loop.close()
+    assert seen and seen[0][1] is WorkerState.READY, seen
+    timing = result.finished.sidecar.timing
+    assert timing.process == "clean worker" and timing.reps >= 20
