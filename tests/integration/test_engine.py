@@ -216,3 +216,28 @@ def test_both_workers_start_together_before_anything_is_measured(tmp_path: Path)
     assert seen and seen[0][1] is WorkerState.READY, seen
     timing = result.finished.sidecar.timing
     assert timing.process == "clean worker" and timing.reps >= 20
+
+
+def test_the_line_pass_takes_the_tracers_own_cost_out_of_pure_python_lines(
+    driver: LauncherDriver,
+) -> None:
+    """A comprehension of 2000 items is 2000 line runs under ``sys.settrace``, each with a
+    range: most of its traced time is the tracer's, measured on a calibration at the start
+    of the pass and taken out (the report says by how much)."""
+    from kernelscope.render.text import render_report
+    from kernelscope.report.build import report_for_job
+
+    spec = WORKLOADS / "pure_python.py"
+    result = ok(driver.run(f"{spec}::rows"))
+    side = result.finished.sidecar
+    cost = side.line_tracer
+    assert cost is not None and cost.in_line_us > 0 and cost.hits > 1000
+    line = next(s for s in side.lines if s.line == 8)
+    assert line.hits == pytest.approx(2001, abs=2)
+    raw = line.self_cpu_us + line.tracer_us
+    assert line.self_cpu_us >= 0 and line.tracer_us >= 0.25 * raw
+    # the comprehension's own frame (Python < 3.12) nests its runs in the line's first one
+    assert line.tracer_us >= 0.99 * min(raw, cost.in_line_us * line.hits)
+    report = report_for_job(result.finished, str(spec), "rows", result.ready)
+    assert report.line_tracer == cost
+    assert "corrected: the tracer's own" in render_report(report)

@@ -11,7 +11,7 @@ from kernelscope.analysis.ops import OpStat
 from kernelscope.analysis.roofline import OpRoof
 from kernelscope.analysis.verdict import Verdict
 from kernelscope.findings import Finding
-from kernelscope.protocol import CallSite, GpuSample, LineStat
+from kernelscope.protocol import CallSite, GpuSample, LineStat, LineTracerCost
 
 
 class FunctionRef(msgspec.Struct):
@@ -130,6 +130,8 @@ class Report(msgspec.Struct):
     communication: Communication | None = None
     call_site: CallSite | None = None
     """Which call of which program the run measured (``--via``)."""
+    line_tracer: LineTracerCost | None = None
+    """The line tracer's own cost per line run, taken out of ``lines`` (None: left in)."""
     """The collectives the function ran (in a process group), per call."""
 
 

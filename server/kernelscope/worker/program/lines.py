@@ -5,12 +5,30 @@ top ops and syncs read back from that pass's trace."""
 
 import os
 import sys
+import time
 
 from .names import GPU_CATS, SYNC_CALLS, SYNC_OPS
 from .traces import load_json
 
 #: A call this long (µs) gets one call of the line pass: that one call has every line.
 LONG_CALL_US = 5000.0
+#: Iterations of the calibration's comprehension and loop, run under the tracer before
+#: and after the calls (three line runs each).
+CALIBRATION_LOOPS = 2000
+
+
+def _calibration_loop(n):
+    """Pure-Python lines whose untraced cost is known, at the top of the traced stack: each
+    line run's range holds the tracer's in-line cost, the gaps its cost between lines."""
+    x = 0
+    for i in range(n):
+        x = i
+    return x
+
+
+def _calibration_comprehension(n):
+    """A comprehension (a frame of its own before Python 3.12), as in a Dataset's items."""
+    return [i + 0 for i in range(n)]
 
 
 def line_pass_calls(active, timing):
@@ -52,18 +70,32 @@ def attribute_lines(job, call, sync, activities, trace_dir, stem, calls):
                 rf.__exit__(None, None, None)
         return local
 
+    # this module's code runs under the tracer only in the calibration functions
+    here = _calibration_loop.__code__.co_filename
+
     def tracer(frame, event, arg):
-        if event == "call" and job.is_user_file(frame.f_code.co_filename):
+        if event == "call" and (
+            frame.f_code.co_filename == here or job.is_user_file(frame.f_code.co_filename)
+        ):
             return local
         return None
 
+    def calibrate():
+        t = time.perf_counter()
+        _calibration_loop(CALIBRATION_LOOPS)
+        _calibration_comprehension(CALIBRATION_LOOPS)
+        return (time.perf_counter() - t) * 1e6
+
     tmp = os.path.join(trace_dir, stem + ".lines.json")
+    plain_us = calibrate() + calibrate()
     with profile(activities=activities) as prof:
         sync()
         sys.settrace(tracer)
         try:
+            traced_us = calibrate()  # before the calls and after: the pass's drift averaged
             for _ in range(calls):
                 call()
+            traced_us += calibrate()
         finally:
             sys.settrace(None)
             for rf in open_ranges.values():
@@ -72,9 +104,32 @@ def attribute_lines(job, call, sync, activities, trace_dir, stem, calls):
         sync()
     prof.export_chrome_trace(tmp)
     try:
-        return line_stats(load_json(tmp), keys, calls, cuda)
+        events = load_json(tmp)
     finally:
         os.unlink(tmp)
+    cal = [i for i, (path, _line) in enumerate(keys) if path == here]
+    split = _calibration_comprehension.__code__.co_firstlineno
+    loop = [i for i in cal if keys[i][1] < split]
+    tally = tally_lines(events, len(keys), cuda)
+    cost = tracer_cost(tally, cal, loop, plain_us, traced_us)
+    return line_rows(tally, keys, calls, set(cal), cost), cost
+
+
+def tracer_cost(tally, cal, loop, plain_us, traced_us):
+    """The tracer's cost per line run, from the calibration: ``in_line_us`` falls inside a
+    line's range (its self time; read on the loop's lines, whose gaps are in no range),
+    ``between_lines_us`` between two ranges (a calling line's self time): the rest of the
+    calibration's traced time over its untraced time. Measured over ``hits`` line runs;
+    None if nothing was."""
+    hits = sum(tally.hits[i] for i in cal)
+    loop_hits = sum(tally.hits[i] for i in loop)
+    if hits <= 0 or loop_hits <= 0:
+        return None
+    # the loop's own work, untraced, is about half of the calibration's (n runs each)
+    inside = sum(tally.self_cpu[i] for i in loop) - plain_us / 2
+    in_line = max(0.0, inside / loop_hits)
+    total = max(0.0, (traced_us - plain_us) / hits)
+    return {"in_line_us": in_line, "between_lines_us": max(0.0, total - in_line), "hits": hits}
 
 
 class LineTally:
@@ -86,24 +141,37 @@ class LineTally:
         self.cuda_self = [0.0] * n
         self.cuda_total = [0.0] * n
         self.hits = [0] * n
+        self.children = [0] * n  # ranges directly inside this line's (in its self time)
+        self.nested = [0] * n  # ranges anywhere inside it, counted where its total is
         self.syncs = [0] * n
         self.sync_wait = [0.0] * n
         self.op_time = [{} for _ in range(n)]
 
     def close(self, node, stack):
         """Book one finished range; recursion into the same line counts its total once."""
-        idx, _end, child, csf, csub, dur = node
+        idx, _end, child, csf, csub, dur = node[:6]
+        children, nested = node[6:8] if len(node) > 6 else (0, 0)
         self.self_cpu[idx] += dur - child
         self.cuda_self[idx] += csf
+        self.children[idx] += children
         if not any(s[0] == idx for s in stack):
             self.total_cpu[idx] += dur
             self.cuda_total[idx] += csf + csub
+            self.nested[idx] += nested
         if stack:
             stack[-1][4] += csf + csub
+            if len(stack[-1]) > 6:
+                stack[-1][7] += nested + 1
 
 
 def line_stats(events, keys, calls, cuda):
-    """Per-line self/total CPU and CUDA time from the line pass's annotations.
+    """Per-line self/total CPU and CUDA time from the line pass's annotations (the
+    tracer's cost left in)."""
+    return line_rows(tally_lines(events, len(keys), cuda), keys, calls, set(), None)
+
+
+def tally_lines(events, n, cuda):
+    """The line ranges of the pass's trace tallied per line index.
 
     Work on a thread with no line ranges (autograd's engine runs ``backward()`` there, and
     torch.compile and user threads launch from others) belongs to the line that was
@@ -124,12 +192,14 @@ def line_stats(events, keys, calls, cuda):
             line_tids.add(e.get("tid"))
         elif cat in ("cuda_runtime", "cuda_driver", "cpu_op"):
             per_tid.setdefault(e.get("tid"), []).append((e["ts"], 1, 0.0, -1, e))
-    tally = LineTally(len(keys))
+    tally = LineTally(n)
     extra_cuda = attribute_other_threads(tally, per_tid, line_tids, gpu_by_corr, cuda)
     for tid in line_tids:
         items = per_tid[tid]
         items.sort(key=lambda t: (t[0], t[1], t[2]))
-        stack = []  # open ranges: [line index, end, child time, own CUDA, callees' CUDA, dur]
+        # open ranges: [line index, end, child time, own CUDA, callees' CUDA, dur,
+        # ranges directly inside, ranges anywhere inside]
+        stack = []
         for ts, kind, neg_dur, idx, e in items:
             while stack and ts >= stack[-1][1]:
                 tally.close(stack.pop(), stack)
@@ -137,23 +207,39 @@ def line_stats(events, keys, calls, cuda):
                 dur = -neg_dur
                 if stack:
                     stack[-1][2] += dur
+                    stack[-1][6] += 1
                 tally.hits[idx] += 1
-                stack.append([idx, ts + dur, 0.0, extra_cuda.get(id(e), 0.0), 0.0, dur])
+                own = extra_cuda.get(id(e), 0.0)
+                stack.append([idx, ts + dur, 0.0, own, 0.0, dur, 0, 0])
             elif stack:
                 attribute_event(tally, stack[-1], e, gpu_by_corr, cuda)
         while stack:
             tally.close(stack.pop(), stack)
+    return tally
+
+
+def line_rows(tally, keys, calls, skip, cost):
+    """Each executed line's costs per call; with a tracer `cost`, the tracer's own time
+    taken out of the CPU times (``tracer_us``: how much, of the self time), never below 0."""
     out = []
     for idx, (path, line) in enumerate(keys):
-        if not tally.hits[idx]:
+        if not tally.hits[idx] or idx in skip:
             continue
         ops = sorted(tally.op_time[idx].items(), key=lambda kv: -kv[1])[:3]
+        self_cpu, total_cpu, tracer = tally.self_cpu[idx], tally.total_cpu[idx], 0.0
+        if cost is not None:
+            inside, between = cost["in_line_us"], cost["between_lines_us"]
+            tracer = min(self_cpu, inside * tally.hits[idx] + between * tally.children[idx])
+            self_cpu -= tracer
+            total_cpu -= inside * tally.hits[idx] + (inside + between) * tally.nested[idx]
+            total_cpu = max(total_cpu, self_cpu)
         out.append(
             {
                 "path": path,
                 "line": line,
-                "self_cpu_us": tally.self_cpu[idx] / calls,
-                "cpu_total_us": tally.total_cpu[idx] / calls,
+                "self_cpu_us": self_cpu / calls,
+                "cpu_total_us": total_cpu / calls,
+                "tracer_us": tracer / calls,
                 "cuda_us": tally.cuda_self[idx] / calls,
                 "cuda_total_us": tally.cuda_total[idx] / calls,
                 "hits": tally.hits[idx] / calls,

@@ -32,9 +32,11 @@ def profile(job, fn, call, device, sync):
     trace_tmp, marks = warmed_schedule(job, call, sync, activities, stem, device, steps)
     memory = peak_memory(job, device)
     trace_path, wall_us = export_schedule(job, trace_tmp, marks, steps)
-    lines = line_pass(job, call, sync, activities, stem, steps, timing)
+    lines, tracer = line_pass(job, call, sync, activities, stem, steps, timing)
     job.progress("done")
-    return finished(job, fn, device, steps, cold, timing, trace_path, wall_us, lines, memory)
+    done = finished(job, fn, device, steps, cold, timing, trace_path, wall_us, lines, memory)
+    done["sidecar"]["line_tracer"] = tracer
+    return done
 
 
 def trace_stem(job):
@@ -143,9 +145,10 @@ def export_schedule(job, trace_tmp, marks, steps):
 
 
 def line_pass(job, call, sync, activities, stem, steps, timing):
-    """Per-line attribution in a pass of its own, so the timed steps stay clean."""
+    """Per-line attribution in a pass of its own, so the timed steps stay clean: the rows,
+    and the tracer's measured cost per line run (taken out of them)."""
     if not job.req.get("line_pass", True):
-        return []
+        return [], None
     job.progress("lines")
     calls = job.ranks.agree(line_pass_calls(steps[2], timing), "min")
     return attribute_lines(job, call, sync, activities, job.trace_dir, stem, calls)
