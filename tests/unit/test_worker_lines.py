@@ -81,17 +81,41 @@ def test_the_tracers_cost_is_taken_out_per_line_run_and_never_below_zero(worker)
         *(_span("user_annotation", "ks:line:1", 1, 10.0 + 20 * k, 15.0) for k in range(4)),
         _span("user_annotation", "ks:line:2", 1, 200.0, 1.0),  # a line cheaper than the cost
     ]
-    tally = worker["tally_lines"](events, len(keys), False)
     cost = {"in_line_us": 2.0, "between_lines_us": 1.0, "hits": 100}
-    rows = {r["line"]: r for r in worker["line_rows"](tally, keys, 1, set(), cost)}
+    tally = worker["tally_lines"](events, len(keys), False, cost)
+    rows = {r["line"]: r for r in worker["line_rows"](tally, keys, 1, set())}
     assert rows[20]["self_cpu_us"] == pytest.approx(4 * (15.0 - 2.0))
     assert rows[20]["tracer_us"] == pytest.approx(8.0)
     assert rows[10]["self_cpu_us"] == pytest.approx(40.0 - 2.0 - 4 * 1.0)
     assert rows[10]["cpu_total_us"] == pytest.approx(100.0 - 2.0 - 4 * 3.0)
+    assert rows[10]["cpu_total_us"] == pytest.approx(
+        rows[10]["self_cpu_us"] + rows[20]["cpu_total_us"]
+    )
     assert rows[30]["self_cpu_us"] == 0.0 and rows[30]["cpu_total_us"] == 0.0
     assert rows[30]["tracer_us"] == pytest.approx(1.0)
-    plain = {r["line"]: r for r in worker["line_rows"](tally, keys, 1, {2}, None)}
+    tally = worker["tally_lines"](events, len(keys), False)
+    plain = {r["line"]: r for r in worker["line_rows"](tally, keys, 1, {2})}
     assert set(plain) == {10, 20} and plain[10]["self_cpu_us"] == pytest.approx(40.0)
+    assert plain[10]["cpu_total_us"] == pytest.approx(100.0) and plain[10]["tracer_us"] == 0
+
+
+def test_a_callers_total_holds_its_callees_when_the_cost_outweighs_a_line(worker) -> None:
+    """Overcorrected lines stop at zero, and the caller's total is still its own corrected
+    time plus its callees' (never below a callee's total)."""
+    keys = [("/p/m.py", 13), ("/p/m.py", 17), ("/p/m.py", 18)]
+    events = [
+        _span("user_annotation", "ks:line:0", 1, 0.0, 30.0),  # helper(x) -> square(x)
+        _span("user_annotation", "ks:line:1", 1, 2.0, 1.0),  # a cheap line in square
+        _span("user_annotation", "ks:line:2", 1, 4.0, 20.0),  # the matmul in square
+    ]
+    cost = {"in_line_us": 3.0, "between_lines_us": 4.0, "hits": 100}
+    tally = worker["tally_lines"](events, len(keys), False, cost)
+    rows = {r["line"]: r for r in worker["line_rows"](tally, keys, 1, set())}
+    assert rows[17]["self_cpu_us"] == 0.0
+    assert rows[18]["cpu_total_us"] == pytest.approx(17.0)
+    assert rows[13]["self_cpu_us"] == 0.0  # 9 µs of its own, 3 + 2 x 4 taken out
+    assert rows[13]["cpu_total_us"] == pytest.approx(17.0)
+    assert rows[13]["cpu_total_us"] >= rows[18]["cpu_total_us"]
 
 
 def test_the_tracer_cost_reads_the_loops_ranges_and_the_calibrations_wall(worker) -> None:

@@ -34,7 +34,7 @@ PY
 done
 
 say "== 2. the first job's wall against the floor (import torch + CUDA init), side by side"
-timeout 150 python3 bench/first_job.py --device cuda --rounds 3 --json "$OUT/first_job.json" 2>&1 | tee -a "$LOG"
+timeout 150 python3 bench/first_job.py --device cuda --rounds 2 --json "$OUT/first_job.json" 2>&1 | tee -a "$LOG"
 
 if [ "${RUN_PYTEST:-0}" = 1 ]; then  # ~3-4 min more: run it as a command of its own
   say "== 3. the GPU test of this work"

@@ -110,9 +110,12 @@ def attribute_lines(job, call, sync, activities, trace_dir, stem, calls):
     cal = [i for i, (path, _line) in enumerate(keys) if path == here]
     split = _calibration_comprehension.__code__.co_firstlineno
     loop = [i for i in cal if keys[i][1] < split]
-    tally = tally_lines(events, len(keys), cuda)
-    cost = tracer_cost(tally, cal, loop, plain_us, traced_us)
-    return line_rows(tally, keys, calls, set(cal), cost), cost
+    # the calibration's ranges alone first (they nest in nothing), then all with its cost
+    names = {"ks:line:%d" % i for i in cal}
+    own = [e for e in events if e.get("name") in names and e.get("cat") == "user_annotation"]
+    cost = tracer_cost(tally_lines(own, len(keys), cuda), cal, loop, plain_us, traced_us)
+    tally = tally_lines(events, len(keys), cuda, cost)
+    return line_rows(tally, keys, calls, set(cal)), cost
 
 
 def tracer_cost(tally, cal, loop, plain_us, traced_us):
@@ -133,45 +136,55 @@ def tracer_cost(tally, cal, loop, plain_us, traced_us):
 
 
 class LineTally:
-    """Per-line sums over the line pass; ranges are closed innermost first."""
+    """Per-line sums over the line pass; ranges are closed innermost first. With a tracer
+    `cost`, each range's self time loses the tracer's in-line cost and its between-lines
+    cost per range directly inside it (never below zero), and its total is its corrected
+    self time plus its inner ranges' corrected totals, so a caller's total always holds its
+    callees' (``tracer`` keeps what was taken out of the self time)."""
 
-    def __init__(self, n):
+    def __init__(self, n, cost=None):
         self.self_cpu = [0.0] * n
         self.total_cpu = [0.0] * n
+        self.tracer = [0.0] * n
         self.cuda_self = [0.0] * n
         self.cuda_total = [0.0] * n
         self.hits = [0] * n
-        self.children = [0] * n  # ranges directly inside this line's (in its self time)
-        self.nested = [0] * n  # ranges anywhere inside it, counted where its total is
         self.syncs = [0] * n
         self.sync_wait = [0.0] * n
         self.op_time = [{} for _ in range(n)]
+        self.in_line = cost["in_line_us"] if cost else 0.0
+        self.between = cost["between_lines_us"] if cost else 0.0
 
     def close(self, node, stack):
-        """Book one finished range; recursion into the same line counts its total once."""
+        """Book one finished range; recursion into the same line counts its total once.
+        A node: [line index, end, inner ranges' time, own CUDA, callees' CUDA, dur, inner
+        ranges, inner ranges' corrected totals]."""
         idx, _end, child, csf, csub, dur = node[:6]
-        children, nested = node[6:8] if len(node) > 6 else (0, 0)
-        self.self_cpu[idx] += dur - child
+        inner, inner_total = node[6:8] if len(node) > 6 else (0, child)
+        raw = dur - child
+        own = max(0.0, raw - self.in_line - self.between * inner)
+        total = own + inner_total
+        self.self_cpu[idx] += own
+        self.tracer[idx] += raw - own
         self.cuda_self[idx] += csf
-        self.children[idx] += children
         if not any(s[0] == idx for s in stack):
-            self.total_cpu[idx] += dur
+            self.total_cpu[idx] += total
             self.cuda_total[idx] += csf + csub
-            self.nested[idx] += nested
         if stack:
             stack[-1][4] += csf + csub
             if len(stack[-1]) > 6:
-                stack[-1][7] += nested + 1
+                stack[-1][7] += total
 
 
 def line_stats(events, keys, calls, cuda):
     """Per-line self/total CPU and CUDA time from the line pass's annotations (the
     tracer's cost left in)."""
-    return line_rows(tally_lines(events, len(keys), cuda), keys, calls, set(), None)
+    return line_rows(tally_lines(events, len(keys), cuda), keys, calls, set())
 
 
-def tally_lines(events, n, cuda):
-    """The line ranges of the pass's trace tallied per line index.
+def tally_lines(events, n, cuda, cost=None):
+    """The line ranges of the pass's trace tallied per line index (the tracer's `cost`
+    taken out, see LineTally).
 
     Work on a thread with no line ranges (autograd's engine runs ``backward()`` there, and
     torch.compile and user threads launch from others) belongs to the line that was
@@ -192,14 +205,12 @@ def tally_lines(events, n, cuda):
             line_tids.add(e.get("tid"))
         elif cat in ("cuda_runtime", "cuda_driver", "cpu_op"):
             per_tid.setdefault(e.get("tid"), []).append((e["ts"], 1, 0.0, -1, e))
-    tally = LineTally(n)
+    tally = LineTally(n, cost)
     extra_cuda = attribute_other_threads(tally, per_tid, line_tids, gpu_by_corr, cuda)
     for tid in line_tids:
         items = per_tid[tid]
         items.sort(key=lambda t: (t[0], t[1], t[2]))
-        # open ranges: [line index, end, child time, own CUDA, callees' CUDA, dur,
-        # ranges directly inside, ranges anywhere inside]
-        stack = []
+        stack = []  # open ranges (see LineTally.close)
         for ts, kind, neg_dur, idx, e in items:
             while stack and ts >= stack[-1][1]:
                 tally.close(stack.pop(), stack)
@@ -210,7 +221,7 @@ def tally_lines(events, n, cuda):
                     stack[-1][6] += 1
                 tally.hits[idx] += 1
                 own = extra_cuda.get(id(e), 0.0)
-                stack.append([idx, ts + dur, 0.0, own, 0.0, dur, 0, 0])
+                stack.append([idx, ts + dur, 0.0, own, 0.0, dur, 0, 0.0])
             elif stack:
                 attribute_event(tally, stack[-1], e, gpu_by_corr, cuda)
         while stack:
@@ -218,28 +229,21 @@ def tally_lines(events, n, cuda):
     return tally
 
 
-def line_rows(tally, keys, calls, skip, cost):
-    """Each executed line's costs per call; with a tracer `cost`, the tracer's own time
-    taken out of the CPU times (``tracer_us``: how much, of the self time), never below 0."""
+def line_rows(tally, keys, calls, skip):
+    """Each executed line's costs per call (``tracer_us``: the tracer's cost taken out of
+    its self time), but the lines in `skip`."""
     out = []
     for idx, (path, line) in enumerate(keys):
         if not tally.hits[idx] or idx in skip:
             continue
         ops = sorted(tally.op_time[idx].items(), key=lambda kv: -kv[1])[:3]
-        self_cpu, total_cpu, tracer = tally.self_cpu[idx], tally.total_cpu[idx], 0.0
-        if cost is not None:
-            inside, between = cost["in_line_us"], cost["between_lines_us"]
-            tracer = min(self_cpu, inside * tally.hits[idx] + between * tally.children[idx])
-            self_cpu -= tracer
-            total_cpu -= inside * tally.hits[idx] + (inside + between) * tally.nested[idx]
-            total_cpu = max(total_cpu, self_cpu)
         out.append(
             {
                 "path": path,
                 "line": line,
-                "self_cpu_us": self_cpu / calls,
-                "cpu_total_us": total_cpu / calls,
-                "tracer_us": tracer / calls,
+                "self_cpu_us": tally.self_cpu[idx] / calls,
+                "cpu_total_us": tally.total_cpu[idx] / calls,
+                "tracer_us": tally.tracer[idx] / calls,
                 "cuda_us": tally.cuda_self[idx] / calls,
                 "cuda_total_us": tally.cuda_total[idx] / calls,
                 "hits": tally.hits[idx] / calls,
