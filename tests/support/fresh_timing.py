@@ -16,18 +16,22 @@ import sys
 from typing import Any
 
 
-class _Ranks:
+class Alone:
+    """A job of one process: nothing to agree with."""
+
+    dist = None
+
     def agree(self, value: Any, op: str = "max") -> Any:
         return value
 
 
-class _Job:
+class TimingJob:
     """What the worker's timing functions read of a job."""
 
     def __init__(self, torch: Any, reps: int) -> None:
         self.torch = torch
         self.req = {"timing_reps": reps}
-        self.ranks = _Ranks()
+        self.ranks = Alone()
 
     def progress(self, stage: str, step: int = 0, total: int = 0) -> None:
         pass
@@ -58,7 +62,7 @@ def main() -> None:
     def call() -> Any:
         return fn(*args)
 
-    job = _Job(torch, reps)
+    job = TimingJob(torch, reps)
     per_call = warm_up(job, call, sync)
     timing = unprofiled_timing(job, call, sync, device, per_call)
     out = {"us_per_call": timing["us_per_call"], "reps": timing["reps"]}

@@ -100,6 +100,9 @@ def time_unprofiled(job, call, sync, cuda, device, reps):
     sampler = GpuSampler(job.torch, device) if cuda else None
     if sampler is not None:
         sampler.start()
+    # Calls slower than the warm-up said (a stall, a new epoch) stop the timing at twice
+    # TIMING_MAX_S; with ranks every rank makes every call (each may hold a collective).
+    alone = job.ranks.dist is None
     if cuda:
         torch = job.torch
         events = [
@@ -107,28 +110,36 @@ def time_unprofiled(job, call, sync, cuda, device, reps):
             for _ in range(reps)
         ]
         t0 = time.perf_counter()
+        deadline = t0 + 2 * TIMING_MAX_S
+        done = 0
         for start, end in events:
             start.record()
             call()
             end.record()
-        host_us = (time.perf_counter() - t0) * 1e6 / reps
+            done += 1
+            if alone and time.perf_counter() > deadline:
+                break
+        host_us = (time.perf_counter() - t0) * 1e6 / done
         sync()
-        samples = [s.elapsed_time(e) * 1e3 for s, e in events]
+        samples = [s.elapsed_time(e) * 1e3 for s, e in events[:done]]
         method = "cuda_events"
     else:
         t0 = time.perf_counter()
+        deadline = t0 + 2 * TIMING_MAX_S
         for _ in range(reps):
             t = time.perf_counter()
             call()
             samples.append((time.perf_counter() - t) * 1e6)
-        host_us = (time.perf_counter() - t0) * 1e6 / reps
+            if alone and t > deadline:
+                break
+        host_us = (time.perf_counter() - t0) * 1e6 / len(samples)
         method = "perf_counter"
     gpu = sampler.stop() if sampler is not None else None
     p10, p90 = spread(samples)
     return {
         "us_per_call": statistics.median(samples),
         "method": method,
-        "reps": reps,
+        "reps": len(samples),
         "samples_us": samples[:200],
         "host_us_per_call": host_us,
         "p10_us": p10,
