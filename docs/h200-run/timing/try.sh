@@ -27,3 +27,8 @@ print(f"tracer {r['line_tracer']}")
 print(f"line 8: traced {raw:.0f} us, corrected {row['self_cpu_us']:.0f} us, timed directly "
       f"{direct:.0f} us (traced/direct {raw / direct:.1f}x, corrected/direct {row['self_cpu_us'] / direct:.2f}x)")
 PY
+
+if [ "${RUN_PYTEST:-0}" = 1 ]; then  # the same comparison as asserts (~4 min): a command of its own
+  echo "== 3. the GPU test of item 6" | tee -a "$LOG"
+  timeout 400 python3 -m pytest -q -p no:cacheprovider -s tests/gpu/test_try_gpu.py 2>&1 | tail -25 | tee -a "$LOG"
+fi
