@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from pathlib import Path
 
 import pytest
 
 from kernelscope.analysis.trace_model import load_trace
+from kernelscope.engine.launcher import Launcher, WorkerState
 from kernelscope.engine.runner import JobResult
+from kernelscope.engine.targets import Schedule, build_request, load_target
+from kernelscope.protocol import JobProgress
 
 from support import WORKLOADS
 from support.gpu import cuda_available
@@ -163,7 +168,7 @@ def test_host_bound_calls_are_timed_again_in_a_worker_that_never_profiled(
     t = side.timing
     assert t.process == "clean worker"
     assert t.profiling_worker_us_per_call is not None and t.profiling_worker_us_per_call > 0
-    assert t.method == "perf_counter" and t.reps >= 5
+    assert t.method == "perf_counter" and t.reps >= 20
     timer = driver.launcher._timer  # pyright: ignore[reportPrivateUsage]
     assert timer is not None and timer.pid != driver.launcher.worker.pid  # type: ignore[union-attr]
     stages = [p.stage for p in driver.progress]
@@ -176,3 +181,64 @@ def test_a_cpu_call_is_timed_once_where_it_was_profiled(driver: LauncherDriver) 
     result = ok(driver.run(f"{THREE}::three_lines", line_pass=False))
     assert result.finished.sidecar.timing.process == "profiling worker"
     assert "clean timing" not in result.stages_s
+
+
+def test_both_workers_start_together_before_anything_is_measured(tmp_path: Path) -> None:
+    """The clean worker starts with the profiling one (not after the first job), and the
+    job's first stage comes only once it is ready: its start (``import torch``) does not
+    run beside the measured calls, and its wait is not added after them."""
+    launcher = Launcher(python=sys.executable, clean_timing="always")
+    loop = asyncio.new_event_loop()
+    seen: list[tuple[str, WorkerState]] = []
+
+    async def first_job() -> JobResult:
+        launcher.start()
+        timer = launcher._timer  # pyright: ignore[reportPrivateUsage]
+        assert timer is not None and timer.state is WorkerState.STARTING  # by start() alone
+
+        def progress(msg: JobProgress) -> None:
+            seen.append((msg.stage, timer.state))
+
+        request = build_request(
+            load_target(f"{THREE}::three_lines"),
+            tmp_path / "traces",
+            Schedule(1, 1, 2),
+            device="cpu",
+            line_pass=False,
+        )
+        result = await launcher.profile(request, progress, 120.0)
+        assert launcher._timer is timer  # pyright: ignore[reportPrivateUsage]
+        return result
+
+    try:
+        result = loop.run_until_complete(first_job())
+    finally:
+        loop.run_until_complete(launcher.close())
+        loop.close()
+    assert seen and seen[0][1] is WorkerState.READY, seen
+    timing = result.finished.sidecar.timing
+    assert timing.process == "clean worker" and timing.reps >= 20
+
+
+def test_the_line_pass_takes_the_tracers_own_cost_out_of_pure_python_lines(
+    driver: LauncherDriver,
+) -> None:
+    """A comprehension of 2000 items is 2000 line runs under ``sys.settrace``, each with a
+    range: most of its traced time is the tracer's, measured on a calibration at the start
+    of the pass and taken out (the report says by how much)."""
+    from kernelscope.render.text import render_report
+    from kernelscope.report.build import report_for_job
+
+    spec = WORKLOADS / "pure_python.py"
+    result = ok(driver.run(f"{spec}::rows"))
+    side = result.finished.sidecar
+    cost = side.line_tracer
+    assert cost is not None and cost.in_line_us > 0 and cost.hits > 1000
+    line = next(s for s in side.lines if s.line == 8)
+    assert line.hits == pytest.approx(2001, abs=2)
+    raw = line.self_cpu_us + line.tracer_us
+    # most of the traced time was the tracer's (a quiet machine: nearly all of it)
+    assert line.self_cpu_us >= 0 and 0.25 * raw <= line.tracer_us <= raw
+    report = report_for_job(result.finished, str(spec), "rows", result.ready)
+    assert report.line_tracer == cost
+    assert "corrected: the tracer's own" in render_report(report)

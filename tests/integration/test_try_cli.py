@@ -87,3 +87,34 @@ def test_a_variant_that_recompiles_on_every_call_is_a_failure() -> None:
     assert rc == 0, err
     (v,) = out["variants"]
     assert v["status"] == "failed" and "compiled it again" in v["why"], v
+
+
+def test_channels_last_copies_the_model_its_optimizer_and_grad_scaler_together() -> None:
+    """One deepcopy memo over the call's arguments: the copied optimizer holds the copied
+    model's parameters, so ``scaler.step(opt)`` finds their gradients (copying the module
+    alone failed with "No inf checks were recorded for this optimizer")."""
+    rc, out, err = run_try(
+        f"{WHAT_IF}::scaled_step", "--variants", "channels_last", "--budget", "0.2"
+    )
+    assert rc == 0, err
+    (v,) = out["variants"]
+    assert v["status"] == "ok", v
+    assert v["results"] == "not compared: the function's results change from call to call"
+    assert v["speedup"] > 0 and v["us_per_call"] > 0
+
+
+def test_a_variant_failing_on_a_global_optimizer_names_it() -> None:
+    """The optimizer and scaler are globals, the model an argument: the copy cannot take
+    them along, and the failure says so with the user's names."""
+    rc, out, err = run_try(
+        f"{WHAT_IF}::global_opt_step", "--variants", "channels_last", "--budget", "0.2"
+    )
+    assert rc == 0, err
+    (v,) = out["variants"]
+    assert v["status"] == "failed", v
+    assert "No inf checks" in v["why"]
+    assert "copies of model (Sequential)" in v["why"]
+    assert "GLOBAL_OPT (SGD)" in v["why"] and "GLOBAL_SCALER (GradScaler)" in v["why"]
+    assert "pass it as an argument" in v["why"]
+    source = WHAT_IF.read_text().splitlines()
+    assert "GLOBAL_SCALER.step" in source[v["line"] - 1]

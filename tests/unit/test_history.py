@@ -113,3 +113,11 @@ def test_an_op_changed_only_beyond_its_noise_and_the_diff_says_what_that_is() ->
     assert c.ops[0].noise_us == pytest.approx(0.05 * c.ops[0].after_us)
     text = render_comparison(c)
     assert "its time beyond its noise: ±5%" in text
+
+
+def test_a_lines_hover_says_when_most_of_its_traced_time_was_the_tracers() -> None:
+    report = fixture_report("matmul_add_64")
+    row = msgspec.structs.replace(report.lines[0], self_cpu_us=10.0, tracer_us=600.0)
+    assert "the line tracer's own 600.0 µs taken out" in views.line_summary(report, row)
+    row = msgspec.structs.replace(row, tracer_us=1.0)
+    assert "tracer" not in views.line_summary(report, row)

@@ -68,3 +68,65 @@ def test_generated_code_is_never_a_user_file(worker, tmp_path) -> None:  # type:
     assert job.is_user_file(str(tmp_path / "model.py"))
     assert job.is_user_file(str(tmp_path / "layers.py"))
     assert not job.is_user_file(f"{tmp_path}/torchinductor_root/ab/cab.py")
+
+
+def test_the_tracers_cost_is_taken_out_per_line_run_and_never_below_zero(worker) -> None:
+    """A caller line (10) whose range holds four runs of a callee's line (20), as a
+    comprehension's frame does: each run's range loses the in-line cost, the caller's self
+    time (the gaps between its callee's ranges) the between-lines cost per range inside it,
+    and its total both for every range nested in it."""
+    keys = [("/p/m.py", 10), ("/p/m.py", 20), ("/p/m.py", 30)]
+    events = [
+        _span("user_annotation", "ks:line:0", 1, 0.0, 100.0),
+        *(_span("user_annotation", "ks:line:1", 1, 10.0 + 20 * k, 15.0) for k in range(4)),
+        _span("user_annotation", "ks:line:2", 1, 200.0, 1.0),  # a line cheaper than the cost
+    ]
+    cost = {"in_line_us": 2.0, "between_lines_us": 1.0, "hits": 100}
+    tally = worker["tally_lines"](events, len(keys), False, cost)
+    rows = {r["line"]: r for r in worker["line_rows"](tally, keys, 1, set())}
+    assert rows[20]["self_cpu_us"] == pytest.approx(4 * (15.0 - 2.0))
+    assert rows[20]["tracer_us"] == pytest.approx(8.0)
+    assert rows[10]["self_cpu_us"] == pytest.approx(40.0 - 2.0 - 4 * 1.0)
+    assert rows[10]["cpu_total_us"] == pytest.approx(100.0 - 2.0 - 4 * 3.0)
+    assert rows[10]["cpu_total_us"] == pytest.approx(
+        rows[10]["self_cpu_us"] + rows[20]["cpu_total_us"]
+    )
+    assert rows[30]["self_cpu_us"] == 0.0 and rows[30]["cpu_total_us"] == 0.0
+    assert rows[30]["tracer_us"] == pytest.approx(1.0)
+    tally = worker["tally_lines"](events, len(keys), False)
+    plain = {r["line"]: r for r in worker["line_rows"](tally, keys, 1, {2})}
+    assert set(plain) == {10, 20} and plain[10]["self_cpu_us"] == pytest.approx(40.0)
+    assert plain[10]["cpu_total_us"] == pytest.approx(100.0) and plain[10]["tracer_us"] == 0
+
+
+def test_a_callers_total_holds_its_callees_when_the_cost_outweighs_a_line(worker) -> None:
+    """Overcorrected lines stop at zero, and the caller's total is still its own corrected
+    time plus its callees' (never below a callee's total)."""
+    keys = [("/p/m.py", 13), ("/p/m.py", 17), ("/p/m.py", 18)]
+    events = [
+        _span("user_annotation", "ks:line:0", 1, 0.0, 30.0),  # helper(x) -> square(x)
+        _span("user_annotation", "ks:line:1", 1, 2.0, 1.0),  # a cheap line in square
+        _span("user_annotation", "ks:line:2", 1, 4.0, 20.0),  # the matmul in square
+    ]
+    cost = {"in_line_us": 3.0, "between_lines_us": 4.0, "hits": 100}
+    tally = worker["tally_lines"](events, len(keys), False, cost)
+    rows = {r["line"]: r for r in worker["line_rows"](tally, keys, 1, set())}
+    assert rows[17]["self_cpu_us"] == 0.0
+    assert rows[18]["cpu_total_us"] == pytest.approx(17.0)
+    assert rows[13]["self_cpu_us"] == 0.0  # 9 µs of its own, 3 + 2 x 4 taken out
+    assert rows[13]["cpu_total_us"] == pytest.approx(17.0)
+    assert rows[13]["cpu_total_us"] >= rows[18]["cpu_total_us"]
+
+
+def test_the_tracer_cost_reads_the_loops_ranges_and_the_calibrations_wall(worker) -> None:
+    """In-line cost: the loop's ranges over its runs, less its untraced half; between lines:
+    the rest of the traced wall over all the calibration's runs."""
+    keys = [("<w>", 1), ("<w>", 2), ("<w>", 9)]
+    events = [_span("user_annotation", "ks:line:0", 1, 10.0 * k, 5.0) for k in range(10)]
+    events.append(_span("user_annotation", "ks:line:2", 1, 200.0, 100.0))
+    tally = worker["tally_lines"](events, len(keys), False)
+    cost = worker["tracer_cost"](tally, [0, 1, 2], [0, 1], 20.0, 220.0)
+    assert cost["hits"] == 11
+    assert cost["in_line_us"] == pytest.approx((50.0 - 10.0) / 10)
+    assert cost["between_lines_us"] == pytest.approx((220.0 - 20.0) / 11 - 4.0)
+    assert worker["tracer_cost"](tally, [], [], 20.0, 220.0) is None

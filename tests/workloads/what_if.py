@@ -62,3 +62,48 @@ def recompiles(x):
 
 def recompiles_inputs(batch_size: int = 1, device: str = "cpu"):
     return (torch.ones(8, device=device),)
+
+
+def _conv_net():
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 3)
+    )
+
+
+def scaled_step(model, opt, scaler, x):
+    """A mixed-precision training step: the optimizer and the GradScaler hold the model's
+    parameters, so a variant on a copy of the model alone would step the originals."""
+    loss = model(x).square().mean()
+    opt.zero_grad(set_to_none=True)
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+    return loss.detach()
+
+
+def scaled_step_inputs(batch_size: int = 1, device: str = "cpu"):
+    torch.manual_seed(0)
+    model = _conv_net().to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    scaler = torch.amp.GradScaler(device)
+    return model, opt, scaler, torch.randn(2 * batch_size, 3, 16, 16, device=device)
+
+
+torch.manual_seed(1)
+GLOBAL_MODEL = _conv_net()
+GLOBAL_OPT = torch.optim.SGD(GLOBAL_MODEL.parameters(), lr=1e-3)
+GLOBAL_SCALER = torch.amp.GradScaler("cpu")
+
+
+def global_opt_step(model, x):
+    """The optimizer and scaler are globals: a copy of `model` leaves them behind."""
+    GLOBAL_OPT.zero_grad(set_to_none=True)
+    out = model(x)
+    GLOBAL_SCALER.scale(out.square().mean()).backward()
+    GLOBAL_SCALER.step(GLOBAL_OPT)
+    GLOBAL_SCALER.update()
+    return out.detach().sum()
+
+
+def global_opt_step_inputs(batch_size: int = 1, device: str = "cpu"):
+    return GLOBAL_MODEL, torch.randn(2 * batch_size, 3, 16, 16, device=device)

@@ -375,6 +375,7 @@ class Launcher:
         self.remote = remote
         self.clean_timing: CleanTiming = "never" if remote is not None or prefix else clean_timing
         self._timer: WorkerProcess | None = None  # the worker that never profiles
+        self._timer_starting: asyncio.Task[WorkerReady] | None = None
         self.python = remote.python if remote else python or sys.executable
         self.prefix = list(prefix)
         self.env = env
@@ -405,7 +406,34 @@ class Launcher:
             self._worker = WorkerProcess(self.argv, self.env, self.remote)
             self._starting = asyncio.create_task(self._worker.start(self.start_timeout))
             self._starting.add_done_callback(_seen)  # a failed background start is not an error
+        if self.clean_timing == "always" or (self.clean_timing == "auto" and gpu_here()):
+            self._start_timer()
         return self._starting
+
+    def _start_timer(self) -> asyncio.Task[WorkerReady] | None:
+        """Start the worker that never profiles beside the profiling one (idempotent), so a
+        host-bound call's clean timing does not wait for a second start after the first job
+        (``import torch`` and CUDA's start are 5-7 s on an H200); None where there is none."""
+        if self.clean_timing == "never":
+            return None
+        if self._timer_starting is None or (
+            self._timer_starting.done()
+            and (self._timer is None or self._timer.state is WorkerState.DEAD)
+        ):
+            env = dict(os.environ if self.env is None else self.env)
+            env[TIMING_WORKER_ENV] = "1"
+            self._timer = WorkerProcess(self.argv, env)
+            self._timer_starting = asyncio.create_task(self._timer.start(self.start_timeout))
+            self._timer_starting.add_done_callback(_seen)
+        return self._timer_starting
+
+    async def _timer_started(self) -> None:
+        """Wait for the clean worker's start, so it is not starting (importing torch) while
+        a job is measured; a failed start is the clean timing's to report, not the job's."""
+        task = self._timer_starting
+        if task is not None and not task.done():
+            with contextlib.suppress(Exception):
+                await asyncio.shield(task)
 
     async def profile(
         self,
@@ -518,12 +546,11 @@ class Launcher:
         return outcome, ready
 
     async def _clean_worker(self) -> WorkerProcess:
-        """The worker that never profiles, started on first use (hold the lock)."""
-        if self._timer is None or self._timer.state is WorkerState.DEAD:
-            env = dict(os.environ if self.env is None else self.env)
-            env[TIMING_WORKER_ENV] = "1"
-            self._timer = WorkerProcess(self.argv, env)
-            await self._timer.start(self.start_timeout)
+        """The worker that never profiles, started with the profiling one, or now if it
+        died since (hold the lock)."""
+        task = self._start_timer()
+        assert task is not None and self._timer is not None
+        await asyncio.shield(task)
         return self._timer
 
     async def _remote_request(self, request: R) -> R:
@@ -555,6 +582,7 @@ class Launcher:
                 ready = await self.start()
             except JobFailed as e:
                 raise self._named(e, request) from None
+            await self._timer_started()
             waited = time.perf_counter() - t
             if stages is not None and waited > 0.001:  # a worker started (or finished) for it
                 stages["worker start"] = waited
@@ -594,6 +622,7 @@ class Launcher:
         async with self._lock:
             if self._worker is not None:
                 await self._worker.kill()
+            await self._stop_timer_start()
             if self._timer is not None:
                 await self._timer.kill()
                 self._timer = None
@@ -606,10 +635,19 @@ class Launcher:
             self._starting.cancel()
             with contextlib.suppress(BaseException):
                 await self._starting
+        await self._stop_timer_start()
         if self._worker is not None:
             await self._worker.shutdown()
         if self._timer is not None:
             await self._timer.shutdown()
+
+    async def _stop_timer_start(self) -> None:
+        """Cancel the clean worker's start if it is still under way."""
+        task, self._timer_starting = self._timer_starting, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
 
 
 def host_bound(finished: ProfileFinished) -> bool:
@@ -624,6 +662,13 @@ def host_bound(finished: ProfileFinished) -> bool:
     t = side.timing
     host = t.host_us_per_call or 0.0
     return t.us_per_call > 0 and host >= CLEAN_TIMING_BELOW * t.us_per_call
+
+
+def gpu_here() -> bool:
+    """Whether this machine has a GPU driver's device node (NVIDIA's, or ROCm's): only there
+    can a call be host-bound on a GPU and need the clean worker (a CPU machine starts it on
+    first use, for ``try``)."""
+    return any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/kfd"))
 
 
 def _seen(task: asyncio.Task[WorkerReady]) -> None:

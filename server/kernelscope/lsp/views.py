@@ -232,11 +232,18 @@ def function_summary(report: Report) -> str:
 
 
 def line_summary(report: Report, row: LineRow) -> str:
-    """One attributed line: its CUDA and self/total CPU time per call."""
+    """One attributed line: its CUDA and self/total CPU time per call (and the line
+    tracer's own time taken out of it, where that was most of it)."""
     cuda = f"{fmt_us(row.cuda_us)} CUDA · " if report.device.type == "cuda" else ""
     ops = f" — {', '.join(row.top_ops)}" if row.top_ops else ""
+    traced = (
+        f" (the line tracer's own {fmt_us(row.tracer_us)} taken out)"
+        if row.tracer_us > row.self_cpu_us
+        else ""
+    )
     return (
-        f"{cuda}{fmt_us(row.self_cpu_us)} CPU self, {fmt_us(row.cpu_total_us)} total per call{ops}"
+        f"{cuda}{fmt_us(row.self_cpu_us)} CPU self, {fmt_us(row.cpu_total_us)} total per call"
+        f"{traced}{ops}"
     )
 
 

@@ -136,7 +136,7 @@ def render_report(
     out += ["", f"ops (totals over {steps} active step{'s' if steps != 1 else ''})"]
     out += _ops_table(report.ops, cuda, max_ops)
     if report.lines:
-        out += ["", "costliest lines (per call, from a traced pass)"]
+        out += ["", "costliest lines (per call, from a traced pass)" + _tracer_note(report)]
         out += table(
             ["line", "self CPU", "CPU total", *(["CUDA"] if cuda else []), "code"],
             [
@@ -402,6 +402,19 @@ def _inflation(report: Report) -> str:
     if extra < -0.05:  # a profiler adds time; a "negative" overhead is the two timings' noise
         return "; the profiled and unprofiled times differ by more than the profiler can explain"
     return f"; the profiler adds {extra:+.0%} CPU time" if extra >= 0.05 else ""
+
+
+def _tracer_note(report: Report) -> str:
+    """How much of the traced pass's CPU time was the tracer's own, taken out."""
+    cost = report.line_tracer
+    if cost is None:
+        return "; the tracer's own cost is left in"
+    per_run = cost.in_line_us + cost.between_lines_us
+    taken = sum(r.tracer_us for r in report.lines)
+    return (
+        f"; corrected: the tracer's own {fmt_us(per_run)} per line run taken out, "
+        f"{fmt_us(taken)} per call in all"
+    )
 
 
 def render_failure(failure: ProfileFailed, target: str) -> str:

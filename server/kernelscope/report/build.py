@@ -92,6 +92,7 @@ def build_report(
         ),
         ops=ops,
         lines=_line_rows(side.lines),
+        line_tracer=side.line_tracer,
         trace=TraceRef(finished.trace_path, side.cold.trace_path),
         memory=Memory(side.memory.peak_allocated_bytes, side.memory.peak_reserved_bytes)
         if side.memory

@@ -12,7 +12,7 @@ from kernelscope.analysis.ops import OpStat
 from kernelscope.analysis.roofline import OpRoof
 from kernelscope.analysis.verdict import Verdict
 from kernelscope.findings import Finding
-from kernelscope.protocol import CallSite, Counters, GpuSample, LineStat, MemoryPass
+from kernelscope.protocol import CallSite, Counters, GpuSample, LineStat, LineTracerCost, MemoryPass
 
 
 class FunctionRef(msgspec.Struct):
@@ -133,6 +133,8 @@ class Report(msgspec.Struct):
     """The collectives the function ran (in a process group), per call."""
     call_site: CallSite | None = None
     """Which call of which program the run measured (``--via``)."""
+    line_tracer: LineTracerCost | None = None
+    """The line tracer's own cost per line run, taken out of ``lines`` (None: left in)."""
     """The collectives the function ran (in a process group), per call."""
     counters: Counters | None = None
     """``--counters``: Nsight Compute's figures for one warm call, or why there are none."""

@@ -4,6 +4,8 @@ channels_last, batch ×2) on the same inputs, timed in turns, unprofiled; each v
 results compared with the function's."""
 
 import platform
+import statistics
+import sys
 import time
 
 from .dynamo import compile_seconds, dynamo_frames
@@ -14,7 +16,9 @@ from .timing import warm_up
 TRY_BUDGET_S = 2.0  # of timed calls, all candidates together
 TRY_MIN_ROUNDS = 7
 TRY_MAX_ROUNDS = 40
-TRY_BLOCK_US = 5000.0  # each timed block: this long, in up to 50 calls
+TRY_BLOCK_US = 20000.0  # each timed block: about this long, in 5 to 200 calls
+TRY_BLOCK_MIN_CALLS = 5
+TRY_BLOCK_MAX_CALLS = 200
 #: Tolerances by the reference's dtype (rtol, atol): torch.testing's defaults for half types,
 #: looser than its 1.3e-6 for float32 because a fused or reordered reduction (torch.compile)
 #: legitimately differs there in the last digits.
@@ -100,28 +104,129 @@ def compare_outputs(torch, reference, outputs):
 
 
 def channels_last(torch, args, kwargs):
-    """Copies of the inputs with 4-d tensors and modules with 4-d weights in channels_last
-    (the originals untouched, so the baseline keeps its layout); whether any changed."""
+    """Copies of the call's arguments, made together (one ``copy.deepcopy`` memo, so an
+    optimizer or a GradScaler among them steps the copied model's parameters), with 4-d
+    tensors and the modules holding 4-d weights in channels_last; the originals keep their
+    layout for the baseline. Returns (args, kwargs, changed, note): `note` says what could
+    not be copied together (then each argument is copied alone, or shared)."""
     import copy
 
+    note = ""
+    try:
+        new_args, new_kwargs = copy.deepcopy((list(args), dict(kwargs)))
+    except Exception as e:
+        note = "the arguments could not be copied together (%s: %s)" % (
+            type(e).__name__,
+            str(e).strip().splitlines()[0][:200] if str(e).strip() else "",
+        )
+        new_args = [_copied_or_shared(a) for a in args]
+        new_kwargs = {k: _copied_or_shared(v) for k, v in kwargs.items()}
     changed = [False]
+    seen = set()
 
-    def conv(v):
-        if isinstance(v, torch.Tensor) and v.dim() == 4:
-            changed[0] = True
-            return v.contiguous(memory_format=torch.channels_last)
-        if isinstance(v, torch.nn.Module) and any(p.dim() == 4 for p in v.parameters()):
-            changed[0] = True
-            return copy.deepcopy(v).to(memory_format=torch.channels_last)
+    def conv(v, depth=0):
+        if isinstance(v, torch.Tensor):
+            if v.dim() == 4 and not isinstance(v, torch.nn.Parameter):
+                changed[0] = True
+                return v.contiguous(memory_format=torch.channels_last)
+            return v
+        if depth > 4 or id(v) in seen:
+            return v
+        seen.add(id(v))
+        if isinstance(v, torch.nn.Module):
+            if any(p.dim() == 4 for p in v.parameters()):
+                changed[0] = True
+                # in place: the parameters stay the same objects, so the copied optimizer
+                # still holds them
+                v.to(memory_format=torch.channels_last)
+            return v
         if isinstance(v, (list, tuple)):
-            return type(v)(conv(x) for x in v)
+            return type(v)(conv(x, depth + 1) for x in v)
         if isinstance(v, dict):
-            return {k: conv(x) for k, x in v.items()}
+            return {k: conv(x, depth + 1) for k, x in v.items()}
+        if hasattr(v, "__dict__") and not isinstance(v, type) and not callable(v):
+            for x in list(vars(v).values()):  # a trainer object holding the model
+                if isinstance(x, torch.nn.Module):
+                    conv(x, depth + 1)
         return v
 
-    new_args = [conv(a) for a in args]
-    new_kwargs = {k: conv(v) for k, v in kwargs.items()}
-    return new_args, new_kwargs, changed[0]
+    new_args = [conv(a) for a in new_args]
+    new_kwargs = {k: conv(v) for k, v in new_kwargs.items()}
+    return new_args, new_kwargs, changed[0], note
+
+
+def _copied_or_shared(v):
+    import copy
+
+    try:
+        return copy.deepcopy(v)
+    except Exception:
+        return v
+
+
+def _scaler_types(torch):
+    found = []
+    for where in (getattr(torch, "amp", None), getattr(torch.cuda, "amp", None)):
+        scaler = getattr(where, "GradScaler", None)
+        if isinstance(scaler, type):
+            found.append(scaler)
+    return tuple(found)
+
+
+def stateful_objects(torch, fn, args, kwargs):
+    """The call's modules, optimizers and grad scalers by the user's names: ({argument name:
+    object}, {global name: object} for those the function reads)."""
+    import inspect
+
+    kinds = (torch.nn.Module, torch.optim.Optimizer, *_scaler_types(torch))
+    try:
+        bound = dict(inspect.signature(fn).bind_partial(*args, **kwargs).arguments)
+    except (TypeError, ValueError):
+        bound = {"argument %d" % (i + 1): a for i, a in enumerate(args)}
+        bound.update(kwargs)
+    plain = inspect.unwrap(fn)
+    code = getattr(plain, "__code__", None)
+    space = getattr(plain, "__globals__", {})
+    named = {n: v for n, v in bound.items() if isinstance(v, kinds)}
+    used = code.co_names if code is not None else ()
+    shared = {n: space[n] for n in used if n in space and isinstance(space[n], kinds)}
+    return named, shared
+
+
+def reset_scalers(torch, fn, args, kwargs):
+    """A variant that failed inside ``scaler.step`` left its GradScaler half-way through a
+    step (the next ``step`` would fail the same way on the baseline): start it afresh."""
+    import collections
+
+    named, shared = stateful_objects(torch, fn, args, kwargs)
+    for obj in list(named.values()) + list(shared.values()):
+        if not isinstance(obj, _scaler_types(torch)):
+            continue
+        for cls in type(obj).__mro__:  # torch.cuda.amp's subclasses torch.amp's
+            refresh = getattr(sys.modules.get(cls.__module__), "_refresh_per_optimizer_state", None)
+            if refresh is not None:
+                obj._per_optimizer_states = collections.defaultdict(refresh)
+                break
+
+
+def copy_note(torch, fn, args, kwargs, note):
+    """Why a variant that ran on copies may have failed, in terms of the user's objects."""
+    named, shared = (
+        ["%s (%s)" % (n, type(v).__name__) for n, v in found.items()]
+        for found in stateful_objects(torch, fn, args, kwargs)
+    )
+    parts = []
+    if named:
+        parts.append("it ran on copies of %s, made together" % ", ".join(named))
+    if note:
+        parts.append(note)
+    if shared:
+        parts.append(
+            "the function also uses the global %s, which was not copied: it still holds the "
+            "original objects (pass it as an argument so the copy takes it along)"
+            % ", ".join(shared)
+        )
+    return "; ".join(parts)
 
 
 def run_try(job):
@@ -135,13 +240,15 @@ def run_try(job):
     fn, base, device, sync = job.prepare()
     module, owner, args, kwargs = job.loaded
     cuda = device.type == "cuda"
+    # Before the warm-up: a training step's loss may settle near zero after many calls and
+    # then look steady; its first two calls differ.
     job.progress("cold")
-    warm_up(job, base, sync)
     reference = detach_outputs(torch, base())
     sync()
     again = detach_outputs(torch, base())
     sync()
     steady = compare_outputs(torch, reference, again)["equal"]
+    per_call = {"baseline": warm_up(job, base, sync, stage=None)}
     candidates = [("baseline", base, 1)]
     variants = []
     names = list(job.req.get("variants") or [])
@@ -151,7 +258,7 @@ def run_try(job):
         if "call" not in built:
             variants.append(built)
             continue
-        entry = built.pop("call"), built.pop("items")
+        entry = built.pop("call"), built.pop("items"), built.pop("per_call_us")
         if built.get("outputs") is not None and built.pop("comparable", True):
             if steady:
                 built.update(compare_outputs(torch, reference, built.pop("outputs")))
@@ -162,9 +269,10 @@ def run_try(job):
             built.pop("outputs", None)
             built.setdefault("results", "not compared: other inputs")
         candidates.append((name, entry[0], entry[1]))
+        per_call[name] = entry[2]
         variants.append(built)
     job.progress("timing")
-    rounds, grew = timed_rounds(job, candidates, sync, cuda, device)
+    rounds, grew = timed_rounds(job, candidates, per_call, sync, cuda)
     by_name = {v["name"]: v for v in variants}
     for name, _call, items in candidates[1:]:
         v = by_name[name]
@@ -200,6 +308,7 @@ def build_variant(job, name, module, fn, owner, args, kwargs, device, sync):
         return out
     items = 1
     comparable = True
+    copies = ""  # what a variant on copies ran on, for its failure message
     try:
         if name == "compile":
             compiled = torch.compile(fn)
@@ -219,10 +328,11 @@ def build_variant(job, name, module, fn, owner, args, kwargs, device, sync):
                 with torch.autocast(device.type, dtype=torch.bfloat16):
                     return inner()
         elif name == "channels_last":
-            cl_args, cl_kwargs, changed = channels_last(torch, args, kwargs)
+            cl_args, cl_kwargs, changed, note = channels_last(torch, args, kwargs)
             if not changed:
                 out.update(status="skipped", why="no 4-d tensor or convolution among the inputs")
                 return out
+            copies = copy_note(torch, fn, args, kwargs, note)
             call = job.guarded(fn, cl_args, cl_kwargs)
         elif name == "batch2":
             base = int(job.req.get("batch_size") or 1)
@@ -244,19 +354,23 @@ def build_variant(job, name, module, fn, owner, args, kwargs, device, sync):
         first = call()
         sync()
         one_time = time.perf_counter() - t0
-        for _ in range(2):  # graphs record on the first calls after compiling
-            call()
-        sync()
+        # warmed up as the baseline was, as a loop would (graphs record on the first
+        # calls after compiling; a compiled function's guards settle)
+        per_call_us = warm_up(job, call, sync, stage=None)
         outputs = detach_outputs(torch, call())
         sync()
     except Cancelled:
         raise
     except JobError as e:
-        out.update(status="failed", why=e.message, path=e.path, line=e.line)
+        reset_scalers(torch, fn, args, kwargs)
+        why = e.message + (" (%s)" % copies if copies else "")
+        out.update(status="failed", why=why, path=e.path, line=e.line)
         return out
     except Exception as e:  # a variant that breaks is reported; the others still run
         err = job.user_error("variant", e)
-        out.update(status="failed", why=err.message, path=err.path, line=err.line)
+        reset_scalers(torch, fn, args, kwargs)
+        why = err.message + (" (%s)" % copies if copies else "")
+        out.update(status="failed", why=why, path=err.path, line=err.line)
         return out
     del first
     compile_s = compile_seconds() - compiled_before
@@ -267,6 +381,7 @@ def build_variant(job, name, module, fn, owner, args, kwargs, device, sync):
         comparable=comparable,
         one_time_s=compile_s if compile_s > 0 else one_time,
         one_time_what="compile" if compile_s > 0 else "first call",
+        per_call_us=per_call_us,
     )
     return out
 
@@ -287,28 +402,24 @@ def _with_tf32(torch, inner):
     return call
 
 
-def timed_rounds(job, candidates, sync, cuda, device):
+def timed_rounds(job, candidates, per_call_us, sync, cuda):
     """Each candidate's time per call in rounds, in turns (A B C, then C B A, ...), so
-    drift (clocks, caches, other jobs) falls on all of them alike: ({name: [us, ...]},
-    {name: compiles seen during its timed blocks})."""
+    drift (clocks, caches, other jobs) falls on all of them alike. A round is a block of
+    calls back to back, each timed as the unprofiled timing times it (CUDA events around
+    each call on a GPU, ``perf_counter`` on the CPU), and the block's median: a user's loop
+    measured, not a block's mean. Returns ({name: [us, ...]}, {name: compiles seen during
+    its timed blocks})."""
     torch = job.torch
     budget = float(job.req.get("budget_s") or TRY_BUDGET_S)
     min_rounds = int(job.req.get("rounds") or TRY_MIN_ROUNDS)
-    probe = {}
-    for name, call, _ in candidates:
-        sync()
-        t = time.perf_counter()
-        call()
-        sync()
-        probe[name] = max((time.perf_counter() - t) * 1e6, 1.0)
-    per_round = sum(probe.values())
-    calls = {n: int(max(1, min(50, TRY_BLOCK_US / probe[n]))) for n in probe}
-    rounds = int(
-        max(
-            min_rounds,
-            min(TRY_MAX_ROUNDS, budget * 1e6 / max(per_round * max(calls.values()), 1.0)),
-        )
-    )
+    probe = {name: max(per_call_us.get(name) or 1.0, 1.0) for name, _, _ in candidates}
+    calls = {
+        n: int(max(TRY_BLOCK_MIN_CALLS, min(TRY_BLOCK_MAX_CALLS, TRY_BLOCK_US / probe[n])))
+        for n in probe
+    }
+    per_round = sum(probe[n] * calls[n] for n in probe)
+    rounds = int(max(min_rounds, min(TRY_MAX_ROUNDS, budget * 1e6 / max(per_round, 1.0))))
+    rounds = job.ranks.agree(rounds)
     out = {name: [] for name, _, _ in candidates}
     recompiles = {}  # name -> compiles seen during its timed blocks
     for r in range(rounds):
@@ -318,21 +429,23 @@ def timed_rounds(job, candidates, sync, cuda, device):
             frames = dynamo_frames()
             sync()
             if cuda:
-                start, end = (
-                    torch.cuda.Event(enable_timing=True),
-                    torch.cuda.Event(enable_timing=True),
-                )
-                start.record()
-                for _ in range(n):
+                events = [
+                    (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                    for _ in range(n)
+                ]
+                for start, end in events:
+                    start.record()
                     call()
-                end.record()
-                end.synchronize()
-                out[name].append(start.elapsed_time(end) * 1e3 / n)
+                    end.record()
+                sync()
+                samples = [s.elapsed_time(e) * 1e3 for s, e in events]
             else:
-                t = time.perf_counter()
+                samples = []
                 for _ in range(n):
+                    t = time.perf_counter()
                     call()
-                out[name].append((time.perf_counter() - t) * 1e6 / n)
+                    samples.append((time.perf_counter() - t) * 1e6)
+            out[name].append(statistics.median(samples))
             if dynamo_frames() > frames:
                 recompiles[name] = recompiles.get(name, 0) + dynamo_frames() - frames
         job.progress("timing", r + 1, rounds)

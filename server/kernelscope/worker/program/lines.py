@@ -5,12 +5,30 @@ top ops and syncs read back from that pass's trace."""
 
 import os
 import sys
+import time
 
 from .names import GPU_CATS, SYNC_CALLS, SYNC_OPS
 from .traces import load_json
 
 #: A call this long (µs) gets one call of the line pass: that one call has every line.
 LONG_CALL_US = 5000.0
+#: Iterations of the calibration's comprehension and loop, run under the tracer before
+#: and after the calls (three line runs each).
+CALIBRATION_LOOPS = 2000
+
+
+def _calibration_loop(n):
+    """Pure-Python lines whose untraced cost is known, at the top of the traced stack: each
+    line run's range holds the tracer's in-line cost, the gaps its cost between lines."""
+    x = 0
+    for i in range(n):
+        x = i
+    return x
+
+
+def _calibration_comprehension(n):
+    """A comprehension (a frame of its own before Python 3.12), as in a Dataset's items."""
+    return [i + 0 for i in range(n)]
 
 
 def line_pass_calls(active, timing):
@@ -26,28 +44,52 @@ def attribute_lines(job, call, sync, activities, trace_dir, stem, calls):
     from torch.profiler import ProfilerActivity, profile
 
     cuda = ProfilerActivity.CUDA in activities
-    tracer = LineTracer(job, record_function)
+    # this module's code runs under the tracer only in the calibration functions
+    here = _calibration_loop.__code__.co_filename
+    tracer = LineTracer(job, record_function, also=here)
+
+    def calibrate():
+        t = time.perf_counter()
+        _calibration_loop(CALIBRATION_LOOPS)
+        _calibration_comprehension(CALIBRATION_LOOPS)
+        return (time.perf_counter() - t) * 1e6
+
     tmp = os.path.join(trace_dir, stem + ".lines.json")
+    plain_us = calibrate() + calibrate()
     with profile(activities=activities) as prof:
         sync()
         with tracer:
+            traced_us = calibrate()  # before the calls and after: the pass's drift averaged
             for _ in range(calls):
                 call()
+            traced_us += calibrate()
         sync()
     prof.export_chrome_trace(tmp)
     try:
-        return line_stats(load_json(tmp), tracer.keys, calls, cuda)
+        events = load_json(tmp)
     finally:
         os.unlink(tmp)
+    keys = tracer.keys
+    cal = [i for i, (path, _line) in enumerate(keys) if path == here]
+    split = _calibration_comprehension.__code__.co_firstlineno
+    loop = [i for i in cal if keys[i][1] < split]
+    # the calibration's ranges alone first (they nest in nothing), then all with its cost
+    names = {"ks:line:%d" % i for i in cal}
+    own = [e for e in events if e.get("name") in names and e.get("cat") == "user_annotation"]
+    cost = tracer_cost(tally_lines(own, len(keys), cuda), cal, loop, plain_us, traced_us)
+    tally = tally_lines(events, len(keys), cuda, cost)
+    return line_rows(tally, keys, calls, set(cal)), cost
 
 
 class LineTracer:
     """While active, a ``record_function`` range named ``ks:line:N`` around each executed
-    line of the user's files; ``keys[N]`` is its (path, line)."""
+    line of the user's files (and of the file `also`, the calibration's); ``keys[N]`` is its
+    (path, line)."""
 
-    def __init__(self, job, record_function):
+    def __init__(self, job, record_function, also=None):
         self.job = job
         self.record_function = record_function
+        self.also = also
         self.keys = []
         self.key_index = {}
         self.open_ranges = {}
@@ -75,7 +117,8 @@ class LineTracer:
         return self.local
 
     def tracer(self, frame, event, arg):
-        if event == "call" and self.job.is_user_file(frame.f_code.co_filename):
+        name = frame.f_code.co_filename
+        if event == "call" and (name == self.also or self.job.is_user_file(name)):
             return self.local
         return None
 
@@ -90,33 +133,73 @@ class LineTracer:
         self.open_ranges.clear()
 
 
-class LineTally:
-    """Per-line sums over the line pass; ranges are closed innermost first."""
+def tracer_cost(tally, cal, loop, plain_us, traced_us):
+    """The tracer's cost per line run, from the calibration: ``in_line_us`` falls inside a
+    line's range (its self time; read on the loop's lines, whose gaps are in no range),
+    ``between_lines_us`` between two ranges (a calling line's self time): the rest of the
+    calibration's traced time over its untraced time. Measured over ``hits`` line runs;
+    None if nothing was."""
+    hits = sum(tally.hits[i] for i in cal)
+    loop_hits = sum(tally.hits[i] for i in loop)
+    if hits <= 0 or loop_hits <= 0:
+        return None
+    # the loop's own work, untraced, is about half of the calibration's (n runs each)
+    inside = sum(tally.self_cpu[i] for i in loop) - plain_us / 2
+    in_line = max(0.0, inside / loop_hits)
+    total = max(0.0, (traced_us - plain_us) / hits)
+    return {"in_line_us": in_line, "between_lines_us": max(0.0, total - in_line), "hits": hits}
 
-    def __init__(self, n):
+
+class LineTally:
+    """Per-line sums over the line pass; ranges are closed innermost first. With a tracer
+    `cost`, each range's self time loses the tracer's in-line cost and its between-lines
+    cost per range directly inside it (never below zero), and its total is its corrected
+    self time plus its inner ranges' corrected totals, so a caller's total always holds its
+    callees' (``tracer`` keeps what was taken out of the self time)."""
+
+    def __init__(self, n, cost=None):
         self.self_cpu = [0.0] * n
         self.total_cpu = [0.0] * n
+        self.tracer = [0.0] * n
         self.cuda_self = [0.0] * n
         self.cuda_total = [0.0] * n
         self.hits = [0] * n
         self.syncs = [0] * n
         self.sync_wait = [0.0] * n
         self.op_time = [{} for _ in range(n)]
+        self.in_line = cost["in_line_us"] if cost else 0.0
+        self.between = cost["between_lines_us"] if cost else 0.0
 
     def close(self, node, stack):
-        """Book one finished range; recursion into the same line counts its total once."""
-        idx, _end, child, csf, csub, dur = node
-        self.self_cpu[idx] += dur - child
+        """Book one finished range; recursion into the same line counts its total once.
+        A node: [line index, end, inner ranges' time, own CUDA, callees' CUDA, dur, inner
+        ranges, inner ranges' corrected totals]."""
+        idx, _end, child, csf, csub, dur = node[:6]
+        inner, inner_total = node[6:8] if len(node) > 6 else (0, child)
+        raw = dur - child
+        own = max(0.0, raw - self.in_line - self.between * inner)
+        total = own + inner_total
+        self.self_cpu[idx] += own
+        self.tracer[idx] += raw - own
         self.cuda_self[idx] += csf
         if not any(s[0] == idx for s in stack):
-            self.total_cpu[idx] += dur
+            self.total_cpu[idx] += total
             self.cuda_total[idx] += csf + csub
         if stack:
             stack[-1][4] += csf + csub
+            if len(stack[-1]) > 6:
+                stack[-1][7] += total
 
 
 def line_stats(events, keys, calls, cuda):
-    """Per-line self/total CPU and CUDA time from the line pass's annotations.
+    """Per-line self/total CPU and CUDA time from the line pass's annotations (the
+    tracer's cost left in)."""
+    return line_rows(tally_lines(events, len(keys), cuda), keys, calls, set())
+
+
+def tally_lines(events, n, cuda, cost=None):
+    """The line ranges of the pass's trace tallied per line index (the tracer's `cost`
+    taken out, see LineTally).
 
     Work on a thread with no line ranges (autograd's engine runs ``backward()`` there, and
     torch.compile and user threads launch from others) belongs to the line that was
@@ -137,12 +220,12 @@ def line_stats(events, keys, calls, cuda):
             line_tids.add(e.get("tid"))
         elif cat in ("cuda_runtime", "cuda_driver", "cpu_op"):
             per_tid.setdefault(e.get("tid"), []).append((e["ts"], 1, 0.0, -1, e))
-    tally = LineTally(len(keys))
+    tally = LineTally(n, cost)
     extra_cuda = attribute_other_threads(tally, per_tid, line_tids, gpu_by_corr, cuda)
     for tid in line_tids:
         items = per_tid[tid]
         items.sort(key=lambda t: (t[0], t[1], t[2]))
-        stack = []  # open ranges: [line index, end, child time, own CUDA, callees' CUDA, dur]
+        stack = []  # open ranges (see LineTally.close)
         for ts, kind, neg_dur, idx, e in items:
             while stack and ts >= stack[-1][1]:
                 tally.close(stack.pop(), stack)
@@ -150,15 +233,23 @@ def line_stats(events, keys, calls, cuda):
                 dur = -neg_dur
                 if stack:
                     stack[-1][2] += dur
+                    stack[-1][6] += 1
                 tally.hits[idx] += 1
-                stack.append([idx, ts + dur, 0.0, extra_cuda.get(id(e), 0.0), 0.0, dur])
+                own = extra_cuda.get(id(e), 0.0)
+                stack.append([idx, ts + dur, 0.0, own, 0.0, dur, 0, 0.0])
             elif stack:
                 attribute_event(tally, stack[-1], e, gpu_by_corr, cuda)
         while stack:
             tally.close(stack.pop(), stack)
+    return tally
+
+
+def line_rows(tally, keys, calls, skip):
+    """Each executed line's costs per call (``tracer_us``: the tracer's cost taken out of
+    its self time), but the lines in `skip`."""
     out = []
     for idx, (path, line) in enumerate(keys):
-        if not tally.hits[idx]:
+        if not tally.hits[idx] or idx in skip:
             continue
         ops = sorted(tally.op_time[idx].items(), key=lambda kv: -kv[1])[:3]
         out.append(
@@ -167,6 +258,7 @@ def line_stats(events, keys, calls, cuda):
                 "line": line,
                 "self_cpu_us": tally.self_cpu[idx] / calls,
                 "cpu_total_us": tally.total_cpu[idx] / calls,
+                "tracer_us": tally.tracer[idx] / calls,
                 "cuda_us": tally.cuda_self[idx] / calls,
                 "cuda_total_us": tally.cuda_total[idx] / calls,
                 "hits": tally.hits[idx] / calls,

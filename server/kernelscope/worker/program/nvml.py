@@ -2,24 +2,20 @@
 """NVML's view of the GPU while a block runs (nvidia-ml-py, optional)."""
 
 import contextlib
-import statistics
-import threading
 from typing import Any
 
 
 class GpuSampler:
-    """NVML readings of one GPU every 20 ms while a block runs: SM and memory clocks, power,
-    utilization, clock-limit reasons. Nothing when nvidia-ml-py is not installed."""
-
-    PERIOD_S = 0.02
+    """NVML readings of one GPU before and after a block runs: SM and memory clocks, power,
+    utilization (NVML's average over its last period), clock-limit reasons. Nothing when
+    nvidia-ml-py is not installed. No thread reads while the block runs: one waking every
+    20 ms took the GIL from timed host-bound calls."""
 
     def __init__(self, torch, device):
         self.nvml: Any = None
         self.handle = None
         self.rows = []
         self.reasons = 0
-        self.stopping = threading.Event()
-        self.thread = None
         try:
             import pynvml  # pyright: ignore[reportMissingImports]  (nvidia-ml-py, optional)
 
@@ -55,37 +51,29 @@ class GpuSampler:
             with contextlib.suppress(Exception):
                 self.reasons |= int(reasons(h))
 
-    def _loop(self):
-        while True:
-            with contextlib.suppress(Exception):
-                self._read()
-            if self.stopping.wait(self.PERIOD_S):
-                return
-
     def start(self):
         if self.nvml is not None:
-            self.thread = threading.Thread(target=self._loop, name="ks-nvml", daemon=True)
-            self.thread.start()
+            with contextlib.suppress(Exception):
+                self._read()
 
     def stop(self):
-        """Medians of the readings, or None without NVML."""
-        if self.thread is None:
+        """The reading right after the block (its clocks and power under load), or None
+        without NVML."""
+        if self.nvml is None:
             return None
-        self.stopping.set()
-        self.thread.join()
         with contextlib.suppress(Exception):
-            self._read()  # utilization is NVML's average over its last period: the window
+            self._read()  # utilization is NVML's average over its last period: the block's end
         if not self.rows:
             return None
-        cols = list(zip(*self.rows))
+        sm, mem, power, util, mem_util = self.rows[-1]
         return {
             "samples": len(self.rows),
-            "sm_clock_mhz": statistics.median(cols[0]),
+            "sm_clock_mhz": sm,
             "sm_clock_max_mhz": self.max_sm,
-            "mem_clock_mhz": statistics.median(cols[1]),
+            "mem_clock_mhz": mem,
             "mem_clock_max_mhz": self.max_mem,
-            "power_w": statistics.median(cols[2]),
-            "utilization_pct": statistics.median(cols[3]),
-            "memory_utilization_pct": statistics.median(cols[4]),
+            "power_w": power,
+            "utilization_pct": util,
+            "memory_utilization_pct": mem_util,
             "clock_event_reasons": self.reasons,
         }

@@ -40,18 +40,19 @@ def profile(job, fn, call, device, sync):
     activities = profiler_activities(device)
     stem = trace_stem(job)
     cold = cold_call(job, call, sync, activities, stem, device)
-    warm_up(job, call, sync)
-    timing = unprofiled_timing(job, call, sync, device)
+    per_call_us = warm_up(job, call, sync)
+    timing = unprofiled_timing(job, call, sync, device, per_call_us)
     steps = schedule_steps(job)
     trace_tmp, marks = warmed_schedule(job, call, sync, activities, stem, device, steps)
     memory = peak_memory(job, device)
     trace_path, wall_us = export_schedule(job, trace_tmp, marks, steps)
-    lines = line_pass(job, call, sync, activities, stem, steps, timing)
+    lines, tracer = line_pass(job, call, sync, activities, stem, steps, timing)
     memory_report = memory_pass(job, fn, call, sync, device)
     job.progress("done")
-    result = finished(job, fn, device, steps, cold, timing, trace_path, wall_us, lines, memory)
-    result["sidecar"]["memory_pass"] = memory_report
-    return result
+    done = finished(job, fn, device, steps, cold, timing, trace_path, wall_us, lines, memory)
+    done["sidecar"]["line_tracer"] = tracer
+    done["sidecar"]["memory_pass"] = memory_report
+    return done
 
 
 def trace_stem(job):
@@ -160,9 +161,10 @@ def export_schedule(job, trace_tmp, marks, steps):
 
 
 def line_pass(job, call, sync, activities, stem, steps, timing):
-    """Per-line attribution in a pass of its own, so the timed steps stay clean."""
+    """Per-line attribution in a pass of its own, so the timed steps stay clean: the rows,
+    and the tracer's measured cost per line run (taken out of them)."""
     if not job.req.get("line_pass", True):
-        return []
+        return [], None
     job.progress("lines")
     calls = job.ranks.agree(line_pass_calls(steps[2], timing), "min")
     return attribute_lines(job, call, sync, activities, job.trace_dir, stem, calls)

@@ -24,6 +24,7 @@ from .errors import Cancelled, JobError
 from .job import Job
 from .names import TIMING_WORKER_ENV
 from .output import OutputCapture
+from .profiler_start import skip_inductor_import
 
 #: Jobs between full garbage collections (the others walk only what is not frozen).
 THAW_EVERY = 20
@@ -143,6 +144,7 @@ class Worker:
                     }
                 )
         if not os.environ.get(TIMING_WORKER_ENV):  # that one never profiles
+            skip_inductor_import(torch)
             self._warm_profiler()
         self.settle()
         self.log("ready in %.2fs" % (time.perf_counter() - t0))
@@ -163,7 +165,8 @@ class Worker:
         threading.Thread(target=self._read_requests, name="ks-requests", daemon=True).start()
 
     def _warm_profiler(self):
-        """The first profile() in a process costs ~1.4 s; pay it before the first job."""
+        """Pay the first profile()'s own start before the first job (without Inductor's
+        import, profiler_start.py)."""
         torch = self.torch
         from torch.profiler import ProfilerActivity, profile
 

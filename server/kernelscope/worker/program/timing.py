@@ -6,26 +6,34 @@ import time
 
 from .nvml import GpuSampler
 
-#: Warm-up before timing: calls until two in a row agree within STEADY (once WARMUP_S have
-#: passed), at most WARMUP_CALLS calls or WARMUP_MAX_S seconds. A fresh process's first
-#: calls can be 100x slower than its steady ones (lazy initialization; CPU: 65 ms, then
-#: 0.2 ms, for a small transformer block), and a program's DataLoader workers may still be
-#: filling their queues.
-WARMUP_CALLS = 50
-WARMUP_S = 0.05
-WARMUP_MAX_S = 1.0
-STEADY = 1.5
+#: Warm-up as a loop warms up: calls back to back in blocks (one call, then twice as many
+#: each block up to WARMUP_BLOCK_S long, a sync at each block's end) until two blocks in a
+#: row agree per call within STEADY, once WARMUP_MIN_S have passed since the first call, at
+#: most WARMUP_MAX_S after it.
+#: A fresh process's first calls can be 100x slower than its steady ones (lazy
+#: initialization; CPU: 65 ms, then 0.2 ms, for a small transformer block), and a program's
+#: DataLoader workers may still be filling their queues.
+WARMUP_MIN_S = 0.1
+WARMUP_MAX_S = 2.0
+WARMUP_BLOCK_S = 0.05
+STEADY = 1.15
+#: The timed calls: at least TIMING_MIN_CALLS and at least TIMING_MIN_S of them, whichever
+#: is more, at most TIMING_MAX_S (then no fewer than TIMING_FLOOR_CALLS) or TIMING_MAX_CALLS.
+TIMING_MIN_CALLS = 20
+TIMING_MIN_S = 0.5
+TIMING_MAX_S = 5.0
+TIMING_FLOOR_CALLS = 3
+TIMING_MAX_CALLS = 100_000
 
 
 def run_timing(job):
     """Only the unprofiled timing, in a worker that never ran the profiler: a profiling
-    session leaves host-bound code slower in its process. Warmed up like a script would
-    be (up to 10 calls, stopping after the one that passes 50 ms): this worker may have
-    just started."""
+    session leaves host-bound code slower in its process. Warmed up as a loop would be:
+    this worker may have just started."""
 
     def timed(_fn, call, device, sync):
-        warm_up(job, call, sync)
-        timing = unprofiled_timing(job, call, sync, device)
+        per_call_us = warm_up(job, call, sync)
+        timing = unprofiled_timing(job, call, sync, device, per_call_us)
         job.progress("done")
         timing["process"] = "clean worker"
         timing["replayed_from"], timing["replay_note"] = job.replayed
@@ -34,79 +42,104 @@ def run_timing(job):
     return job.with_call(timed)
 
 
-def warm_up(job, call, sync):
-    """Call until the calls are steady (see WARMUP_CALLS); how many calls that took."""
-    job.progress("cold")
-    t0 = last = time.perf_counter()
+def warm_up(job, call, sync, stage: "str | None" = "cold"):
+    """Call back to back until steady (see WARMUP_MIN_S); the steady time per call (µs).
+    `stage` is the progress reported (None: none)."""
+    if stage:
+        job.progress(stage)
+    n = 1
     previous = None
-    for n in range(1, WARMUP_CALLS + 1):
-        call()
+    t0 = None  # the clock starts after the first call: a cold one (a compile) says nothing
+    while True:
+        t = time.perf_counter()
+        for _ in range(n):
+            call()
         sync()
         now = time.perf_counter()
-        took, last = now - last, now
-        elapsed = now - t0
-        steady = previous is not None and max(took, previous) <= STEADY * min(took, previous)
-        done = elapsed >= WARMUP_MAX_S or (elapsed >= WARMUP_S and steady)
+        per_call = (now - t) / n
+        elapsed = now - (t if t0 is None else t0)
+        steady = previous is not None and max(per_call, previous) <= STEADY * min(
+            per_call, previous
+        )
+        done = t0 is not None and (elapsed >= WARMUP_MAX_S or (elapsed >= WARMUP_MIN_S and steady))
+        t0 = now if t0 is None else t0
         # Every rank of a job makes as many calls (each may hold a collective): all stop
-        # when the last one is steady.
+        # when the last one is steady, and all take the same block sizes.
         if job.ranks.agree(int(done), "min"):
-            return n
-        previous = took
-    return WARMUP_CALLS
+            return per_call * 1e6
+        previous = per_call
+        if per_call * n * 2 <= WARMUP_BLOCK_S:
+            n *= 2
+        n = job.ranks.agree(n, "min")
 
 
-def unprofiled_timing(job, call, sync, device):
-    """The call timed without the profiler (before the schedule, which slows host code)."""
-    job.progress("timing")
-    return time_unprofiled(job, call, sync, device.type == "cuda", device)
-
-
-def time_unprofiled(job, call, sync, cuda, device):
-    """Median of up to 100 calls within ~0.1 s (CUDA events on a GPU), their spread,
-    and NVML's view of the GPU meanwhile."""
-    sync()
-    t = time.perf_counter()
-    call()
-    sync()
-    probe_us = (time.perf_counter() - t) * 1e6
+def timing_reps(job, per_call_us):
+    """How many calls to time: the request's count, else TIMING_MIN_CALLS and TIMING_MIN_S
+    of calls, whichever is more, within TIMING_MAX_S (see there)."""
     reps = int(job.req.get("timing_reps") or 0)
-    if reps <= 0:
-        # ~0.1 s of calls: long sustained runs drift as the GPU's clocks settle lower
-        reps = int(min(100, max(5, 0.1e6 / max(probe_us, 1.0))))
-        reps = job.ranks.agree(reps)
+    if reps > 0:
+        return reps
+    per = max(per_call_us, 1.0)
+    reps = max(TIMING_MIN_CALLS, int(TIMING_MIN_S * 1e6 / per + 0.999))
+    reps = min(reps, max(TIMING_FLOOR_CALLS, int(TIMING_MAX_S * 1e6 / per)), TIMING_MAX_CALLS)
+    return job.ranks.agree(reps)
+
+
+def unprofiled_timing(job, call, sync, device, per_call_us):
+    """The call timed without the profiler (before the schedule, which slows host code),
+    right after its warm-up: nothing in between (no probe call, no sync, no cache freed)."""
+    job.progress("timing")
+    reps = timing_reps(job, per_call_us)
+    return time_unprofiled(job, call, sync, device.type == "cuda", device, reps)
+
+
+def time_unprofiled(job, call, sync, cuda, device, reps):
+    """Median of `reps` calls back to back (CUDA events on a GPU), their spread, and NVML's
+    view of the GPU around them (read before and after: no thread runs while they do)."""
     samples = []
     sampler = GpuSampler(job.torch, device) if cuda else None
     if sampler is not None:
         sampler.start()
-    sync()
-    t0 = time.perf_counter()
+    # Calls slower than the warm-up said (a stall, a new epoch) stop the timing at twice
+    # TIMING_MAX_S; with ranks every rank makes every call (each may hold a collective).
+    alone = job.ranks.dist is None
     if cuda:
         torch = job.torch
         events = [
             (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
             for _ in range(reps)
         ]
+        t0 = time.perf_counter()
+        deadline = t0 + 2 * TIMING_MAX_S
+        done = 0
         for start, end in events:
             start.record()
             call()
             end.record()
-        host_us = (time.perf_counter() - t0) * 1e6 / reps
+            done += 1
+            if alone and time.perf_counter() > deadline:
+                break
+        host_us = (time.perf_counter() - t0) * 1e6 / done
         sync()
-        samples = [s.elapsed_time(e) * 1e3 for s, e in events]
+        samples = [s.elapsed_time(e) * 1e3 for s, e in events[:done]]
         method = "cuda_events"
     else:
+        t0 = time.perf_counter()
+        deadline = t0 + 2 * TIMING_MAX_S
         for _ in range(reps):
             t = time.perf_counter()
             call()
             samples.append((time.perf_counter() - t) * 1e6)
-        host_us = (time.perf_counter() - t0) * 1e6 / reps
+            if alone and t > deadline:
+                break
+        host_us = (time.perf_counter() - t0) * 1e6 / len(samples)
         method = "perf_counter"
     gpu = sampler.stop() if sampler is not None else None
     p10, p90 = spread(samples)
     return {
         "us_per_call": statistics.median(samples),
         "method": method,
-        "reps": reps,
+        "reps": len(samples),
         "samples_us": samples[:200],
         "host_us_per_call": host_us,
         "p10_us": p10,

@@ -1,0 +1,73 @@
+"""A call timed in a fresh process exactly as the worker times it (its own warm-up and
+timing functions, the same count of calls), with nothing of the worker around it: the
+reference the worker's unprofiled figure must match (issue 24, item 5).
+
+    python tests/support/fresh_timing.py PATH::FUNC DEVICE [REPS]
+
+prints one JSON object: ``us_per_call`` (median), ``reps``, ``warmup_us_per_call``.
+Needs ``server/`` on ``PYTHONPATH`` (the worker's timing module; no msgspec needed).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from typing import Any
+
+
+class Alone:
+    """A job of one process: nothing to agree with."""
+
+    dist = None
+
+    def agree(self, value: Any, op: str = "max") -> Any:
+        return value
+
+
+class TimingJob:
+    """What the worker's timing functions read of a job."""
+
+    def __init__(self, torch: Any, reps: int) -> None:
+        self.torch = torch
+        self.req = {"timing_reps": reps}
+        self.ranks = Alone()
+
+    def progress(self, stage: str, step: int = 0, total: int = 0) -> None:
+        pass
+
+
+def main() -> None:
+    """Import the workload, build its inputs, warm up and time as the worker does."""
+    import torch
+
+    from kernelscope.worker.program.timing import unprofiled_timing, warm_up
+
+    spec, device_name = sys.argv[1], sys.argv[2]
+    reps = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    path, qualname = spec.split("::")
+    module_spec = importlib.util.spec_from_file_location("workload", path)
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    fn = getattr(module, qualname)
+    args = getattr(module, qualname + "_inputs")(device=device_name)
+    device = torch.device(device_name)
+    cuda = device.type == "cuda"
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize(device)
+
+    def call() -> Any:
+        return fn(*args)
+
+    job = TimingJob(torch, reps)
+    per_call = warm_up(job, call, sync)
+    timing = unprofiled_timing(job, call, sync, device, per_call)
+    out = {"us_per_call": timing["us_per_call"], "reps": timing["reps"]}
+    print(json.dumps(out | {"warmup_us_per_call": per_call}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""`kernelscope try` against the same variants written by hand and timed in a fresh process
+as a user's loop times them (warm-up, then rounds of 20 calls back to back between two CUDA
+events, variants in turns; the median per call): issue 24, item 6. Used by
+tests/gpu/test_try_gpu.py and docs/h200-run/timing/try_vs_hand.py (GPU only)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+from support import REPO_ROOT
+
+W = str(REPO_ROOT / "fixtures" / "workloads" / "what_if_gpu.py")
+CASES = {  # workload: the variants tried on it
+    "layernorm": "compile,graphs,bf16",
+    "tiny_loop": "compile,graphs",
+    "convs": "channels_last,compile",
+    "scaled_conv_step": "channels_last,compile",
+}
+
+HAND = r"""
+import copy, json, runpy, statistics, sys, torch
+where, variants = sys.argv[1].split("::"), sys.argv[2].split(",")
+names = runpy.run_path(where[0])
+fn, args = names[where[1]], names[where[1] + "_inputs"](device="cuda")
+
+def bf16():
+    def call():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            return fn(*args)
+    return call
+
+def channels_last():
+    new = copy.deepcopy(list(args))  # model, optimizer and scaler together
+    for i, a in enumerate(new):
+        if isinstance(a, torch.nn.Module):
+            a.to(memory_format=torch.channels_last)
+        elif isinstance(a, torch.Tensor) and a.dim() == 4:
+            new[i] = a.contiguous(memory_format=torch.channels_last)
+    return lambda: fn(*new)
+
+def compiled(mode=None):
+    c = torch.compile(fn, mode=mode)
+    return lambda: c(*args)
+
+build = {"compile": compiled, "graphs": lambda: compiled("reduce-overhead"), "bf16": bf16,
+         "channels_last": channels_last}
+calls = {"baseline": lambda: fn(*args), **{v: build[v]() for v in variants}}
+
+def block_us(call, n=20):
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(n):
+        call()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1e3 / n
+
+for call in calls.values():
+    block_us(call)  # the warm-up: 20 calls back to back
+order = list(calls.items())
+rounds = [[(k, block_us(c)) for k, c in (order if r % 2 == 0 else order[::-1])] for r in range(15)]
+med = {k: statistics.median(us for rnd in rounds for name, us in rnd if name == k) for k in calls}
+print(json.dumps({"us": med, "speedup": {k: med["baseline"] / med[k] for k in med}}))
+"""
+
+
+def compare(name: str, variants: str) -> dict[str, Any]:
+    """Both measurements of one workload: {"hand": ..., "try": ..., "error": ...}."""
+    hand = subprocess.run(
+        [sys.executable, "-c", HAND, f"{W}::{name}", variants],
+        capture_output=True, text=True, timeout=150, check=False,
+    )  # fmt: skip
+    argv = [sys.executable, "-m", "kernelscope", "try", f"{W}::{name}", "--device", "cuda"]
+    ks = subprocess.run(
+        [*argv, "--variants", variants, "--json"],
+        capture_output=True, text=True, timeout=200, check=False,
+    )  # fmt: skip
+    if hand.returncode or ks.returncode:
+        return {"error": hand.stderr[-800:] + ks.stderr[-800:]}
+    return {"hand": json.loads(hand.stdout.strip().splitlines()[-1]), "try": json.loads(ks.stdout)}

@@ -1,0 +1,53 @@
+"""The worker's unprofiled timing rules (issue 24, item 5), on the CPU with the shipped
+module: how many calls, the warm-up's estimate, and the stop when calls turn slow."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+import torch
+
+from support.fresh_timing import TimingJob
+from support.worker import worker_modules
+
+
+@pytest.fixture(scope="module")
+def timing() -> Any:
+    return worker_modules()["timing"]
+
+
+def test_at_least_20_calls_and_half_a_second_of_them_at_most_five(timing: Any) -> None:
+    job = TimingJob(torch, 0)
+    assert timing.timing_reps(job, 100_000.0) == 20  # 0.1 s calls: 20 of them, 2 s
+    assert timing.timing_reps(job, 1000.0) == 500  # 1 ms calls: 0.5 s of them
+    assert timing.timing_reps(job, 1_000_000.0) == 5  # 1 s calls: capped at 5 s
+    assert timing.timing_reps(job, 10_000_000.0) == 3  # never fewer than 3
+    assert timing.timing_reps(job, 0.01) == timing.TIMING_MAX_CALLS
+    assert timing.timing_reps(TimingJob(torch, 7), 1000.0) == 7  # the request's count wins
+
+
+def test_the_warm_up_runs_until_steady_and_sizes_the_timing(timing: Any) -> None:
+    calls: list[float] = []
+
+    def call() -> None:
+        calls.append(time.perf_counter())
+        time.sleep(0.02 if len(calls) == 1 else 0.001)  # a slow first call, then steady
+
+    per_call = timing.warm_up(TimingJob(torch, 0), call, lambda: None, stage=None)
+    assert 900 <= per_call <= 5000  # the steady calls', not the cold one's
+    assert calls[-1] - calls[1] >= timing.WARMUP_MIN_S * 0.9
+    assert calls[-1] - calls[0] <= timing.WARMUP_MAX_S + 0.5
+
+
+def test_calls_far_slower_than_the_warm_up_said_stop_the_timing(
+    timing: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(timing, "TIMING_MAX_S", 0.05)
+    t = time.perf_counter()
+    out = timing.time_unprofiled(
+        TimingJob(torch, 0), lambda: time.sleep(0.01), lambda: None, False, None, 1000
+    )
+    assert time.perf_counter() - t < 0.5
+    assert 5 <= out["reps"] < 20 and len(out["samples_us"]) == out["reps"]
