@@ -675,6 +675,8 @@ class TryFinished(Message, tag="try_finished"):
     variants: list[VariantOutcome]
     output: str = ""
     worker_ends: bool = False
+    call_site: CallSite | None = None
+    """With a program (--via): the call the variants were tried on."""
 
 
 class CalibrationFinished(Message, tag="calibration_finished"):

@@ -445,3 +445,43 @@ def test_a_capture_over_keep_captures_mb_is_not_kept(tmp_path: Path) -> None:
         r"\d+ MB of tensors, over the 1 MB kept without --save \(keep_captures_mb\)",
         site["save_error"],
     ), site["save_error"]
+
+
+def _try(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kernelscope", "try", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+def test_try_on_a_programs_captured_call(tmp_path: Path) -> None:
+    """`try --via`: the variants run on the captured call, replayed in its state (the
+    eval pass's no_grad: the baseline and bf16 alike), and the report names the call."""
+    root = tmp_path / "minigpt"
+    shutil.copytree(WORKLOADS / "minigpt", root, ignore=shutil.ignore_patterns("out"))
+    (root / "pyproject.toml").write_text("[project]\nname = 'minigpt'\n")
+    proc = _try(root, "model.py::Block.forward", "--via", TRAIN, "--variants", "bf16,batch2",
+                "--device", "cpu", "--budget", "0.5", "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    assert out["call"].startswith(f"via {TRAIN}, call 1 from model.py:")
+    assert "eval mode, no_grad, captured" in out["call"]
+    by_name = {v["name"]: v for v in out["variants"]}
+    assert by_name["bf16"]["status"] == "ok", by_name["bf16"]
+    assert by_name["bf16"]["us_per_call"] > 0 and by_name["bf16"]["results"]
+    assert by_name["batch2"]["status"] == "skipped"
+    assert "no input provider" in by_name["batch2"]["why"]
+    text = _try(root, "model.py::Block.forward", "--via", TRAIN, "--variants", "bf16",
+                "--device", "cpu", "--budget", "0.5").stdout  # fmt: skip
+    assert "call      via train.py" in text and "from the saved capture" in text
+
+
+def test_try_refuses_a_loop() -> None:
+    loop = _line_of(WORKLOADS / "minigpt" / "train.py", "while True:")
+    proc = _try(WORKLOADS / "minigpt", f"train.py:{loop}", "--via", TRAIN, "--json")
+    assert proc.returncode == 2, proc.stdout[-2000:]
+    assert "try replays a captured call" in json.loads(proc.stdout)["error"]["message"]

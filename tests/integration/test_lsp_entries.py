@@ -151,6 +151,13 @@ async def test_the_mcp_profile_tool_takes_a_program(project: Path) -> None:
         assert again is not None and again["call_site"]["reused"] is True
         fresh = (await client.call_tool("profile", {**args, "fresh": True})).structured_content
         assert fresh is not None and fresh["call_site"]["reused"] is False
+        tried = await client.call_tool(
+            "try", {**args, "qualname": "Block.forward", "variants": ["bf16"], "budget": 0.5}
+        )
+        assert not tried.is_error, tried.content
+        assert tried.structured_content is not None
+        assert tried.structured_content["call"].startswith(f"via {TRAIN}, call 1")
+        assert f"via {TRAIN}, call 1" in tried.content[0].text  # type: ignore[union-attr]
         steps = await client.call_tool(
             "profile",
             {

@@ -341,17 +341,33 @@ class Tools:
         timeout: Annotated[float, Field(gt=0, description="Seconds before it is stopped")] = (
             600.0
         ),
+        via: Via = None,
+        call: Annotated[int, Field(ge=1, description="With via: try the K-th call")] = 1,
+        caller: Annotated[
+            str | None,
+            Field(description="With via: count only calls with this FILE:LINE on their stack"),
+        ] = None,
     ) -> CallToolResult:
         """Measure the advice in place: time the function and its variants (torch.compile,
         CUDA Graphs, TF32, bf16, channels_last, batch ×2) in turns on the same inputs,
         without editing the file; each variant's speedup with a 95 % interval, its one-time
-        cost, and whether its results equal the function's."""
+        cost, and whether its results equal the function's. With `via`, on the call that
+        program makes (captured, each variant replayed in the call's state)."""
         target, source = self._target(path, qualname)
         try:
             chosen = check_variants(variants) if variants is not None else None
         except UnknownVariant as e:
             raise ToolError(str(e)) from None
-        spec = self._spec(target, source, device, Schedule(), timeout, batch_size, remote)
+        spec = self._spec(
+            target,
+            source,
+            device,
+            Schedule(),
+            timeout,
+            batch_size,
+            remote,
+            (via, call, caller, False, False),
+        )
         out = await self._job(
             lambda on: self.service.try_variants(spec, chosen, on, budget),
             ctx,

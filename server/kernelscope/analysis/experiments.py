@@ -71,6 +71,8 @@ class Experiments(msgspec.Struct):
     variants: list[VariantResult]
     best: str | None = None
     """The fastest variant that is faster beyond the noise, results equal first."""
+    call: str = ""
+    """With a program (--via): which call the variants were tried on (CallSite.label)."""
 
 
 def judge(finished: TryFinished, path: str, qualname: str, line: int | None) -> Experiments:
@@ -93,6 +95,7 @@ def judge(finished: TryFinished, path: str, qualname: str, line: int | None) -> 
         baseline_p90_us=deciles[-1] if base else 0.0,
         variants=results,
         best=winners[0].name if winners else None,
+        call=finished.call_site.label if finished.call_site is not None else "",
     )
 
 

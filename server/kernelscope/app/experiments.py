@@ -14,7 +14,7 @@ from kernelscope.engine.dispatch import runner_for
 from kernelscope.engine.remotes import Remote
 from kernelscope.engine.runner import JobRunner, ProgressCallback
 from kernelscope.engine.targets import Schedule, Target, build_request
-from kernelscope.protocol import VARIANTS, RunTry
+from kernelscope.protocol import VARIANTS, Entry, RunTry
 from kernelscope.pyfunctions import def_line
 
 
@@ -55,10 +55,18 @@ def try_request(
     batch_size: int | None = None,
     budget_s: float = 2.0,
     source: str | None = None,
+    entry: Entry | None = None,
 ) -> RunTry:
-    """The worker request for one experiment on `target`."""
+    """The worker request for one experiment on `target` (as `entry`'s program calls it,
+    when given)."""
     base = build_request(
-        target, trace_dir, Schedule(), device=device, batch_size=batch_size, source=source
+        target,
+        trace_dir,
+        Schedule(),
+        device=device,
+        batch_size=batch_size,
+        source=source,
+        entry=entry,
     )
     return msgspec.convert(
         msgspec.structs.asdict(base) | {"variants": variants, "budget_s": budget_s}, RunTry

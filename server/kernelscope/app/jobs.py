@@ -226,6 +226,12 @@ class ProfileService:
         if variants is None:
             record = store.latest(str(spec.path), spec.qualname)
             variants = (self.suggested_variants(record) if record else []) or list(VARIANTS)
+        entry = self._entry(spec, target)
+        if entry is not None and entry.in_place:
+            raise TargetError(
+                "try replays a captured call: it does not run in place (drop inPlace, or name "
+                "a function the loop calls)"
+            )
         request = try_request(
             target,
             variants,
@@ -234,6 +240,7 @@ class ProfileService:
             batch_size=spec.batch_size,
             budget_s=budget_s,
             source=spec.source,
+            entry=entry,
         )
         runner = self.launcher(spec.python, remote)
         return await run_experiments(runner, request, on_progress, max(spec.timeout, 600.0))

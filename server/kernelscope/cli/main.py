@@ -73,6 +73,35 @@ from kernelscope.render.text import render_failure, render_report, render_trace_
 from kernelscope.report.schema import Report
 
 
+def _add_program_args(p: argparse.ArgumentParser) -> Any:
+    """--via and the options of a program's call, shared by profile and try; the group."""
+    e = p.add_argument_group("as a program calls it (no input provider)")
+    e.add_argument(
+        "--via",
+        metavar="CMD",
+        help='the program that calls the function: "train.py --max_iters 20", '
+        '"-m pkg.train ...", or a pytest id "tests/test_model.py::test_forward" '
+        "(default: [tool.kernelscope.via])",
+    )
+    e.add_argument("--call", type=positive_int, default=1, help="profile the K-th call (1)")
+    e.add_argument(
+        "--from",
+        dest="caller",
+        metavar="FILE:LINE",
+        help="count only the calls made from this line",
+    )
+    e.add_argument("--cwd", metavar="DIR", help="where the program runs (default: here)")
+    e.add_argument(
+        "--no-compile", action="store_true", help="disable torch.compile while the program runs"
+    )
+    e.add_argument(
+        "--fresh",
+        action="store_true",
+        help="run the program again even where a kept capture of the call could be replayed",
+    )
+    return e
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree for every subcommand."""
     parser = Parser(prog="kernelscope", description=__doc__)
@@ -113,35 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-v", "--verbose", action="store_true", help="also print how long each stage took"
     )
-    e = p.add_argument_group("as a program calls it (no input provider)")
-    e.add_argument(
-        "--via",
-        metavar="CMD",
-        help='the program that calls the function: "train.py --max_iters 20", '
-        '"-m pkg.train ...", or a pytest id "tests/test_model.py::test_forward" '
-        "(default: [tool.kernelscope.via])",
-    )
-    e.add_argument("--call", type=positive_int, default=1, help="profile the K-th call (1)")
-    e.add_argument(
-        "--from",
-        dest="caller",
-        metavar="FILE:LINE",
-        help="count only the calls made from this line",
-    )
-    e.add_argument("--cwd", metavar="DIR", help="where the program runs (default: here)")
-    e.add_argument(
-        "--no-compile", action="store_true", help="disable torch.compile while the program runs"
-    )
+    e = _add_program_args(p)
     e.add_argument(
         "--save",
         action="store_true",
         help="keep the captured call under .kernelscope/captures/ whatever its size (without "
         "it, captures up to keep_captures_mb are kept); the clean worker replays it",
-    )
-    e.add_argument(
-        "--fresh",
-        action="store_true",
-        help="run the program again even where a kept capture of the call could be replayed",
     )
     e.add_argument(
         "--in-place",
@@ -175,6 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--python", default=None, help="interpreter that runs the worker (has torch)")
     t.add_argument("--remote", metavar="NAME", help="run on [tool.kernelscope.remotes.NAME]")
     t.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    _add_program_args(t)
+    t.set_defaults(save=False, in_place=False, skip=5)
 
     d = sub.add_parser("diff", help="compare two runs or traces, or a function's last two runs")
     d.add_argument("a", metavar="A", help="a run id, a trace file, or PATH::QUALNAME")
@@ -284,6 +292,17 @@ def _entry(args: argparse.Namespace, target: Target) -> Entry | None:
         save=args.save,
         fresh=args.fresh,
     )
+
+
+def _try_entry(args: argparse.Namespace, target: Target) -> Entry | None:
+    """The program of a try (a captured call only: the variants replay it)."""
+    entry = _entry(args, target)
+    if entry is not None and entry.in_place:
+        raise TargetError(
+            "try replays a captured call: a loop (PATH:LINE) runs only in place; name a "
+            "function the loop calls"
+        )
+    return entry
 
 
 def _profile(args: argparse.Namespace) -> int:
@@ -399,6 +418,7 @@ def _try(args: argparse.Namespace) -> int:
             device=args.device,
             batch_size=args.batch_size,
             budget_s=args.budget,
+            entry=_try_entry(args, target),
         )
         remote = resolve_remote(args.remote, target.project, python=args.python)
     except (TargetError, RemoteError) as e:

@@ -16,6 +16,7 @@ def render_experiments(e: Experiments) -> str:
     out = [
         f"kernelscope try · {e.qualname}  ({where})",
         f"device    {e.device} · unprofiled, in turns with the function · {method}",
+        *([f"call      {e.call}"] if e.call else []),
         f"function  {baseline_text(e)}",
         "",
         *table(

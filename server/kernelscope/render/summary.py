@@ -76,6 +76,7 @@ def experiments_summary(e: Experiments) -> str:
         f"best: {best.summary}" if best else "best: none is faster beyond the noise",
         f"{e.qualname} ({_where(e.path, e.line)}) on {e.device}: "
         f"{fmt_us(e.baseline_us)} per call, {e.rounds} rounds in turns",
+        *([e.call] if e.call else []),
     ]
     for v in e.variants:
         if v.speedup is None:

@@ -167,10 +167,11 @@ def without_compiler(torch):
         return None
 
 
-def replay(torch, fn, code, args, kwargs, state, compiled=None):
+def replay(torch, fn, code, args, kwargs, state, compiled=None, wrap=None):
     """The call as a function of no arguments: a module's ``forward`` through the module's
     ``__call__`` (its hooks run), anything else as it is, each in the captured state and
-    under the frame evaluation (torch.compile's) the program's call had."""
+    under the frame evaluation (torch.compile's) the program's call had; `wrap` (a try
+    variant's: torch.compile, autocast) applied to what is called."""
     module = args[0] if args and isinstance(args[0], torch.nn.Module) else None
     if module is not None and code.co_name == "forward":
         target, rest = module, args[1:]
@@ -186,6 +187,9 @@ def replay(torch, fn, code, args, kwargs, state, compiled=None):
                 code.co_firstlineno,
             ),
         )
+
+    if wrap is not None:
+        target = wrap(target)
 
     def call():
         with state.applied():

@@ -70,6 +70,8 @@ def run_to_call(job, then):
                 torch.cuda.set_device(device)
             sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
             call = job.guarded(replay(torch, fn, code, args, kwargs, state, compiled), [], {})
+            job.loaded = (None, None, args, kwargs)  # what try builds its variants from
+            job.captured = (fn, code, state, compiled)
             modes = state.modes() + (["torch.compile off"] if entry.get("no_compile") else [])
             job.call_site = {
                 "via": label,

@@ -8,6 +8,7 @@ import statistics
 import sys
 import time
 
+from .capture import replay
 from .dynamo import compile_seconds, dynamo_frames
 from .errors import Cancelled, JobError
 from .inputs import find_inputs, provider_of
@@ -231,13 +232,13 @@ def copy_note(torch, fn, args, kwargs, note):
 
 def run_try(job):
     """Time the function and variants of it (torch.compile, CUDA Graphs, TF32, ...) on the
-    same inputs, in turns, unprofiled; compare each variant's results with the function's."""
+    same inputs, in turns, unprofiled; compare each variant's results with the function's.
+    With a program (--via), on its captured call, each variant replayed in the call's state."""
+    return job.with_call(lambda fn, base, device, sync: _try(job, fn, base, device, sync))
+
+
+def _try(job, fn, base, device, sync):
     torch = job.torch
-    if job.entry:
-        raise JobError(
-            "bad_entry", "try does not take a program (--via) yet: give the function a provider"
-        )
-    fn, base, device, sync = job.prepare()
     module, owner, args, kwargs = job.loaded
     cuda = device.type == "cuda"
     # Before the warm-up: a training step's loss may settle near zero after many calls and
@@ -295,6 +296,7 @@ def run_try(job):
         "method": "cuda_events" if cuda else "perf_counter",
         "baseline_rounds_us": rounds["baseline"],
         "variants": variants,
+        "call_site": job.call_site if job.entry else None,
     }
 
 
@@ -311,31 +313,33 @@ def build_variant(job, name, module, fn, owner, args, kwargs, device, sync):
     copies = ""  # what a variant on copies ran on, for its failure message
     try:
         if name == "compile":
-            compiled = torch.compile(fn)
-            call = job.guarded(compiled, args, kwargs)
+            call = variant_call(job, fn, args, kwargs, torch.compile)
         elif name == "graphs":
-            compiled = torch.compile(fn, mode="reduce-overhead")
-            call = job.guarded(compiled, args, kwargs)
+            call = variant_call(
+                job, fn, args, kwargs, lambda f: torch.compile(f, mode="reduce-overhead")
+            )
         elif name == "tf32":
             if torch.backends.cuda.matmul.allow_tf32:
                 out.update(status="skipped", why="TF32 matmuls are already on")
                 return out
-            call = _with_tf32(torch, job.guarded(fn, args, kwargs))
+            call = _with_tf32(torch, variant_call(job, fn, args, kwargs))
         elif name == "bf16":
-            inner = job.guarded(fn, args, kwargs)
-
-            def call():
-                with torch.autocast(device.type, dtype=torch.bfloat16):
-                    return inner()
+            call = variant_call(job, fn, args, kwargs, lambda f: _in_bf16(torch, device, f))
         elif name == "channels_last":
             cl_args, cl_kwargs, changed, note = channels_last(torch, args, kwargs)
             if not changed:
                 out.update(status="skipped", why="no 4-d tensor or convolution among the inputs")
                 return out
             copies = copy_note(torch, fn, args, kwargs, note)
-            call = job.guarded(fn, cl_args, cl_kwargs)
+            call = variant_call(job, fn, cl_args, cl_kwargs)
         elif name == "batch2":
             base = int(job.req.get("batch_size") or 1)
+            if job.captured is not None:
+                out.update(
+                    status="skipped",
+                    why="a program's call has no input provider to pass batch_size to",
+                )
+                return out
             if provider_of(job, module) is None:
                 out.update(status="skipped", why="no input provider to pass batch_size to")
                 return out
@@ -384,6 +388,27 @@ def build_variant(job, name, module, fn, owner, args, kwargs, device, sync):
         per_call_us=per_call_us,
     )
     return out
+
+
+def variant_call(job, fn, args, kwargs, wrap=None):
+    """A variant's call of no arguments: `wrap` (torch.compile, autocast) of the function
+    called on `args`; for a program's captured call, replayed as the baseline is (through a
+    module's ``__call__``, in the call's captured state)."""
+    if job.captured is None:
+        return job.guarded(wrap(fn) if wrap is not None else fn, args, kwargs)
+    captured_fn, code, state, compiled = job.captured
+    replayed = replay(job.torch, captured_fn, code, args, kwargs, state, compiled, wrap)
+    return job.guarded(replayed, [], {})
+
+
+def _in_bf16(torch, device, fn):
+    """`fn` under bf16 autocast, inside whatever state its call re-enters."""
+
+    def run(*args, **kwargs):
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            return fn(*args, **kwargs)
+
+    return run
 
 
 def _with_tf32(torch, inner):

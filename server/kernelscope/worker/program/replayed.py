@@ -36,4 +36,6 @@ def saved_call(job, path):
         torch.cuda.set_device(device)
     sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
     call = job.guarded(replay(torch, fn, code, args, kwargs, state), [], {})
+    job.loaded = (None, None, args, kwargs)  # what try builds its variants from
+    job.captured = (fn, code, state, None)
     return (fn, call, device, sync), meta, None
