@@ -262,9 +262,9 @@ function fetchTrace(url) {
       const output = page.locator('.quick-input-list .monaco-list-row', { hasText: /Show Output/ }).first();
       await output.waitFor({ timeout: 10000 });
       await output.click();
-      const tools = page.locator('.part.panel .view-lines', { hasText: 'Discovered 6 tools' }).first();
+      const tools = page.locator('.part.panel .view-lines', { hasText: 'Discovered 7 tools' }).first();
       await tools.waitFor({ timeout: 60000 });
-      check(true, 'VS Code started `kernelscope mcp` and discovered its 6 tools');
+      check(true, 'VS Code started `kernelscope mcp` and discovered its 7 tools (memory among them)');
       // VS Code checks each tool's input schema (draft-07) and drops those it cannot use.
       await page.waitForTimeout(3000);
       const log = (await page.locator('.part.panel .view-lines').first().innerText()).replace(/\s+/g, ' ');

@@ -70,4 +70,6 @@ class OutputCapture:
         with self.lock:
             kept = bytes(self.data[-OUTPUT_KEEP:])
             truncated = self.total > OUTPUT_KEEP
+        if truncated and b"\n" in kept:  # from the first whole line on
+            kept = kept[kept.index(b"\n") + 1 :]
         return kept.decode("utf-8", "replace"), truncated
