@@ -634,7 +634,8 @@ class CountersFinished(Message, tag="counters_finished"):
     """A RunCounters job's ranged call is done (Nsight Compute measured it meanwhile)."""
 
     job_id: str
-    warm_calls: int = 0
+    warm_us_per_call: float = 0.0
+    """The warm-up's steady time per call before the ranged one (µs)."""
     output: str = ""
     worker_ends: bool = False
 

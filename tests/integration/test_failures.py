@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -126,3 +127,57 @@ def test_crash_replaces_the_worker(driver: LauncherDriver) -> None:
     pid = ok(driver.run(GOOD)).ready.pid
     failed(driver.run(f"{FAIL}::segfault"))
     assert ok(driver.run(GOOD)).ready.pid != pid
+
+
+BAD_FRAME_WORKER = r"""
+import os, sys, time
+from kernelscope import protocol
+def read(n):
+    b = b""
+    while len(b) < n:
+        c = os.read(0, n - len(b))
+        if not c:
+            sys.exit(3)
+        b += c
+    return b
+read(int.from_bytes(read(4), "big"))  # the program the launcher sends
+ready = protocol.WorkerReady(pid=os.getpid(), hostname="h", python="3", executable="x",
+                             torch=None, cuda=None)
+os.write(1, protocol.encode_frame(ready))
+(size,) = protocol.FRAME_HEADER.unpack(read(protocol.FRAME_HEADER.size))
+read(size)  # the job
+body = b'{"type":"counters_finished","job_id":"j","warm_us_per_call":"soon"}'
+os.write(1, protocol.FRAME_HEADER.pack(len(body)) + body)
+time.sleep(120)
+"""
+
+
+def test_a_frame_the_server_cannot_read_fails_the_job_at_once() -> None:
+    """A worker that answers with a frame that does not decode (a field of another type, as
+    a worker out of step with its server sends): the job fails at once, naming it, and the
+    worker is stopped; it does not wait for its timeout."""
+    import asyncio
+    import time
+
+    from kernelscope.engine.launcher import WorkerProcess
+    from kernelscope.engine.runner import JobFailed
+    from kernelscope.protocol import RunCounters
+
+    async def go() -> tuple[JobFailed, float]:
+        worker = WorkerProcess([sys.executable, "-u", "-c", BAD_FRAME_WORKER])
+        await worker.start(30)
+        job = RunCounters(job_id="j", path="x.py", qualname="f", module_name="x",
+                          project_root="/", trace_dir="/tmp")  # fmt: skip
+        t = time.monotonic()
+        try:
+            await worker.run(job, None, 60, True)
+        except JobFailed as e:
+            return e, time.monotonic() - t
+        finally:
+            await worker.kill()
+        raise AssertionError("the job did not fail")
+
+    failed, seconds = asyncio.run(go())
+    assert seconds < 10, seconds
+    assert failed.failure.kind == "internal"
+    assert "cannot read" in failed.failure.message and "warm_us_per_call" in failed.failure.message

@@ -180,6 +180,15 @@ class WorkerProcess:
             pass
         except msgspec.ValidationError as e:
             log.error("worker %s sent a bad frame: %s", self.pid, e)
+            # its job would wait for an answer that never comes: fail it, stop the worker
+            pending = self._pending
+            if pending is not None and not pending.future.done():
+                pending.future.set_result(
+                    failure("internal", f"the worker sent a message this server cannot read: {e}")
+                )
+            with contextlib.suppress(ProcessLookupError):
+                if self._proc.returncode is None:
+                    self._proc.kill()
         except asyncio.CancelledError:
             return
         await self._on_exit()

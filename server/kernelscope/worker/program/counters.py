@@ -15,7 +15,7 @@ def run_counters(job):
                 "no_cuda", "hardware counters need a CUDA GPU (this call ran on the CPU)"
             )
         torch = job.torch
-        warm = warm_up(job, call, sync)
+        per_call_us = warm_up(job, call, sync)
         job.progress("counters")
         sync()
         torch.cuda.profiler.start()
@@ -25,6 +25,6 @@ def run_counters(job):
         finally:
             torch.cuda.profiler.stop()
         job.progress("done")
-        return {"type": "counters_finished", "job_id": job.id, "warm_calls": warm}
+        return {"type": "counters_finished", "job_id": job.id, "warm_us_per_call": per_call_us}
 
     return job.with_call(ranged)
