@@ -54,7 +54,9 @@ CHUNK = 96 * 1024  # one environment string stays under Linux's 128 KiB MAX_ARG_
 MAX_ENV_BYTES = 1536 * 1024  # all chunks together, under the usual 2 MiB for argv + environ
 _DONE = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
 
-# One-shot: program and request from the environment, frames out as text lines on stdout.
+# One-shot: program and request from the environment, frames out as text lines on stdout. A
+# worker that ran a program (--via) ends with os._exit right after its result: os._exit here
+# first waits for the relay thread to have written that result out.
 RAY_BOOTSTRAP = r"""
 import os,sys,base64,zlib,json,threading
 def _ks_env(p):
@@ -78,9 +80,14 @@ def _ks_pump():
         b=f.read(int.from_bytes(h,'big'))
         o.write(b'KSFRAME '+base64.b64encode(b)+b'\n'); o.flush()
         m=json.loads(b)
-        if m.get('type') in ('profile_finished','calibration_finished','profile_failed'):
+        if m.get('type','').endswith('_finished') or m.get('type')=='profile_failed':
             _ks_done.set()
     _ks_done.set()
+def _ks_end(code=0):
+    _ks_done.wait(30)
+    sys.stderr.flush()
+    _ks_exit(code)
+os._exit=_ks_end
 threading.Thread(target=_ks_feed,daemon=True).start()
 threading.Thread(target=_ks_pump,daemon=True).start()
 _ks_code=0
