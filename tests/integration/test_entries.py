@@ -32,14 +32,16 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def kernelscope(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def kernelscope(
+    cwd: Path, *args: str, command: str = "profile"
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "kernelscope", "profile", *args],
+        [sys.executable, "-m", "kernelscope", command, *args],
         check=False,
         capture_output=True,
         text=True,
         cwd=cwd,
-        timeout=240,
+        timeout=300,
     )
 
 
@@ -448,14 +450,7 @@ def test_a_capture_over_keep_captures_mb_is_not_kept(tmp_path: Path) -> None:
 
 
 def _try(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kernelscope", "try", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=300,
-    )
+    return kernelscope(cwd, *args, command="try")
 
 
 def test_try_on_a_programs_captured_call(tmp_path: Path) -> None:
