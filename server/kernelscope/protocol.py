@@ -502,6 +502,9 @@ class MemoryPass(msgspec.Struct):
     """What was held before the call and still at the peak, by kind (``other``: the rest)."""
     kinds_at_peak: dict[str, int] = {}
     """The call's own allocations live at the peak, by kind."""
+    kinds_after_call: dict[str, int] = {}
+    """Parameters, gradients and optimizer state the live objects hold when the call has
+    returned (gradients made in the backward may not exist yet at the peak)."""
     lines: list[MemoryLine] = []
     lines_left_out: int = 0
     timeline: list[tuple[float, int]] = []

@@ -48,6 +48,16 @@ def test_gradients_made_in_backward_land_on_the_forward_lines(
     assert train_memory.kinds_at_peak["gradients"] == PARAM_BYTES
 
 
+def test_what_the_call_leaves_held_is_the_model_and_adamw_sizes(
+    train_memory: MemoryPass,
+) -> None:
+    assert train_memory.kinds_after_call == {
+        "parameters": PARAM_BYTES,
+        "gradients": PARAM_BYTES,
+        "optimizer_state": 2 * PARAM_BYTES + 4 * 4,
+    }
+
+
 def test_the_peak_and_activations_saved_for_backward(train_memory: MemoryPass) -> None:
     m = train_memory
     assert m.peak_allocated_bytes == m.trace_peak_bytes

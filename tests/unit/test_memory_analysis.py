@@ -77,8 +77,12 @@ def test_churn_is_on_the_line_that_grew_the_allocator_with_its_time() -> None:
 
 
 def test_the_memory_section_names_lines_kinds_and_approximations() -> None:
-    text = "\n".join(memory_section(memory_pass(approximate=["peak_reserved_bytes: no reserve"])))
+    m = memory_pass(
+        approximate=["peak_reserved_bytes: no reserve"], kinds_after_call={"gradients": MiB}
+    )
+    text = "\n".join(memory_section(m))
     assert "peak      100.0 MiB allocated" in text
+    assert "after     gradients 1.0 MiB held when the call returned" in text
     assert "activations 60.0 MiB" in text
     assert "approximate: peak_reserved_bytes: no reserve" in text
 

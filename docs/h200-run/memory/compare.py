@@ -28,6 +28,10 @@ for kind in ("parameters", "gradients", "optimizer_state"):
     print(f"{kind:16} memory pass {held.get(kind, 0) / MiB:.2f} MiB (before "
           f"{before.get(kind, 0) / MiB:.2f} + in the call {during.get(kind, 0) / MiB:.2f}) · "
           f"known {known[kind] / MiB:.2f} MiB")  # fmt: skip
+after = m.get("kinds_after_call") or {}
+for kind in ("parameters", "gradients", "optimizer_state"):
+    print(f"{kind:16} after the call {after.get(kind, 0) / MiB:.2f} MiB · known "
+          f"{known[kind] / MiB:.2f} MiB")  # fmt: skip
 for kind in ("activations", "temporaries", "other"):
     print(f"{kind:16} {held.get(kind, 0) / MiB:.2f} MiB at the peak")
 print(f"allocator       device allocs {m.get('device_allocs')}, frees {m.get('device_frees')}")

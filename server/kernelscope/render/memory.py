@@ -45,6 +45,8 @@ def memory_section(m: MemoryPass, max_lines: int = 8) -> list[str]:
         f"{fmt_bytes(m.baseline_at_peak_bytes)} of it: {kinds_line(m.baseline_kinds) or '-'}",
         f"  the call  {kinds_line(m.kinds_at_peak) or '-'} live at the peak",
     ]
+    if m.kinds_after_call:
+        out.append(f"  after     {kinds_line(m.kinds_after_call)} held when the call returned")
     unused = m.reserved_unused_at_peak_bytes
     if unused is not None:
         out.append(f"  reserve   {fmt_bytes(unused)} reserved but unused at the peak")

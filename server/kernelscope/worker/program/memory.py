@@ -62,6 +62,7 @@ def measure(job, fn, call, sync, device):
     if start["baseline"] is None:  # the CPU: what the live objects hold (approximate)
         start["baseline"] = sum(nbytes for _kind, nbytes in kinds_before.values())
     out.update(reduce_events(events, start, kinds_before, kinds_after, packs))
+    out["kinds_after_call"] = kind_totals(kinds_after)
     out["call_us"] = start["t1"] - start["t0"]
     out["free_bytes"], out["total_bytes"] = free_memory(torch, device, start["baseline"])
     out["objects"] = sorted({type(o).__name__ for o in objects})
@@ -161,6 +162,14 @@ def kind_storages(torch, objects, device):
             for state in obj.state.values():
                 for value in state.values() if isinstance(state, dict) else ():
                     add(value, "optimizer_state")
+    return out
+
+
+def kind_totals(kinds):
+    """Bytes by kind of a ``kind_storages`` map."""
+    out = {}
+    for kind, nbytes in kinds.values():
+        out[kind] = out.get(kind, 0) + nbytes
     return out
 
 
