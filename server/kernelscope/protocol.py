@@ -55,6 +55,9 @@ class Entry(msgspec.Struct):
     skip: int = 5
     """In place: steps before the profiler starts (the first is the cold one, the others
     are timed without the profiler)."""
+    finish: bool = False
+    """In place: let the program run on to its end after the profiled steps (the result
+    comes then), instead of stopping it there (--no-stop-after)."""
     loop_line: int = 0
     """In place: the `for`/`while` statement whose iterations are the steps (0: calls)."""
     body_line: int = 0

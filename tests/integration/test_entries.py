@@ -233,6 +233,23 @@ def test_in_place_a_functions_calls(project: Path) -> None:
     assert out["timing"]["unprofiled_reps"] == 2
 
 
+def test_in_place_the_program_runs_to_its_end_with_no_stop_after(project: Path) -> None:
+    shutil.rmtree(project / "out", ignore_errors=True)
+    command = "train_main.py --max_iters 20 --device cpu --num_workers 0"
+    spec = "train_main.py::train_step"
+    stopped = report(kernelscope(project, spec, "--via", command, "--in-place", "--json"))
+    assert stopped["call_site"]["modes"] == ["calls 6-14 profiled, 10-14 active"]
+    assert not (project / "out" / "ckpt.pt").exists()  # stopped after call 14 of 21
+    out = report(
+        kernelscope(project, spec, "--via", command, "--in-place", "--no-stop-after", "--json")
+    )
+    first, then = out["call_site"]["modes"]
+    assert first == "calls 6-14 profiled, 10-14 active"
+    assert then.startswith("then the program ran to its end (")
+    assert (project / "out" / "ckpt.pt").is_file()  # its last lines ran: the checkpoint
+    assert "saved out/ckpt.pt" in out["output"]
+
+
 def test_in_place_with_too_few_iterations(project: Path) -> None:
     loop = _line_of(project / "train.py", "while True:")
     err = error(kernelscope(project, f"train.py:{loop}", "--via", TRAIN, "--json"))
@@ -254,6 +271,7 @@ def test_in_place_with_too_few_iterations(project: Path) -> None:
         (["--via", "tests/test_nope.py::test_x"], "no such test file tests/test_nope.py"),
         (["--in-place"], "need a program (--via)"),
         (["--via", TRAIN, "--in-place", "--call", "2"], "--call and --from do not apply"),
+        (["--via", TRAIN, "--no-stop-after"], "--no-stop-after needs --in-place"),
     ],
 )
 def test_usage_errors(project: Path, args: list[str], says: str) -> None:

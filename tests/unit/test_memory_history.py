@@ -69,3 +69,41 @@ def test_entries_without_frames_land_on_the_forward_line_of_their_backward(tmp_p
     assert not timed
     assert [(e[1], e[2]) for e in events] == [("alloc", 1), ("alloc", 2), ("alloc", 3), ("free", 2)]
     assert events[2][4] == sources.ENGINE
+
+
+def test_a_history_without_stacks_puts_each_entry_on_the_line_running_then(
+    tmp_path: Path,
+) -> None:
+    """The fallback where the history's Python stacks break a checkpointed backward: no
+    entry has frames; forward ones go to the line open at their time, backward ones to
+    their forward op's line."""
+    sources = worker_modules()["memory_sources"]
+    sys.path.insert(0, str(WORKLOADS))
+    try:
+        import memory_train  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(WORKLOADS))
+    model, opt, x = memory_train.train_step_inputs(8)
+    job = UserFiles(tmp_path)
+    trace, keys, t0, t1 = sources.traced_call(
+        job, lambda: memory_train.train_step(model, opt, x), lambda: None,
+        contextlib.nullcontext(), False,
+    )  # fmt: skip
+    index = sources.AutogradIndex(trace, keys)
+    gelu = next((s + e) / 2 for s, e, i in index.lines if keys[i] == (TRAIN, 16))
+    bw = next(
+        index.base + e["ts"] + e["dur"] / 2
+        for e in trace["traceEvents"]
+        if e.get("name", "").startswith(sources.BACKWARD_NODE)
+        and e["name"].endswith("GeluBackward0")
+    )
+    entries: list[dict[str, Any]] = [
+        {"action": "alloc", "addr": 2, "size": 512, "time_us": index.base + gelu},
+        {"action": "alloc", "addr": 3, "size": 1024, "time_us": bw},
+    ]
+    events, timed = sources.history_events(job, entries, t0, t1, index, False)
+    assert timed
+    assert [e[4] for e in events] == [(TRAIN, 16, ""), (TRAIN, 16, "backward")]
+    # with stacks, an entry without frames outside a backward node is the engine's
+    events, _ = sources.history_events(job, entries, t0, t1, index)
+    assert events[0][4] == sources.ENGINE

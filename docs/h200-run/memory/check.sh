@@ -20,10 +20,11 @@ check() {  # MODULE FUNCTION BATCH
   timeout 120 python3 $D/truth.py "$fn" "$batch" "$mod" > "$OUT/$fn.truth.json" 2> "$OUT/$fn.truth.err"
   python3 $D/compare.py "$OUT/$fn.json" "$OUT/$fn.truth.json" | tee "$OUT/$fn.compare.txt"
 }
-check workload train_step 16
-check workload train_step_ckpt 16
-check library gpt2_step 8
-check library vit_step 32
+# CASES="module:function:batch ..." runs a few of them
+for c in ${CASES:-workload:train_step:16 workload:train_step_ckpt:16 library:gpt2_step:8 library:vit_step:32}; do
+  IFS=: read -r mod fn batch <<<"$c"
+  check "$mod" "$fn" "$batch"
+done
 for fn in train_step_ckpt gpt2_step; do
   timeout 200 python3 -m kernelscope profile "$D/$( [ $fn = gpt2_step ] && echo library || echo workload).py::$fn" \
     --device cuda --no-lines --wait 0 --warmup 2 --active 2 > "$OUT/$fn.txt" 2>&1

@@ -167,6 +167,17 @@ class Tools:
             bool,
             Field(description="With via: run the program again, not the call's kept capture"),
         ] = False,
+        skip: Annotated[
+            int,
+            Field(ge=1, description="In place: calls before the profiler starts (the first cold)"),
+        ] = 5,
+        stop_after: Annotated[
+            bool,
+            Field(
+                description="In place: stop the program after the profiled steps (false: "
+                "let it run to its end first, its checkpoints and logs written)"
+            ),
+        ] = True,
         counters: Annotated[
             bool | None,
             Field(
@@ -192,7 +203,7 @@ class Tools:
             remote,
             (via, call, caller, in_place, fresh),
         )
-        spec = dataclasses.replace(spec, counters=counters)
+        spec = dataclasses.replace(spec, counters=counters, skip=skip, finish=not stop_after)
         record = await self._job(
             lambda on: self.service.profile(spec, on), ctx, f"{target.path}::{qualname}"
         )

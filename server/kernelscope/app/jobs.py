@@ -86,6 +86,8 @@ class ProfileSpec:
     in_place: bool = False
     """Profile the program's own calls as the steps (after `skip`)."""
     skip: int = 5
+    finish: bool = False
+    """In place: let the program run to its end after the profiled steps."""
     fresh: bool = False
     """Run the program again even where a kept capture of the call could be replayed."""
     counters: bool | None = None
@@ -315,6 +317,7 @@ class ProfileService:
             in_place=spec.in_place,
             skip=spec.skip,
             fresh=spec.fresh,
+            finish=spec.finish,
         )
 
     async def _run_ranks(

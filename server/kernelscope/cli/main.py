@@ -160,6 +160,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=5,
         help="in place: calls before the profiler starts, the first cold, the rest timed (5)",
     )
+    e.add_argument(
+        "--stop-after",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="in place: stop the program after the profiled steps (default); "
+        "--no-stop-after lets it run to its end first (its checkpoints, its logs)",
+    )
 
     t = sub.add_parser(
         "try", help="time the variants a verdict suggests (torch.compile, CUDA Graphs, ...)"
@@ -182,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--remote", metavar="NAME", help="run on [tool.kernelscope.remotes.NAME]")
     t.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     _add_program_args(t)
-    t.set_defaults(save=False, in_place=False, skip=5)
+    t.set_defaults(save=False, in_place=False, skip=5, stop_after=True)
 
     d = sub.add_parser("diff", help="compare two runs or traces, or a function's last two runs")
     d.add_argument("a", metavar="A", help="a run id, a trace file, or PATH::QUALNAME")
@@ -291,6 +298,7 @@ def _entry(args: argparse.Namespace, target: Target) -> Entry | None:
         skip=args.skip,
         save=args.save,
         fresh=args.fresh,
+        finish=not args.stop_after,
     )
 
 

@@ -136,6 +136,7 @@ def parse_entry(
     skip: int = 5,
     save: bool = False,
     fresh: bool = False,
+    finish: bool = False,
 ) -> Entry:
     """The program `command` names, as a shell would split it: ``train.py --max_iters 20``
     (a leading ``python`` is dropped), ``-m pkg.train ...``, or a pytest node id
@@ -178,6 +179,11 @@ def parse_entry(
         (first, def_line), body = _lines(target, source), 0
     if in_place and skip < 1:
         raise TargetError(f"--skip must be >= 1 (the first call is the cold one), got {skip}")
+    if finish and not in_place:
+        raise TargetError(
+            "--no-stop-after needs --in-place (or a loop target): a captured call's program "
+            "is stopped inside the call it captured"
+        )
     entry = Entry(
         kind=kind,
         target=program,
@@ -190,6 +196,7 @@ def parse_entry(
         no_compile=no_compile,
         in_place=in_place,
         skip=skip,
+        finish=finish,
         loop_line=loop,
         body_line=body,
         save=save and not in_place,

@@ -133,6 +133,9 @@ def _spec(
     skip: object = options.get("skip", 5)
     if not isinstance(skip, int) or isinstance(skip, bool) or skip < 1:
         raise JsonRpcInvalidParams(f"options.skip must be an integer >= 1, got {skip!r}")
+    stop_after: object = options.get("stopAfter", True)
+    if not isinstance(stop_after, bool):
+        raise JsonRpcInvalidParams(f"options.stopAfter must be true or false, got {stop_after!r}")
     counters: object = options.get("counters")
     if counters is not None and not isinstance(counters, bool):
         raise JsonRpcInvalidParams(f"options.counters must be true or false, got {counters!r}")
@@ -158,6 +161,7 @@ def _spec(
         no_compile=bool(options.get("noCompile", False)),
         in_place=bool(options.get("inPlace", False)),
         skip=skip,
+        finish=not stop_after,
         fresh=bool(options.get("fresh", False)),
         counters=counters,
     )

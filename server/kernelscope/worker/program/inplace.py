@@ -20,6 +20,7 @@ import types
 from typing import Any
 
 from .devices import profiler_activities
+from .errors import JobError
 from .names import CALL_RANGE, STAGES_PROFILED, TIMING_WORKER_ENV
 from .phases import finished, peak_memory, trace_stem
 from .timing import spread
@@ -50,6 +51,7 @@ class Steps:
         self.done = False
         self.started = time.perf_counter()
         self.trace_tmp = None
+        self.after = ""  # --no-stop-after: what the program did after the profiled steps
         cuda = self.torch.cuda.is_available() and self.torch.cuda.is_initialized()
         self.device = (
             self.torch.device("cuda", self.torch.cuda.current_device())
@@ -189,15 +191,16 @@ class Steps:
         }
         first = self.skip + 1
         last = self.skip + self.wait + self.warmup + self.active
+        modes = ["%ss %d-%d profiled, %d-%d active"
+                 % (self.what, first, last, last - self.active + 1, last)]  # fmt: skip
+        if self.after:
+            modes.append(self.after)
         job.call_site = {
             "via": self.label,
             "call": first,
             "caller_path": None,
             "caller_line": None,
-            "modes": [
-                "%ss %d-%d profiled, %d-%d active"
-                % (self.what, first, last, last - self.active + 1, last)
-            ],
+            "modes": modes,
             "captured": False,
             "entry_s": self.marks.get("active0", time.perf_counter()) - self.started,
             "wrote": [],
@@ -370,8 +373,10 @@ def run_in_place(job):
     def_line = loop or int(entry.get("def_line") or 0)
     steps = Steps(job, skip, schedule, label, def_line, "iteration" if loop else "call")
 
+    finish = bool(entry.get("finish"))
+
     def conclude_if_done():
-        if steps.done:
+        if steps.done and not finish:
             job.worker.conclude(job, steps.conclude)
 
     def safely(fn):
@@ -412,13 +417,24 @@ def run_in_place(job):
         watch.arm()
         try:
             run_program(job, entry)
+        except JobError as e:
+            if not steps.done:
+                raise
+            steps.after = "then the program failed: %s" % e.message
+        else:
+            if steps.done:
+                steps.after = "then the program ran to its end"
         finally:
             watch.disarm()
             if steps.prof is not None and not steps.done:
                 steps.prof.__exit__(None, None, None)
     finally:
         job.worker.fork_hooks.remove(watch.disarm)
-    from .errors import JobError
+    if steps.done:  # --no-stop-after: the program has finished; the result goes now
+        steps.after += " (%.1f s after the profiled steps)" % (
+            time.perf_counter() - steps.marks["active1"]
+        )
+        job.worker.conclude(job, steps.conclude)
 
     need = skip + sum(schedule) + (1 if loop else 0)
     name = "the loop at line %d" % loop if loop else req["qualname"]

@@ -4,10 +4,12 @@ history (CUDA; Python stacks for the calling thread, sequence numbers for autogr
 thread) or the profiler's memory events (CPU). Both run the call under the line tracer and
 a CPU-only profiler, whose trace ties a backward op to its forward op's line."""
 
+import gc
 import json
 import os
 import time
 
+from .errors import JobError
 from .lines import LineTracer
 from .memory_blocks import enclosing
 
@@ -32,6 +34,15 @@ OUTSIDE = ("", 0, "outside your files")
 UNTIMED = (
     "lines, activations: the history's times are not on the epoch clock, so backward's "
     "allocations are not on forward lines and activations are told by address alone"
+)
+
+#: What CPython says when a C function fails without an exception set (the history's Python
+#: stacks inside a backward that recomputes a checkpointed block, torch 2.11).
+NULL_RESULT = "returned NULL without setting an exception"
+NO_STACKS = (
+    "lines: the allocator history was recorded without Python stacks (with them this torch "
+    "fails the call's backward, which recomputes a checkpointed block): each allocation is on "
+    "the line running when it was made, or in backward on its forward op's line"
 )
 
 
@@ -114,7 +125,25 @@ class AutogradIndex:
 
 
 def cuda_events(job, call, sync, device, hooks):
-    """One call under the allocator's history; its events with the user's line of each."""
+    """One call under the allocator's history; its events with the user's line of each.
+    Where the history's Python stacks break the call's backward (torch 2.11 fails a backward
+    that recomputes a non-reentrant checkpoint with a SystemError), the call runs once more
+    with a history of no stacks, each event on the line running at its time (after one
+    call more, unrecorded: the failed one left its partial gradients behind)."""
+    try:
+        return _cuda_events(job, call, sync, device, hooks, True)
+    except JobError as e:
+        if not (e.message.startswith("SystemError") and NULL_RESULT in e.message):
+            raise
+    gc.collect()
+    call()
+    sync()
+    out, events, start = _cuda_events(job, call, sync, device, hooks, False)
+    out["approximate"].append(NO_STACKS)
+    return out, events, start
+
+
+def _cuda_events(job, call, sync, device, hooks, stacks):
     torch = job.torch
     memory = torch.cuda.memory
     sync()
@@ -122,10 +151,12 @@ def cuda_events(job, call, sync, device, hooks):
     reserved = int(torch.cuda.memory_reserved(device))
     before = torch.cuda.memory_stats(device)
     torch.cuda.reset_peak_memory_stats(device)
+    context = "all" if stacks else None
     try:
-        memory._record_memory_history(max_entries=MAX_ENTRIES, stacks="python", clear_history=True)
+        memory._record_memory_history(max_entries=MAX_ENTRIES, context=context, stacks="python",
+                                      clear_history=True)  # fmt: skip
     except TypeError:  # torch < 2.6
-        memory._record_memory_history(max_entries=MAX_ENTRIES, stacks="python")
+        memory._record_memory_history(max_entries=MAX_ENTRIES, context=context, stacks="python")
     try:
         trace, keys, t0, t1 = traced_call(job, call, sync, hooks, False)
         snapshot = memory._snapshot(device)
@@ -135,7 +166,7 @@ def cuda_events(job, call, sync, device, hooks):
     index = device.index if device.index is not None else torch.cuda.current_device()
     traces = snapshot.get("device_traces") or []
     entries = traces[index] if index < len(traces) else []
-    events, timed = history_events(job, entries, t0, t1, AutogradIndex(trace, keys))
+    events, timed = history_events(job, entries, t0, t1, AutogradIndex(trace, keys), stacks)
     out = {
         "source": "cuda allocator history",
         "approximate": [] if timed else [UNTIMED],
@@ -151,11 +182,12 @@ def cuda_events(job, call, sync, device, hooks):
     return out, events, start
 
 
-def history_events(job, entries, t0, t1, index):
+def history_events(job, entries, t0, t1, index, stacks=True):
     """The allocator history's entries of the call as events, each on the user's line:
     the innermost frame in the user's files, or for an entry with no Python frames
     (autograd's engine thread) the line of the forward op whose backward node was running;
-    (events, whether the entries had times)."""
+    without ``stacks`` (a history recorded with none), every entry by its time: that line,
+    else the line running then. (events, whether the entries had times)."""
     # The history can keep an earlier job's entries (torch < 2.6 has no clear_history):
     # keep the call's, when the allocator's clock is the epoch one time.time_ns() reads
     # (else the entries keep their order, without times).
@@ -165,7 +197,7 @@ def history_events(job, entries, t0, t1, index):
     entries = [e for e in entries if e.get("action") in _CUDA_ACTIONS]
     times = [float(e.get("time_us") or t0 + n * 1e-3) for n, e in enumerate(entries)]
     engine = [i for i, e in enumerate(entries) if not e.get("frames")]
-    backward = index.where([times[i] for i in engine], True) if timed else []
+    backward = index.where([times[i] for i in engine], stacks) if timed else []
     by_sequence = dict(zip(engine, backward))
     where_of = {}
     events = []
