@@ -107,3 +107,23 @@ def test_a_history_without_stacks_puts_each_entry_on_the_line_running_then(
     # with stacks, an entry without frames outside a backward node is the engine's
     events, _ = sources.history_events(job, entries, t0, t1, index)
     assert events[0][4] == sources.ENGINE
+
+
+def test_the_cold_call_tells_a_non_reentrant_checkpoint() -> None:
+    """watch_recompute (worn by the cold call) sees torch.utils.checkpoint's non-reentrant
+    path, whose recompute the history's Python stacks break on CUDA, and puts it back."""
+    import torch
+    from torch.utils import checkpoint
+
+    sources = worker_modules()["memory_sources"]
+    layer = torch.nn.Linear(8, 8)
+    x = torch.randn(4, 8, requires_grad=True)
+    original = getattr(checkpoint, sources.GENERATOR)
+    seen = {}
+    for reentrant in (True, False):
+        job = type("Job", (), {"recomputes": False})()
+        with sources.watch_recompute(job):
+            checkpoint.checkpoint(layer, x, use_reentrant=reentrant).sum().backward()
+        seen[reentrant] = job.recomputes
+    assert seen == {True: False, False: True}
+    assert getattr(checkpoint, sources.GENERATOR) is original

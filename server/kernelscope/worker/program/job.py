@@ -43,6 +43,7 @@ class Job:
         self.ranks = Ranks(worker.torch)
         self.loaded = None  # (module, owner, args, kwargs) once prepared
         self.captured = None  # (fn, code, state, compiled): a program's call, captured
+        self.recomputes = False  # the cold call ran a non-reentrant checkpoint (memory pass)
         self.setup_output = None  # (text, truncated) the import and the provider printed
         self.inputs_from = ""  # "defaults", or the provider's file::name
         self.stages = {}  # seconds per stage, in the order they ran

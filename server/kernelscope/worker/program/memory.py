@@ -50,7 +50,9 @@ def measure(job, fn, call, sync, device):
     else:
         hooks = torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
     if device.type == "cuda":
-        out, events, start = cuda_events(job, call, sync, device, hooks)
+        kinds_of = lambda: kind_storages(torch, objects, device)  # noqa: E731
+        out, events, start = cuda_events(job, call, sync, device, hooks, kinds_of)
+        kinds_before = start["kinds_before"]
     else:
         out, events, start = cpu_events(job, call, sync, hooks)
     if compiled:

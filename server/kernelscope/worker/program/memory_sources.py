@@ -4,9 +4,11 @@ history (CUDA; Python stacks for the calling thread, sequence numbers for autogr
 thread) or the profiler's memory events (CPU). Both run the call under the line tracer and
 a CPU-only profiler, whose trace ties a backward op to its forward op's line."""
 
+import contextlib
 import gc
 import json
 import os
+import sys
 import time
 
 from .errors import JobError
@@ -39,6 +41,8 @@ UNTIMED = (
 #: What CPython says when a C function fails without an exception set (the history's Python
 #: stacks inside a backward that recomputes a checkpointed block, torch 2.11).
 NULL_RESULT = "returned NULL without setting an exception"
+#: torch.utils.checkpoint's non-reentrant path (torch >= 2.1), looked up at each call.
+GENERATOR = "_checkpoint_without_reentrant_generator"
 NO_STACKS = (
     "lines: the allocator history was recorded without Python stacks (with them this torch "
     "fails the call's backward, which recomputes a checkpointed block): each allocation is on "
@@ -124,29 +128,55 @@ class AutogradIndex:
         return out
 
 
-def cuda_events(job, call, sync, device, hooks):
+def cuda_events(job, call, sync, device, hooks, kinds_of):
     """One call under the allocator's history; its events with the user's line of each.
-    Where the history's Python stacks break the call's backward (torch 2.11 fails a backward
-    that recomputes a non-reentrant checkpoint with a SystemError), the call runs once more
-    with a history of no stacks, each event on the line running at its time (after one
-    call more, unrecorded: the failed one left its partial gradients behind)."""
-    try:
-        return _cuda_events(job, call, sync, device, hooks, True)
-    except JobError as e:
-        if not (e.message.startswith("SystemError") and NULL_RESULT in e.message):
-            raise
-    gc.collect()
-    call()
-    sync()
-    out, events, start = _cuda_events(job, call, sync, device, hooks, False)
+    The history's Python stacks break a backward that recomputes a non-reentrant checkpoint
+    (torch 2.11: a SystemError): where the cold call ran one (``job.recomputes``), or the
+    recorded call fails so, the call is recorded with a history of no stacks, each event on
+    the line running at its time (after a failure, once more unrecorded first: the failed
+    call left its partial gradients behind). ``kinds_of()``: the live objects' storages by
+    kind, read just before the recorded call (the start's ``kinds_before``)."""
+    if not job.recomputes:
+        try:
+            return _cuda_events(job, call, sync, device, hooks, True, kinds_of)
+        except JobError as e:
+            if not (e.message.startswith("SystemError") and NULL_RESULT in e.message):
+                raise
+        gc.collect()
+        call()
+        sync()
+    out, events, start = _cuda_events(job, call, sync, device, hooks, False, kinds_of)
     out["approximate"].append(NO_STACKS)
     return out, events, start
 
 
-def _cuda_events(job, call, sync, device, hooks, stacks):
+@contextlib.contextmanager
+def watch_recompute(job):
+    """While open, a call of torch.utils.checkpoint's non-reentrant path sets
+    ``job.recomputes`` (worn by the cold call: a Python call more per checkpoint)."""
+    module = sys.modules.get("torch.utils.checkpoint")
+    generator = getattr(module, GENERATOR, None)
+    if generator is None:
+        yield
+        return
+
+    def watched(*args, **kwargs):
+        job.recomputes = True
+        return generator(*args, **kwargs)
+
+    setattr(module, GENERATOR, watched)
+    try:
+        yield
+    finally:
+        setattr(module, GENERATOR, generator)
+
+
+def _cuda_events(job, call, sync, device, hooks, stacks, kinds_of):
     torch = job.torch
     memory = torch.cuda.memory
+    gc.collect()
     sync()
+    kinds_before = kinds_of()
     baseline = int(torch.cuda.memory_allocated(device))
     reserved = int(torch.cuda.memory_reserved(device))
     before = torch.cuda.memory_stats(device)
@@ -178,7 +208,8 @@ def _cuda_events(job, call, sync, device, hooks, stacks):
         "entries": len(events),
         "truncated": len(entries) >= MAX_ENTRIES,
     }
-    start = {"t0": t0, "t1": t1, "baseline": baseline, "reserved": reserved, "timed": timed}
+    start = {"t0": t0, "t1": t1, "baseline": baseline, "reserved": reserved, "timed": timed,
+             "kinds_before": kinds_before}  # fmt: skip
     return out, events, start
 
 

@@ -13,6 +13,7 @@ from .dynamo import compile_seconds
 from .errors import JobError
 from .lines import attribute_lines, line_pass_calls
 from .memory import memory_at_oom, memory_pass
+from .memory_sources import watch_recompute
 from .names import CALL_RANGE, COLD_RANGE, STAGES_PROFILED
 from .target import def_line
 from .timing import unprofiled_timing, warm_up
@@ -70,7 +71,7 @@ def cold_call(job, call, sync, activities, stem, device):
     compiled_before = compile_seconds()
     with profile(activities=activities) as cold_prof:
         t0 = time.perf_counter()
-        with record_function(COLD_RANGE):
+        with record_function(COLD_RANGE), watch_recompute(job):
             call()
         sync()
         first_call_us = (time.perf_counter() - t0) * 1e6
