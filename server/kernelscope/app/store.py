@@ -16,6 +16,7 @@ from pathlib import Path
 import msgspec
 
 from kernelscope.app.anchors import Anchors, anchors_of
+from kernelscope.app.memory_timeline import memory_files
 from kernelscope.report.files import sidecar_path
 from kernelscope.report.schema import Report
 
@@ -159,6 +160,7 @@ def _trace_files(record: RunRecord) -> list[Path]:
     if record.report.trace.cold_path:
         files.append(Path(record.report.trace.cold_path))
     files.append(sidecar_path(trace))
+    files += memory_files(trace)
     return files
 
 

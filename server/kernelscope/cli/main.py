@@ -26,6 +26,7 @@ from kernelscope.app.experiments import (
     try_request,
 )
 from kernelscope.app.history import DiffError, diff, record_run
+from kernelscope.app.memory_timeline import write_memory_timeline
 from kernelscope.app.profile import job_report, profile_once, resolve_remote, with_hint
 from kernelscope.app.traces import analyze_path
 from kernelscope.cli.args import (
@@ -69,7 +70,13 @@ from kernelscope.protocol import (
 from kernelscope.render.compare import render_comparison
 from kernelscope.render.distributed import render_distributed
 from kernelscope.render.experiments import render_experiments
-from kernelscope.render.text import render_failure, render_report, render_trace_analysis, table
+from kernelscope.render.text import (
+    render_failure,
+    render_report,
+    render_trace_analysis,
+    shorten,
+    table,
+)
 from kernelscope.report.schema import Report
 
 
@@ -356,10 +363,18 @@ def _profile(args: argparse.Namespace) -> int:
     except TraceError as e:
         return fail("bad_trace", f"cannot read the trace: {e}", args.json)
     record_run(target, result.finished.job_id, report)  # `kernelscope diff` compares runs
+    try:
+        timeline = write_memory_timeline(report)
+    except OSError as e:
+        timeline = None
+        print(f"kernelscope: the memory timeline was not written: {e}", file=sys.stderr)
     if args.json:
         print_json(report)
     else:
         print(render_report(report, stages=args.verbose))
+        if timeline is not None:
+            png, perfetto = timeline
+            print(f"memory      {shorten(str(png))} · Perfetto {shorten(str(perfetto))}")
     if report.counters is not None and report.counters.error:
         # the profile stands; what was asked for on top of it did not happen
         print(f"kernelscope: counters not measured: {report.counters.error}", file=sys.stderr)

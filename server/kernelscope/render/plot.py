@@ -82,7 +82,7 @@ _FONT: dict[str, int] = {
 }
 
 
-class _Canvas:
+class Canvas:
     """An RGB raster with the few drawing operations a line chart needs."""
 
     def __init__(self, width: int, height: int) -> None:
@@ -201,7 +201,7 @@ def render_png(
     pts = sorted(points, key=lambda p: p.factor)
     if not pts:
         raise ValueError("no points to plot")
-    canvas = _Canvas(width, height)
+    canvas = Canvas(width, height)
     left, right, top, bottom = 84, width - 24, 48, height - 56
     x_lo, x_hi = math.log2(pts[0].factor) - 0.35, math.log2(pts[-1].factor) + 0.35
     y_lo, y_hi = _y_range([p.us_per_call for p in pts])
