@@ -18,7 +18,8 @@ async def test_memory_tool_forecasts_and_profile_carries_the_pass(tmp_path: Path
     async with server(tmp_path) as client:
         args = {"path": "train.py", "qualname": "train_step", "device": "cpu"}
         out = await client.call_tool(
-            "memory", {**args, "batch_sizes": [16, 32], "room_bytes": 24 * 2**20}
+            "memory",
+            {**args, "batch_sizes": [16, 32], "room_bytes": 24 * 2**20, "will_fit": 8},
         )
         block = out.content[0]
         assert isinstance(block, TextContent)
@@ -27,6 +28,8 @@ async def test_memory_tool_forecasts_and_profile_carries_the_pass(tmp_path: Path
         assert forecast is not None
         assert forecast["model"] == "runs of the call" and forecast["fits"] is True
         assert "forecast     batch" in block.text
+        assert forecast["asked_batch"] == 8 and forecast["asked_fits"] is True
+        assert "batch 8 fits: predicted peak" in block.text
         bad = await client.call_tool("memory", {**args, "batch_sizes": [4]})
         assert bad.is_error
         profiled = await client.call_tool("profile", {**args, "active": 1})

@@ -28,7 +28,7 @@ def run(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess[str]:
 
 def test_the_forecast_batch_is_checked_by_running_it() -> None:
     proc = run("memory", TRAIN, "--device", "cpu", "--batch-sizes", "16,32", "--room", "24M",
-               "--headroom", "0.1", "--json")  # fmt: skip
+               "--headroom", "0.1", "--will-fit", "4096", "--json")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert [p["batch_size"] for p in out["points"]] == [16, 32]
@@ -40,6 +40,22 @@ def test_the_forecast_batch_is_checked_by_running_it() -> None:
     assert out["fits"] is True
     # 16 and 32 peak in AdamW's step; the forecast batch peaks in the activations
     assert out["not_linear"]
+    # "Will batch 4096 fit?": far past the forecast batch, so no
+    assert out["asked_batch"] == 4096 and out["asked_fits"] is False
+    assert out["asked_predicted"] > out["budget_bytes"]
+
+
+def test_profile_writes_the_memory_timeline_beside_the_trace(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'mem-timeline'\n")
+    shutil.copy(WORKLOADS / "memory_train.py", tmp_path / "memory_train.py")
+    proc = run("profile", "memory_train.py::train_step", "--device", "cpu", "--no-lines",
+               "--active", "1", cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    line = next(t for t in proc.stdout.splitlines() if t.startswith("memory      "))
+    png, perfetto = (tmp_path / p for p in line.split()[1::3])
+    assert png.name.endswith(".memory.png") and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    counters = [e for e in json.loads(perfetto.read_text())["traceEvents"] if e["ph"] == "C"]
+    assert counters and all(e["name"] == "allocated" for e in counters)
 
 
 def test_profile_json_carries_the_memory_pass_and_no_memory_drops_it() -> None:

@@ -31,7 +31,7 @@ import {
 } from './interpreter';
 import { registerMcpServer } from './mcp';
 import { showProgressAsNotifications } from './progress';
-import type { CompareReply, ImportTraceReply, LastReportReply, OpenTraceReply, ProfileReply, TryReply } from './replies';
+import type { CompareReply, ImportTraceReply, LastReportReply, MemoryFitReply, OpenTraceReply, ProfileReply, TryReply } from './replies';
 import { Status } from './status';
 
 // The server's commands (server/kernelscope/lsp/server.py); their replies are in ./replies.ts.
@@ -41,6 +41,7 @@ const LAST_REPORT = 'kernelscope.lastReport';
 const COMPARE = 'kernelscope.compare';
 const TRY = 'kernelscope.try';
 const IMPORT_TRACE = 'kernelscope.importTrace';
+const MEMORY_FIT = 'kernelscope.memoryFit';
 const REPORT_SCHEME = 'kernelscope-report';
 
 /** The parts of a LastReportReply's report (kernelscope.report.schema.Report) read here. */
@@ -432,6 +433,39 @@ class Kernelscope implements vscode.Disposable {
     await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preview: true });
   }
 
+  /** "Will batch N fit?" for the function at the cursor: asks for N, runs the memory forecast
+   * (the input provider at a few batch sizes, each in a fresh worker) and shows its answer,
+   * with the whole forecast beside the editor. */
+  async willBatchFit(batch?: number): Promise<void> {
+    const action = (await this.profileActionsAtCursor())[0];
+    if (!action) {
+      return;
+    }
+    if (batch === undefined) {
+      const text = await vscode.window.showInputBox({
+        title: `Will batch N of ${action.qualname} fit in memory?`,
+        prompt: 'The batch size N (passed to the input provider as batch_size)',
+        validateInput: (v) => (/^[1-9][0-9]*$/.test(v.trim()) ? undefined : 'a whole number >= 1'),
+      });
+      if (!text) {
+        return;
+      }
+      batch = Number(text.trim());
+    }
+    const reply = await this.request<MemoryFitReply>(MEMORY_FIT, [action.args[0], action.qualname, { batch }]);
+    if (!reply.ok) {
+      const why = reply.cancelled ? 'cancelled' : reply.error?.message ?? 'failed';
+      void vscode.window.showWarningMessage(`Kernelscope: ${action.qualname}: ${why}`);
+      return;
+    }
+    this.channel.info(`${action.qualname}: ${reply.answer ?? ''}`);
+    const uri = vscode.Uri.from({ scheme: REPORT_SCHEME, path: `/memory ${action.qualname} batch ${batch}.txt` });
+    this.reports.set(uri.toString(), reply.text ?? '');
+    this.reportChanged.fire(uri);
+    const doc = await vscode.workspace.openTextDocument(uri);
+    await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preview: true });
+  }
+
   /** Shows a run recorded elsewhere (a GPU box, CI) as the last run of the function at the cursor. */
   async importTraceAtCursor(tracePath?: string, sidecarPath?: string): Promise<void> {
     const action = (await this.profileActionsAtCursor())[0];
@@ -522,6 +556,7 @@ class Kernelscope implements vscode.Disposable {
     reg('kernelscope.restartServer', this.restart);
     reg('kernelscope.importTraceAtCursor', this.importTraceAtCursor as (...a: never[]) => Promise<void>);
     reg('kernelscope.showOutput', async () => this.channel.show(true));
+    reg('kernelscope.willBatchFit', this.willBatchFit as (...a: never[]) => Promise<void>);
     // The end-to-end test imports a recorded H200 run through the real command path; the
     // command exists only when the test sets these variables.
     const fixtureTrace = process.env.KERNELSCOPE_E2E_TRACE;

@@ -87,3 +87,19 @@ export interface CompareReply {
   text: string;
   comparison: Record<string, unknown>;
 }
+
+/**
+ * A memory forecast's outcome: ok with the answer in one line ("batch 64 fits: predicted peak
+ * ..."), whether the asked batch (else the largest, by its checking run) fits, the largest batch
+ * that fits and the whole forecast as text; else error or cancelled.
+ * The reply of `kernelscope.memoryFit`.
+ */
+export interface MemoryFitReply {
+  ok: boolean;
+  answer?: string;
+  fits?: boolean | null;
+  largest_batch?: number | null;
+  text?: string;
+  error?: ProfileError;
+  cancelled?: boolean;
+}

@@ -308,6 +308,10 @@ class Tools:
             Field(gt=0, description="Bytes the call may use (default: the device's free memory)"),
         ] = None,
         check: Annotated[bool, Field(description="Run the forecast batch to check it")] = True,
+        will_fit: Annotated[
+            int | None,
+            Field(ge=1, description="Also say whether this batch size fits (its predicted peak)"),
+        ] = None,
         device: Device = "auto",
         timeout: Annotated[float, Field(gt=0, description="Seconds per batch size")] = 120.0,
     ) -> CallToolResult:
@@ -324,7 +328,7 @@ class Tools:
             return lambda msg: step(msg, f"batch {batch}")
 
         job = run_forecast(target, sizes, device, None, None, on_batch, timeout, headroom,
-                           room_bytes, check)  # fmt: skip
+                           room_bytes, check, will_fit)  # fmt: skip
         try:
             out = await _detached(job)
         except JobFailed as e:

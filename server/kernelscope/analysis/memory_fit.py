@@ -67,6 +67,12 @@ class Forecast(msgspec.Struct):
     checked_peak_bytes: int | None = None
     fits: bool | None = None
     notes: list[str] = []
+    asked_batch: int | None = None
+    """The batch size the user asked about ("Will batch N fit?"), if any."""
+    asked_predicted: int | None = None
+    """Its predicted peak (None without a fit)."""
+    asked_fits: bool | None = None
+    """Whether that prediction is within the room less the headroom."""
 
 
 def fit_line(points: list[BatchPoint]) -> LinearFit | None:
@@ -143,14 +149,20 @@ def forecast(
     points: list[BatchPoint],
     free_bytes: int | None,
     headroom: float = DEFAULT_HEADROOM,
+    ask: int | None = None,
 ) -> Forecast:
-    """The fit and the largest batch that fits ``free_bytes`` less the headroom."""
+    """The fit and the largest batch that fits ``free_bytes`` less the headroom; with
+    ``ask``, that batch's predicted peak and whether it fits."""
     fit = fit_line(points)
-    out = Forecast(qualname, device, measure, points, fit=fit, headroom=headroom)
+    out = Forecast(qualname, device, measure, points, fit=fit, headroom=headroom, asked_batch=ask)
     if fit is None:
         out.notes.append("two different batch sizes are needed for a fit")
         return out
     model = PeakModel(points, fit)
+    if ask is not None:
+        out.asked_predicted = model(ask)
+        if free_bytes is not None:
+            out.asked_fits = out.asked_predicted <= int(free_bytes * (1.0 - headroom))
     out.model = "peaks" if model.lines is None else "runs of the call"
     if model.lines is None:
         out.notes.append(

@@ -74,6 +74,7 @@ async def run_forecast(
     headroom: float = DEFAULT_HEADROOM,
     room: int | None = None,
     check: bool = True,
+    ask: int | None = None,
 ) -> Forecast:
     """Peaks at ``batches``, their fit, the largest batch that fits (``room`` bytes, else
     what the device has free), and that batch run to check it. Raises JobFailed for a
@@ -104,6 +105,7 @@ async def run_forecast(
         points,
         room if room is not None else free,
         headroom,
+        ask,
     )
     if device_type != "cuda":
         out.notes.append(

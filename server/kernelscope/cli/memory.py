@@ -16,6 +16,7 @@ from kernelscope.cli.args import (
     Subparsers,
     fail_usage,
     positive_float,
+    positive_int,
     print_json,
 )
 from kernelscope.cli.progress import ProgressLine
@@ -84,6 +85,13 @@ def add_memory_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         default=None,
         help="bytes the call may use, like 80G (default: the device's free memory, measured)",
     )
+    p.add_argument(
+        "--will-fit",
+        type=positive_int,
+        metavar="N",
+        default=None,
+        help="also say whether batch N fits (its predicted peak against the room)",
+    )
     p.add_argument("--no-check", action="store_true", help="do not run the forecast batch")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (default auto)")
     p.add_argument(
@@ -122,6 +130,7 @@ def run_memory(args: argparse.Namespace) -> int:
                 args.headroom,
                 args.room,
                 not args.no_check,
+                args.will_fit,
             )
         )
     except JobFailed as e:

@@ -46,8 +46,8 @@ if TYPE_CHECKING:
 async def profile(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     """Profile (uri, qualname[, options]): progress while it runs, then diagnostics and views.
     options.remote names a remote to run on."""
-    uri, qualname, options = _profile_args(args)
-    path, source = _runnable(ls, uri)
+    uri, qualname, options = profile_args(args)
+    path, source = runnable(ls, uri)
     fn = find(source, qualname)
     if fn is None:
         raise JsonRpcInvalidParams(f"{path.name} has no function {qualname!r}")
@@ -170,8 +170,8 @@ def _spec(
 async def try_variants(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     """Try (uri, qualname[, {variants: [...], ...}]): time the function and the variants (by
     default those its last run suggests) in turns; KS801 diagnostics and hover lines after."""
-    uri, qualname, options = _profile_args(args, TRY)
-    path, source = _runnable(ls, uri)
+    uri, qualname, options = profile_args(args, TRY)
+    path, source = runnable(ls, uri)
     fn = find(source, qualname)
     if fn is None:
         raise JsonRpcInvalidParams(f"{path.name} has no function {qualname!r}")
@@ -220,7 +220,7 @@ async def try_variants(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     )
 
 
-def _profile_args(args: tuple[Any, ...], command: str = PROFILE) -> tuple[str, str, dict[str, Any]]:
+def profile_args(args: tuple[Any, ...], command: str = PROFILE) -> tuple[str, str, dict[str, Any]]:
     if len(args) < 2 or len(args) > 3:
         raise JsonRpcInvalidParams(
             f"{command} takes (uri, qualname[, options]), got {len(args)} argument(s)"
@@ -245,7 +245,7 @@ def _workspace_folder(ls: KernelscopeServer, path: Path) -> Path | None:
     return max(inside, key=lambda f: len(f.parts)) if inside else None
 
 
-def _runnable(ls: KernelscopeServer, uri: str) -> tuple[Path, str]:
+def runnable(ls: KernelscopeServer, uri: str) -> tuple[Path, str]:
     """What a job runs for a document: the file as the editor has it; for a notebook cell,
     the notebook's code cells up to it as one module (the whole module is written to its
     path, so the report's lines and the trace can show its code)."""
@@ -351,7 +351,7 @@ async def import_trace(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
 
     uri, qualname, trace = args[0], args[1], Path(args[2])
     sidecar = Path(args[3]) if len(args) == 4 else None
-    path, source = _runnable(ls, uri)
+    path, source = runnable(ls, uri)
     for file in (trace, sidecar):
         if file is not None and not file.is_file():
             raise JsonRpcInvalidParams(f"no such file: {file}")

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import logging
 
-from kernelscope.lsp import commands, features, lifecycle, watch
+from kernelscope.lsp import commands, features, lifecycle, memory_fit, watch
 from kernelscope.lsp.server import KernelscopeServer
 
 
 def create_server() -> KernelscopeServer:
     """A server with every handler registered."""
     server = KernelscopeServer()
-    for module in (lifecycle, features, commands, watch):
+    for module in (lifecycle, features, commands, memory_fit, watch):
         module.register(server)
     return server
 

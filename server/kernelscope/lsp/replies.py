@@ -14,7 +14,15 @@ from typing import Any
 import msgspec
 import msgspec.inspect as mi
 
-from kernelscope.lsp.server import COMPARE, IMPORT_TRACE, LAST_REPORT, OPEN_TRACE, PROFILE, TRY
+from kernelscope.lsp.server import (
+    COMPARE,
+    IMPORT_TRACE,
+    LAST_REPORT,
+    MEMORY_FIT,
+    OPEN_TRACE,
+    PROFILE,
+    TRY,
+)
 
 UNSET = msgspec.UNSET
 Unset = msgspec.UnsetType
@@ -84,6 +92,20 @@ class TryReply(msgspec.Struct):
     cancelled: bool | Unset = UNSET
 
 
+class MemoryFitReply(msgspec.Struct):
+    """A memory forecast's outcome: ok with the answer in one line ("batch 64 fits: predicted
+    peak ..."), whether the asked batch (else the largest, by its checking run) fits, the
+    largest batch that fits and the whole forecast as text; else error or cancelled."""
+
+    ok: bool
+    answer: str | Unset = UNSET
+    fits: bool | Unset | None = UNSET
+    largest_batch: int | Unset | None = UNSET
+    text: str | Unset = UNSET
+    error: ProfileError | Unset = UNSET
+    cancelled: bool | Unset = UNSET
+
+
 class CompareReply(msgspec.Struct):
     """The function's last run against the one before it: the change as one sentence, the
     whole comparison as text and as JSON (a kernelscope.report.compare.Comparison)."""
@@ -102,6 +124,7 @@ REPLIES: dict[str, type[msgspec.Struct]] = {
     LAST_REPORT: LastReportReply,
     TRY: TryReply,
     COMPARE: CompareReply,
+    MEMORY_FIT: MemoryFitReply,
 }
 """Each command's reply."""
 

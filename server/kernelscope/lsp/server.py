@@ -50,6 +50,7 @@ LAST_REPORT = "kernelscope.lastReport"
 IMPORT_TRACE = "kernelscope.importTrace"
 TRY = "kernelscope.try"
 COMPARE = "kernelscope.compare"
+MEMORY_FIT = "kernelscope.memoryFit"
 
 #: The notification sent when a run ends, however it was started (commands.py): a client that
 #: cannot take `workspace/codeLens/refresh` (Neovim 0.11) refreshes its lenses on it.

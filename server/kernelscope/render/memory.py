@@ -139,10 +139,28 @@ def render_forecast(f: Forecast) -> str:
     if f.largest_batch is not None and f.predicted is not None:
         predicted = fmt_bytes(f.predicted)
         out.append(f"forecast     batch {f.largest_batch} fits (predicted {predicted})")
+    if f.asked_batch is not None:
+        out.append(f"batch {f.asked_batch}     {will_it_fit(f)}")
     if f.check is not None:
         out.append(f"checked      {f.check}")
     out += [f"note         {n}" for n in f.notes]
     return "\n".join(out)
+
+
+def will_it_fit(f: Forecast) -> str:
+    """The answer to "Will batch N fit?" in one line."""
+    n = f.asked_batch
+    if f.asked_predicted is None:
+        return f"batch {n}: no forecast ({'; '.join(f.notes) or 'no fit'})"
+    predicted = fmt_bytes(f.asked_predicted)
+    if f.asked_fits is None or f.budget_bytes is None:
+        return f"batch {n}: predicted peak {predicted} (the room is unknown)"
+    verdict = "fits" if f.asked_fits else "does not fit"
+    largest = f" (largest that fits: {f.largest_batch})" if f.largest_batch is not None else ""
+    return (
+        f"batch {n} {verdict}: predicted peak {predicted} of {fmt_bytes(f.budget_bytes)} "
+        f"(the room less {f.headroom:.0%} headroom){largest}"
+    )
 
 
 def _indent(rows: list[str]) -> list[str]:

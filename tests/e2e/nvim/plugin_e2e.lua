@@ -326,6 +326,16 @@ local function run_plugin(legacy)
   result.code_lens_after = lens_titles()
   step('compare')
 
+  -- :KernelscopeWillFit 64 on a function without an input provider: the server's answer, as a
+  -- warning naming what is missing
+  vim.api.nvim_set_current_buf(bufnr)
+  vim.api.nvim_win_set_cursor(0, { def_line + 2, 6 })
+  vim.cmd('KernelscopeWillFit 64')
+  vim.wait(30000, function() return notified('^kernelscope: three_lines: .*input provider') ~= nil end, 20)
+  local fit = notified('^kernelscope: three_lines: .*input provider')
+  result.will_fit = fit and fit.message or vim.NIL
+  step('will fit')
+
   -- :KernelscopeProfile with options, cancelled by :KernelscopeCancel once it is running
   vim.api.nvim_set_current_buf(bufnr)
   vim.api.nvim_win_set_cursor(0, { def_line + 2, 6 })

@@ -37,6 +37,7 @@ def test_plugin_profiles_the_function_at_the_cursor_and_opens_its_trace(project:
         "KernelscopeOpenTrace",
         "KernelscopeProfile",
         "KernelscopeReport",
+        "KernelscopeWillFit",
     ]
     # vim.lsp.config/enable started the server for the Python buffer, rooted at pyproject.toml
     assert r["filetype_autocmds"] == 0  # not the 0.8-0.10 path
@@ -102,6 +103,10 @@ def test_plugin_profiles_the_function_at_the_cursor_and_opens_its_trace(project:
     # ops move within their noise between two runs of one call, or not: the lines are always there
     assert "b = a @ a @ a @ a" in r["compare"], r["compare"]
     assert any(" vs " in t for t in r["code_lens_after"]), r["code_lens_after"]
+
+    # :KernelscopeWillFit 64: the memory forecast needs an input provider, and says so
+    says = "has no input provider, so nothing can pass it a batch size"
+    assert says in r["will_fit"], r["will_fit"]
 
     # :KernelscopeProfile active=100000 ... then :KernelscopeCancel
     assert r["cancel"]["message"] == "three_lines: cancelled", r["cancel"]

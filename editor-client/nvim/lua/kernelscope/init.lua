@@ -16,6 +16,7 @@ local PROFILE = 'kernelscope.profile'
 local OPEN_TRACE = 'kernelscope.openTrace'
 local LAST_REPORT = 'kernelscope.lastReport'
 local COMPARE = 'kernelscope.compare'
+local MEMORY_FIT = 'kernelscope.memoryFit'
 local REQUEST_CANCELLED = -32800
 local levels = vim.log.levels
 local modern = vim.fn.has('nvim-0.11') == 1
@@ -499,6 +500,37 @@ function M.report()
   end)
 end
 
+--- "Will batch N fit?" for the function at the cursor: the memory forecast (the input provider
+--- at a few batch sizes, each in a fresh worker); the answer as a message, the forecast in a
+--- scratch buffer.
+function M.will_fit(batch)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local client = attached_client(bufnr)
+  if not client then
+    return
+  end
+  local params = vim.lsp.util.make_range_params(0, client.offset_encoding)
+  params.context = { diagnostics = {} }
+  call(client, 'request', 'textDocument/codeAction', params, function(err, actions)
+    local command = not err and find_profile_action(actions)
+    if not command then
+      notify('no function at the cursor to forecast', levels.WARN)
+      return
+    end
+    local uri, qualname = command.arguments[1], command.arguments[2]
+    notify(string.format('will batch %d of %s fit? measuring ...', batch, qualname))
+    execute(client, bufnr, MEMORY_FIT, { uri, qualname, { batch = batch } }, function(result)
+      if type(result) ~= 'table' or not result.ok then
+        local why = type(result) == 'table' and type(result.error) == 'table' and result.error.message
+        notify(qualname .. ': ' .. (why or 'cancelled'), levels.WARN)
+        return
+      end
+      notify(qualname .. ': ' .. tostring(result.answer))
+      scratch('kernelscope://memory/' .. qualname .. '-' .. tostring(batch), result.text)
+    end)
+  end, bufnr)
+end
+
 local function create_commands(too_old)
   if not vim.api.nvim_create_user_command then -- before 0.7
     return
@@ -530,6 +562,14 @@ local function create_commands(too_old)
   define('KernelscopeReport', M.report, { desc = 'kernelscope: the last report, in a scratch buffer' })
   define('KernelscopeCompare', M.compare, { desc = 'kernelscope: the last run against the previous one' })
   define('KernelscopeCancel', M.cancel, { desc = 'kernelscope: cancel the profiles in flight' })
+  define('KernelscopeWillFit', function(args)
+    local batch = tonumber(args.args)
+    if not batch or batch < 1 or batch % 1 ~= 0 then
+      notify('give the batch size N: :KernelscopeWillFit 64', levels.ERROR)
+      return
+    end
+    M.will_fit(batch)
+  end, { nargs = 1, desc = 'kernelscope: will batch N of the function at the cursor fit in memory?' })
 end
 
 --- Configure and enable the client; see M.defaults for the options.
