@@ -83,3 +83,23 @@ def test_churn_is_bytes_allocated_and_freed_per_line(driver: LauncherDriver) -> 
 def test_no_memory_skips_the_pass(driver: LauncherDriver) -> None:
     side = ok(driver.run(f"{TRAIN}::churn", line_pass=False, memory_pass=False)).finished.sidecar
     assert side.memory_pass is None
+
+
+def test_a_generation_loops_kv_cache_is_held_at_the_peak_at_its_size(
+    driver: LauncherDriver,
+) -> None:
+    """Issue 26's built case: the cache of a generation loop, allocated once per call, is what
+    the line that made it holds at the peak, byte for byte."""
+    kv = WORKLOADS / "memory_kv.py"
+    side = ok(driver.run(f"{kv}::generate", line_pass=False)).finished.sidecar
+    m = side.memory_pass
+    assert m is not None and not m.error
+    line = next(
+        i for i, t in enumerate(kv.read_text().splitlines(), 1) if "cache = torch.zeros" in t
+    )
+    rows = {(r.line, r.via): r for r in m.lines if r.path == str(kv)}
+    cache = rows[(line, "")]
+    assert cache.live_at_peak_bytes == 2 * 2 * 4 * (8 + 24) * 64 * 4  # LAYERS·2·B·T·W fp32
+    assert cache.kinds == {"temporaries": cache.live_at_peak_bytes}  # inference mode: no saves
+    assert m.kinds_at_peak.get("activations", 0) == 0
+    assert max(rows.values(), key=lambda r: r.live_at_peak_bytes) is cache
