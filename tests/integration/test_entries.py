@@ -248,6 +248,8 @@ def test_in_place_the_program_runs_to_its_end_with_no_stop_after(project: Path) 
     assert then.startswith("then the program ran to its end (")
     assert (project / "out" / "ckpt.pt").is_file()  # its last lines ran: the checkpoint
     assert "saved out/ckpt.pt" in out["output"]
+    assert out["call_site"]["wrote"] == ["out/ckpt.pt"]  # the report says it ran for real
+    assert stopped["call_site"]["wrote"] == []
 
 
 def test_in_place_with_too_few_iterations(project: Path) -> None:

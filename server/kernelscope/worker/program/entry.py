@@ -42,7 +42,7 @@ def run_to_call(job, then):
         job.path, name, int(entry.get("first_line") or 0), want, caller, job.is_user_file
     )
     started = time.perf_counter()
-    before = _files_now(job.entry_cwd)
+    before = files_now(job.entry_cwd)
     # what the program is before it runs (it may write into its folder before the call)
     keep_mb = int(entry.get("keep_mb") or 0) if job.root == job.local_root else 0
     digest = (
@@ -92,7 +92,7 @@ def run_to_call(job, then):
                 limit = None if entry.get("save") else keep_mb
                 _save(job, args, kwargs, state, want, digest, limit)
             result = then(fn, call, device, sync)
-            job.call_site["wrote"] = _written(job.entry_cwd, before)  # the replays' too
+            job.call_site["wrote"] = written_since(job.entry_cwd, before)  # the replays' too
             return result
 
         job.worker.conclude(job, body)
@@ -113,7 +113,7 @@ def run_to_call(job, then):
         if saved_disable is not None:
             _set_dynamo_disabled(torch, saved_disable)
     seconds = time.perf_counter() - started
-    wrote = _written(job.entry_cwd, before)
+    wrote = written_since(job.entry_cwd, before)
     raise _not_called(job, entry, watch, ended, seconds, compiled_before, wrote)
 
 
@@ -389,7 +389,7 @@ def _set_dynamo_disabled(torch, disabled):
     return before
 
 
-def _files_now(root):
+def files_now(root):
     out = {}
     count = 0
     for folder, dirs, files in os.walk(root):
@@ -406,8 +406,8 @@ def _files_now(root):
     return out
 
 
-def _written(root, before):
+def written_since(root, before):
     """Files under `root` the program created or changed (relative paths, at most 10)."""
-    now = _files_now(root)
+    now = files_now(root)
     changed = sorted(p for p, t in now.items() if before.get(p) != t)
     return [os.path.relpath(p, root) for p in changed[:10]]

@@ -52,6 +52,7 @@ class Steps:
         self.started = time.perf_counter()
         self.trace_tmp = None
         self.after = ""  # --no-stop-after: what the program did after the profiled steps
+        self.files_before = {}  # the program's folder's files at its start (what it wrote)
         cuda = self.torch.cuda.is_available() and self.torch.cuda.is_initialized()
         self.device = (
             self.torch.device("cuda", self.torch.cuda.current_device())
@@ -158,6 +159,8 @@ class Steps:
 
     def conclude(self):
         """The finished message of the profiled steps."""
+        from .entry import written_since
+
         job = self.job
         job.progress("export")
         trace_path = gzip_file(self.trace_tmp)
@@ -203,7 +206,7 @@ class Steps:
             "modes": modes,
             "captured": False,
             "entry_s": self.marks.get("active0", time.perf_counter()) - self.started,
-            "wrote": [],
+            "wrote": written_since(job.entry_cwd, self.files_before),
             "settled_s": 0.0,
             "saved": None,
             "save_error": None,
@@ -362,7 +365,7 @@ class CallSteps(CallWatch):
 def run_in_place(job):
     """Run the program, its calls (or iterations) the steps; conclude the job from inside the
     last active step (the worker ends). Returns only by raising a JobError."""
-    from .entry import entry_label, run_program
+    from .entry import entry_label, files_now, run_program
 
     entry = job.req["entry"]
     req = job.req
@@ -372,6 +375,7 @@ def run_in_place(job):
     label = entry_label(entry)
     def_line = loop or int(entry.get("def_line") or 0)
     steps = Steps(job, skip, schedule, label, def_line, "iteration" if loop else "call")
+    steps.files_before = files_now(job.entry_cwd)
 
     finish = bool(entry.get("finish"))
 
