@@ -41,3 +41,6 @@ async def test_hover_and_hints_show_what_a_line_holds_at_the_peak(
     assert "of memory peak" in labels[25]
     # self.down (line 17) is inside Mlp.forward, not train_step: no hint of train_step there
     assert 17 not in labels
+    # the run's memory timeline, kept beside its trace: a PNG and a Perfetto counter track
+    traces = project / ".kernelscope" / "traces"
+    assert [p.suffix for p in sorted(traces.glob("train_step-*.memory.*"))] == [".json", ".png"]

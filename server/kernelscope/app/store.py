@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 
 from kernelscope.app.anchors import Anchors, anchors_of
-from kernelscope.app.memory_timeline import memory_files
+from kernelscope.app.memory_timeline import memory_files, write_memory_timeline
 from kernelscope.report.files import sidecar_path
 from kernelscope.report.schema import Report
 
@@ -85,7 +85,12 @@ class Store:
 
     def add(self, record: RunRecord, source: str | None = None) -> None:
         """Save a run (with where its lines are in `source`, the text of its function's file
-        it ran, else the file on disk), then prune old runs and traces."""
+        it ran, else the file on disk) and its memory timeline beside its trace, then prune
+        old runs and traces."""
+        try:
+            write_memory_timeline(record.report)
+        except OSError as e:  # the run stands without its chart
+            log.warning("the memory timeline of run %s was not written: %s", record.run_id, e)
         if record.anchors is None:
             record.anchors = anchors_of(record.report, record.path, source)
         self.runs_dir.mkdir(parents=True, exist_ok=True)
@@ -160,7 +165,8 @@ def _trace_files(record: RunRecord) -> list[Path]:
     if record.report.trace.cold_path:
         files.append(Path(record.report.trace.cold_path))
     files.append(sidecar_path(trace))
-    files += memory_files(trace)
+    if trace.name:
+        files += memory_files(trace)
     return files
 
 

@@ -26,7 +26,7 @@ from kernelscope.app.experiments import (
     try_request,
 )
 from kernelscope.app.history import DiffError, diff, record_run
-from kernelscope.app.memory_timeline import write_memory_timeline
+from kernelscope.app.memory_timeline import memory_files
 from kernelscope.app.profile import job_report, profile_once, resolve_remote, with_hint
 from kernelscope.app.traces import analyze_path
 from kernelscope.cli.args import (
@@ -363,17 +363,12 @@ def _profile(args: argparse.Namespace) -> int:
     except TraceError as e:
         return fail("bad_trace", f"cannot read the trace: {e}", args.json)
     record_run(target, result.finished.job_id, report)  # `kernelscope diff` compares runs
-    try:
-        timeline = write_memory_timeline(report)
-    except OSError as e:
-        timeline = None
-        print(f"kernelscope: the memory timeline was not written: {e}", file=sys.stderr)
     if args.json:
         print_json(report)
     else:
         print(render_report(report, stages=args.verbose))
-        if timeline is not None:
-            png, perfetto = timeline
+        png, perfetto = memory_files(Path(report.trace.path or "trace"))
+        if report.memory_pass is not None and png.is_file() and perfetto.is_file():
             print(f"memory      {shorten(str(png))} · Perfetto {shorten(str(perfetto))}")
     if report.counters is not None and report.counters.error:
         # the profile stands; what was asked for on top of it did not happen
