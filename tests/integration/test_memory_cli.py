@@ -28,7 +28,7 @@ def run(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess[str]:
 
 def test_the_forecast_batch_is_checked_by_running_it() -> None:
     proc = run("memory", TRAIN, "--device", "cpu", "--batch-sizes", "16,32", "--room", "24M",
-               "--headroom", "0.1", "--will-fit", "4096", "--json")  # fmt: skip
+               "--headroom", "0.1", "--json")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert [p["batch_size"] for p in out["points"]] == [16, 32]
@@ -40,9 +40,22 @@ def test_the_forecast_batch_is_checked_by_running_it() -> None:
     assert out["fits"] is True
     # 16 and 32 peak in AdamW's step; the forecast batch peaks in the activations
     assert out["not_linear"]
-    # "Will batch 4096 fit?": far past the forecast batch, so no
-    assert out["asked_batch"] == 4096 and out["asked_fits"] is False
-    assert out["asked_predicted"] > out["budget_bytes"]
+
+
+def test_will_batch_n_fit_runs_n_when_it_is_predicted_to_fit() -> None:
+    args = ("memory", TRAIN, "--device", "cpu", "--batch-sizes", "16,32", "--room", "24M")
+    fits = json.loads(run(*args, "--will-fit", "64", "--json").stdout)
+    assert fits["asked_batch"] == 64 and fits["asked_fits"] is True
+    assert fits["check"].startswith("batch 64 ran: peak ")  # N itself, not the largest
+    assert (
+        abs(fits["checked_peak_bytes"] - fits["asked_predicted"]) <= 0.1 * fits["asked_predicted"]
+    )
+    assert fits["fits"] is True
+    # far past the forecast batch: predicted not to fit, and not run to find out
+    proc = run(*args, "--will-fit", "4096")
+    assert proc.returncode == 0, proc.stderr
+    assert "asked        batch 4096 does not fit: predicted peak " in proc.stdout
+    assert "checked" not in proc.stdout
 
 
 def test_profile_writes_the_memory_timeline_beside_the_trace(tmp_path: Path) -> None:

@@ -83,6 +83,7 @@ make_ws() {
   printf '[project]\nname = "e2e"\nversion = "0"\n' > "$1/pyproject.toml"
   cp "$REPO/tests/workloads/three_lines.py" "$1/three_lines.py"
   cp "$REPO/fixtures/workloads/matmul_add.py" "$1/matmul_add.py"
+  cp "$REPO/tests/workloads/memory_train.py" "$1/memory_train.py"
   cat > "$1/printing.py" <<'EOF'
 import torch
 

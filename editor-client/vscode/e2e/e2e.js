@@ -372,6 +372,22 @@ function fetchTrace(url) {
       await palette(page, 'View: Close All Editor Groups');
     });
 
+    await step('palette "Kernelscope: Will Batch N Fit?": asks for N, the forecast beside the code', async () => {
+      await openFile(page, 'memory_train.py', 'def train_step');
+      await gotoLine(page, 21, 5);
+      await palette(page, 'Kernelscope: Will Batch N Fit?');
+      const input = page.locator('.quick-input-widget input');
+      await input.waitFor({ state: 'visible' });
+      await page.keyboard.type('64');
+      await page.keyboard.press('Enter');
+      const answer = activeEditor(page).locator('.view-lines', { hasText: 'batch 64 fits: predicted peak' });
+      await answer.waitFor({ timeout: 120000 });
+      check(await answer.isVisible(), 'the forecast answers for batch 64 beside the code');
+      await shot(page, '13-will-fit.png');
+      await palette(page, 'View: Close All Editor Groups');
+      await openFile(page, 'three_lines.py', 'def three_lines');
+    });
+
     await step('7 lines added above the function, then saved: its squiggles move with it', async () => {
       await openFile(page, 'three_lines.py', 'def three_lines');
       await waitForSquiggle(page, 'def three_lines', 30000);

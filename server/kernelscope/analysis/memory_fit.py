@@ -198,18 +198,27 @@ def forecast(
     return out
 
 
+def check_batch(out: Forecast) -> int | None:
+    """The batch to run to check the forecast: the one asked about when it is predicted to
+    fit (None when it is not: it would only run out of memory), else the largest that fits."""
+    if out.asked_batch is not None:
+        return out.asked_batch if out.asked_fits else None
+    return out.largest_batch
+
+
 def checked(out: Forecast, peak: int | None, failure: str | None) -> Forecast:
-    """The forecast with the run at its largest batch: its peak, or why it failed."""
-    batch = out.largest_batch
+    """The forecast with the run at its check_batch: its peak, or why it failed."""
+    batch = check_batch(out)
+    predicted = out.asked_predicted if out.asked_batch is not None else out.predicted
     if failure is not None:
         out.fits = False
         out.check = f"batch {batch} did not run: {failure}"
         return out
-    if peak is None or out.predicted is None or out.budget_bytes is None:
+    if peak is None or predicted is None or out.budget_bytes is None:
         return out
     out.checked_peak_bytes = peak
     out.fits = peak <= (out.free_bytes or 0)
-    off = (peak - out.predicted) / max(out.predicted, 1)
+    off = (peak - predicted) / max(predicted, 1)
     room = "within the room" if out.fits else "over the room"
     out.check = f"batch {batch} ran: peak {_mib(peak)} MiB, {off:+.1%} from the prediction, {room}"
     return out

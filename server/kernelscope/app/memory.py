@@ -11,6 +11,7 @@ from kernelscope.analysis.memory_fit import (
     DEFAULT_HEADROOM,
     BatchPoint,
     Forecast,
+    check_batch,
     checked,
     forecast,
 )
@@ -112,17 +113,12 @@ async def run_forecast(
             "on the CPU the room is MemAvailable plus what the model already holds, and the "
             "peak is the profiler's allocated bytes: a rough guide"
         )
-    if not check or out.largest_batch is None:
+    batch = check_batch(out)
+    if not check or batch is None:
         return out
     try:
         memory, _, _ = await memory_at(
-            target,
-            out.largest_batch,
-            device,
-            python,
-            remote,
-            _progress(on_progress, out.largest_batch),
-            timeout,
+            target, batch, device, python, remote, _progress(on_progress, batch), timeout
         )
     except JobFailed as e:
         return checked(out, None, f"{e.failure.kind}: {e.failure.message}")

@@ -102,7 +102,7 @@ async def will_fit(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
         MemoryFitReply(
             ok=True,
             answer=answer,
-            fits=out.asked_fits if batch is not None else out.fits,
+            fits=out.asked_fits if batch is not None and out.fits is None else out.fits,
             largest_batch=out.largest_batch,
             text=render_forecast(out),
         )

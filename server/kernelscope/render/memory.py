@@ -140,7 +140,7 @@ def render_forecast(f: Forecast) -> str:
         predicted = fmt_bytes(f.predicted)
         out.append(f"forecast     batch {f.largest_batch} fits (predicted {predicted})")
     if f.asked_batch is not None:
-        out.append(f"batch {f.asked_batch}     {will_it_fit(f)}")
+        out.append(f"asked        {will_it_fit(f)}")
     if f.check is not None:
         out.append(f"checked      {f.check}")
     out += [f"note         {n}" for n in f.notes]
@@ -157,9 +157,10 @@ def will_it_fit(f: Forecast) -> str:
         return f"batch {n}: predicted peak {predicted} (the room is unknown)"
     verdict = "fits" if f.asked_fits else "does not fit"
     largest = f" (largest that fits: {f.largest_batch})" if f.largest_batch is not None else ""
+    checked = f"; checked: {f.check}" if f.check else ""
     return (
         f"batch {n} {verdict}: predicted peak {predicted} of {fmt_bytes(f.budget_bytes)} "
-        f"(the room less {f.headroom:.0%} headroom){largest}"
+        f"(the room less {f.headroom:.0%} headroom){largest}{checked}"
     )
 
 
