@@ -66,6 +66,9 @@ class Entry(msgspec.Struct):
     """Save the captured call under the project's .kernelscope/captures/ (local runs)."""
     capture: str | None = None
     """A saved capture to replay instead of running the program (the clean worker's)."""
+    rebatch: int = 0
+    """Replay the captured call with its batch dimension resized to this many rows (the
+    memory forecast of a program's call; 0: as captured)."""
     keep_mb: int = 0
     """Without --save: keep the capture under .kernelscope/captures/ when it is at most this
     many MB (local runs), so the next profile replays it while the program is unchanged."""

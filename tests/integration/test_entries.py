@@ -500,3 +500,30 @@ def test_try_refuses_a_loop() -> None:
     proc = _try(WORKLOADS / "minigpt", f"train.py:{loop}", "--via", TRAIN, "--json")
     assert proc.returncode == 2, proc.stdout[-2000:]
     assert "try replays a captured call" in json.loads(proc.stdout)["error"]["message"]
+
+
+def test_memory_forecast_of_a_programs_call_resizes_its_batch(project: Path) -> None:
+    """`kernelscope memory --via`: the call captured once (batch 8 in tiny.py), replayed in a
+    fresh worker per size with its batch dimension resized; N checked by a run."""
+    out = report(
+        kernelscope(
+            project,
+            "model.py::MLP.forward",
+            "--via",
+            TRAIN,
+            "--batch-sizes",
+            "2,4,8",
+            "--will-fit",
+            "16",
+            "--json",
+            command="memory",
+        )
+    )
+    assert [p["batch_size"] for p in out["points"]] == [2, 4, 8]
+    peaks = [p["peak_bytes"] for p in out["points"]]
+    assert peaks[2] - peaks[1] == 2 * (peaks[1] - peaks[0])  # linear in the rows
+    assert any("batch 8 -> 2: dim 0 of args[1], rows cut" in n for n in out["notes"])
+    assert out["asked_fits"] is True and out["check"].startswith("batch 16 ran: ")
+    loop = _line_of(project / "train.py", "while True:")
+    proc = kernelscope(project, f"train.py:{loop}", "--via", TRAIN, command="memory")
+    assert proc.returncode == 2 and "not a loop" in proc.stderr, proc.stderr

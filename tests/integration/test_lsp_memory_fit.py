@@ -58,3 +58,23 @@ async def test_bad_requests_are_errors_and_the_server_keeps_answering(
         await fit(client, uri, "three_lines", options)
     reply = await fit(client, uri, "three_lines", {"batch": 4})  # a job's failure: a reply
     assert reply["ok"] is False and reply["error"]["kind"] == "missing_inputs", reply  # type: ignore[index]
+
+
+async def test_a_programs_call_is_forecast_with_its_batch_resized(
+    client: LanguageClient, project: Path
+) -> None:
+    shutil.copy(WORKLOADS / "memory_train.py", project / "memory_train.py")
+    (project / "run_train.py").write_text(
+        "from memory_train import train_step, train_step_inputs\n\n"
+        "if __name__ == '__main__':\n"
+        "    model, opt, x = train_step_inputs(12)\n"
+        "    for _ in range(3):\n"
+        "        train_step(model, opt, x)\n"
+    )
+    uri = open_doc(client, project / "memory_train.py")
+    options = {"via": "run_train.py", "batch": 48, "batchSizes": [6, 24], "check": False}
+    reply = await fit(client, uri, "train_step", options)
+    assert reply["ok"] is True, reply
+    assert "batch 12 -> 6: dim 0 of args[2], rows cut" in str(reply["text"])
+    with pytest.raises(JsonRpcException, match=r"no such script nope\.py"):
+        await fit(client, uri, "train_step", {**options, "via": "nope.py"})

@@ -34,7 +34,7 @@ from kernelscope.app.scale import DEFAULT_FACTORS, ScaleFailed, ScaleResult, che
 from kernelscope.app.store import Store
 from kernelscope.engine.remotes import RemoteError
 from kernelscope.engine.runner import JobFailed
-from kernelscope.engine.targets import Schedule, Target, TargetError, load_target
+from kernelscope.engine.targets import Schedule, Target, TargetError, load_target, parse_entry
 from kernelscope.protocol import (
     DEFAULT_ACTIVE,
     DEFAULT_WAIT,
@@ -312,6 +312,8 @@ class Tools:
             int | None,
             Field(ge=1, description="Also say whether this batch size fits (its predicted peak)"),
         ] = None,
+        via: Via = None,
+        call: Annotated[int, Field(ge=1, description="With via: the K-th call")] = 1,
         device: Device = "auto",
         timeout: Annotated[float, Field(gt=0, description="Seconds per batch size")] = 120.0,
     ) -> CallToolResult:
@@ -319,6 +321,13 @@ class Tools:
         largest batch that fits the device's free memory less a headroom, checked by a run.
         Every `profile` result also carries `memory_pass`: the peak by line and by kind."""
         target, _ = self._target(path, qualname)
+        entry_of = None
+        if via is not None:
+            try:
+                parse_entry(via, target, self.root, call)  # its mistakes, before any job
+            except TargetError as e:
+                raise ToolError(str(e)) from None
+            entry_of = lambda: parse_entry(via, target, self.root, call)  # noqa: E731
         sizes = sorted(set(batch_sizes or DEFAULT_BATCHES))
         if len(sizes) < 2 or sizes[0] < 1:
             raise ToolError("give at least two different batch sizes, all >= 1")
@@ -328,7 +337,7 @@ class Tools:
             return lambda msg: step(msg, f"batch {batch}")
 
         job = run_forecast(target, sizes, device, None, None, on_batch, timeout, headroom,
-                           room_bytes, check, will_fit)  # fmt: skip
+                           room_bytes, check, will_fit, entry_of)  # fmt: skip
         try:
             out = await _detached(job)
         except JobFailed as e:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import msgspec
+
 from kernelscope.analysis.memory_fit import (
     DEFAULT_HEADROOM,
     BatchPoint,
@@ -19,8 +21,8 @@ from kernelscope.app.profile import profile_once
 from kernelscope.app.scale import check_provider
 from kernelscope.engine.remotes import Remote
 from kernelscope.engine.runner import JobFailed, ProgressCallback
-from kernelscope.engine.targets import Schedule, Target, build_request
-from kernelscope.protocol import MemoryPass, failure
+from kernelscope.engine.targets import Schedule, Target, TargetError, build_request
+from kernelscope.protocol import CallSite, Entry, MemoryPass, failure
 
 #: Each batch size's job is short: only its memory pass is used.
 MEMORY_SCHEDULE = Schedule(wait=0, warmup=1, active=1)
@@ -45,23 +47,28 @@ async def memory_at(
     remote: Remote | None,
     on_progress: ProgressCallback | None,
     timeout: float,
-) -> tuple[MemoryPass, str, str]:
+    entry: Entry | None = None,
+) -> tuple[MemoryPass, str, str, CallSite | None]:
     """The memory pass of one fresh worker at one batch size: (pass, device type, device
-    name); raises JobFailed."""
+    name, the program's call site); raises JobFailed. With ``entry`` (a program's call),
+    the captured call is replayed with its batch dimension resized to ``batch_size``."""
+    if entry is not None:
+        entry = msgspec.structs.replace(entry, rebatch=batch_size)
     request = build_request(
         target,
         memory_dir(target),
         MEMORY_SCHEDULE,
         device=device,
-        batch_size=batch_size,
+        batch_size=None if entry else batch_size,
         with_stack=False,
         line_pass=False,
+        entry=entry,
     )
     result = await profile_once(request, python, remote, on_progress, timeout)
     side = result.finished.sidecar
     if side.memory_pass is None:  # an older worker
         raise JobFailed(failure("no_memory_pass", "the worker ran no memory pass"))
-    return side.memory_pass, side.device_type, side.device_name
+    return side.memory_pass, side.device_type, side.device_name, side.call_site
 
 
 async def run_forecast(
@@ -76,18 +83,28 @@ async def run_forecast(
     room: int | None = None,
     check: bool = True,
     ask: int | None = None,
+    entry_of: Callable[[], Entry | None] | None = None,
 ) -> Forecast:
     """Peaks at ``batches``, their fit, the largest batch that fits (``room`` bytes, else
     what the device has free), and that batch run to check it. Raises JobFailed for a
     failure at one of ``batches`` (a failure at the checked batch is in the forecast)."""
-    check_provider(target)
+    entry = entry_of() if entry_of is not None else None
+    if entry is None:
+        check_provider(target)
+    elif entry.in_place:
+        raise TargetError("the memory forecast replays a captured call: not a loop or --in-place")
     points: list[BatchPoint] = []
     free: int | None = None
     device_type = device_name = ""
+    resized: list[str] = []
     for batch in sorted(set(batches)):
-        memory, device_type, device_name = await memory_at(
-            target, batch, device, python, remote, _progress(on_progress, batch), timeout
-        )
+        memory, device_type, device_name, site = await memory_at(
+            target, batch, device, python, remote, _progress(on_progress, batch), timeout,
+            entry,
+        )  # fmt: skip
+        if entry_of is not None:  # after the first, a kept capture is replayed
+            entry = entry_of()
+        resized += [m for m in (site.modes if site else []) if m.startswith("batch ")]
         points.append(
             BatchPoint(
                 batch,
@@ -108,6 +125,11 @@ async def run_forecast(
         headroom,
         ask,
     )
+    if resized:
+        out.notes.append(
+            "the program's call replayed at each batch size, its batch dimension resized: "
+            + resized[0]
+        )
     if device_type != "cuda":
         out.notes.append(
             "on the CPU the room is MemAvailable plus what the model already holds, and the "
@@ -117,9 +139,10 @@ async def run_forecast(
     if not check or batch is None:
         return out
     try:
-        memory, _, _ = await memory_at(
-            target, batch, device, python, remote, _progress(on_progress, batch), timeout
-        )
+        memory, _, _, _ = await memory_at(
+            target, batch, device, python, remote, _progress(on_progress, batch), timeout,
+            entry,
+        )  # fmt: skip
     except JobFailed as e:
         return checked(out, None, f"{e.failure.kind}: {e.failure.message}")
     return checked(out, peak_of(memory, device_type), None)

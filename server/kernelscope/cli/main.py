@@ -81,7 +81,7 @@ from kernelscope.report.schema import Report
 
 
 def _add_program_args(p: argparse.ArgumentParser) -> Any:
-    """--via and the options of a program's call, shared by profile and try; the group."""
+    """--via and the options of a program's call, shared by profile, try and memory."""
     e = p.add_argument_group("as a program calls it (no input provider)")
     e.add_argument(
         "--via",
@@ -209,7 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the MCP server on stdio (for coding agents; relative paths from the cwd)",
     )
     add_scale_parser(sub)
-    add_memory_parser(sub)
+    m = add_memory_parser(sub)
+    _add_program_args(m)
+    m.set_defaults(save=False, in_place=False, skip=5, stop_after=True)
 
     c = sub.add_parser("calibrate", help="measure this GPU's matmul and copy ceilings")
     c.add_argument("--device", default="cuda", help="cuda | cuda:N (default cuda)")
@@ -256,7 +258,7 @@ def main(
         if args.command == "scale":
             return run_scale(args)
         if args.command == "memory":
-            return run_memory(args)
+            return run_memory(args, lambda target: _entry(args, target))
         if args.command == "serve":
             if serve is None:
                 return fail_usage("the language server starts as `kernelscope serve`", False)

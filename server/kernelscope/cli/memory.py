@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Callable
 
 from kernelscope.analysis.memory_fit import DEFAULT_HEADROOM
 from kernelscope.app.memory import DEFAULT_BATCHES, run_forecast
@@ -22,7 +23,8 @@ from kernelscope.cli.args import (
 from kernelscope.cli.progress import ProgressLine
 from kernelscope.engine.remotes import RemoteError
 from kernelscope.engine.runner import JobFailed, ProgressCallback
-from kernelscope.engine.targets import TargetError, load_target
+from kernelscope.engine.targets import Target, TargetError, load_target
+from kernelscope.protocol import Entry
 from kernelscope.render.memory import render_forecast
 from kernelscope.render.text import render_failure
 
@@ -103,13 +105,23 @@ def add_memory_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def run_memory(args: argparse.Namespace) -> int:
-    """Run the memory subcommand; returns the exit status."""
+def run_memory(
+    args: argparse.Namespace, entry_of: Callable[[Target], Entry | None] | None = None
+) -> int:
+    """Run the memory subcommand; returns the exit status. ``entry_of``: the program that
+    calls the target (--via), parsed again before each batch size so that the program runs
+    once and its kept capture is replayed after."""
     try:
         target = load_target(args.target)
         remote = resolve_remote(args.remote, target.project, python=args.python)
+        entry = entry_of(target) if entry_of is not None else None
+        if entry is not None and entry.in_place:
+            raise TargetError(
+                "the memory forecast replays a captured call: name a function, not a loop"
+            )
     except (TargetError, RemoteError) as e:
         return fail_usage(str(e), args.json)
+    program = None if entry is None or entry_of is None else (lambda: entry_of(target))
     progress = ProgressLine(sys.stderr, target.qualname)
     progress.stage("worker start")
 
@@ -131,6 +143,7 @@ def run_memory(args: argparse.Namespace) -> int:
                 args.room,
                 not args.no_check,
                 args.will_fit,
+                program,
             )
         )
     except JobFailed as e:

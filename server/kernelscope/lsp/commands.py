@@ -157,7 +157,7 @@ def _spec(
         via=via,
         call=call,
         caller=caller,
-        cwd=_workspace_folder(ls, path),
+        cwd=workspace_folder(ls, path),
         no_compile=bool(options.get("noCompile", False)),
         in_place=bool(options.get("inPlace", False)),
         skip=skip,
@@ -236,7 +236,7 @@ def profile_args(args: tuple[Any, ...], command: str = PROFILE) -> tuple[str, st
     return uri, qualname, dict(options)  # pyright: ignore[reportUnknownArgumentType]
 
 
-def _workspace_folder(ls: KernelscopeServer, path: Path) -> Path | None:
+def workspace_folder(ls: KernelscopeServer, path: Path) -> Path | None:
     """The innermost workspace folder holding `path`: where a program runs, as a user at the
     editor's terminal would run it (None: outside every folder)."""
     paths = (to_fs_path(f.uri) for f in ls.workspace.folders.values())

@@ -10,8 +10,8 @@ import msgspec
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
 
-from kernelscope.engine.targets import TargetError, load_target
-from kernelscope.lsp.commands import profile_args, runnable
+from kernelscope.engine.targets import TargetError, load_target, parse_entry
+from kernelscope.lsp.commands import profile_args, runnable, workspace_folder
 from kernelscope.lsp.progress import ProgressReporter
 from kernelscope.lsp.replies import MemoryFitReply, ProfileError
 from kernelscope.lsp.server import MEMORY_FIT, KernelscopeServer
@@ -41,8 +41,9 @@ def _sizes(options: dict[str, Any]) -> list[int]:
 
 
 async def will_fit(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
-    """Will batch N fit (uri, qualname[, {batch, batchSizes, headroom, roomBytes, check}]):
-    peaks at a few batch sizes of the input provider, each in a fresh worker, their fit, the
+    """Will batch N fit (uri, qualname[, {batch, batchSizes, headroom, roomBytes, check,
+    via}]): peaks at a few batch sizes of the input provider (or of the call `via` makes,
+    its batch dimension resized), each in a fresh worker, their fit, the
     largest batch that fits the device's free memory less the headroom (run to check it),
     and whether batch N's predicted peak fits."""
     uri, qualname, options = profile_args(args, MEMORY_FIT)
@@ -60,10 +61,17 @@ async def will_fit(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     check: object = options.get("check", True)
     if not isinstance(check, bool):
         raise JsonRpcInvalidParams(f"options.check must be true or false, got {check!r}")
+    via: object = options.get("via")
+    if via is not None and (not isinstance(via, str) or not via.strip()):
+        raise JsonRpcInvalidParams(f"options.via must name a program, got {via!r}")
     try:
         target = load_target(f"{path}::{qualname}")
+        cwd = workspace_folder(ls, path) or target.project.root
+        if isinstance(via, str):
+            parse_entry(via, target, cwd)  # its mistakes, before any job
     except TargetError as e:
         raise JsonRpcInvalidParams(str(e)) from None
+    program = (lambda: parse_entry(via, target, cwd)) if isinstance(via, str) else None
     from kernelscope.app.memory import run_forecast
     from kernelscope.engine.runner import JobFailed
     from kernelscope.render.memory import render_forecast, will_it_fit
@@ -74,7 +82,7 @@ async def will_fit(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     s = ls.settings
     job = run_forecast(target, sizes, str(options.get("device", s.device)), s.worker_python,
                        None, lambda _batch: reporter.on_progress, float(s.timeout),
-                       float(headroom), room, check, batch)  # fmt: skip
+                       float(headroom), room, check, batch, program)  # fmt: skip
     task = asyncio.ensure_future(job)
     reporter.link(task)
     try:

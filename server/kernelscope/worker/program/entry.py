@@ -18,6 +18,7 @@ from .capture import CallState, arguments, function_of, replay, save_capture, wi
 from .digest import program_digest
 from .dynamo import dynamo_frames
 from .errors import JobError
+from .rebatch import resized_call
 from .watch import CallWatch
 
 #: Files the report names as written by the program (a scan of its working folder, bounded).
@@ -69,10 +70,14 @@ def run_to_call(job, then):
             if cuda:
                 torch.cuda.set_device(device)
             sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
-            call = job.guarded(replay(torch, fn, code, args, kwargs, state, compiled), [], {})
-            job.loaded = (None, None, args, kwargs)  # what try builds its variants from
+            run_args, run_kwargs, resized = resized_call(job, args, kwargs)
+            call = job.guarded(
+                replay(torch, fn, code, run_args, run_kwargs, state, compiled), [], {}
+            )
+            job.loaded = (None, None, run_args, run_kwargs)  # what try builds its variants from
             job.captured = (fn, code, state, compiled)
             modes = state.modes() + (["torch.compile off"] if entry.get("no_compile") else [])
+            modes += [resized] if resized else []
             job.call_site = {
                 "via": label,
                 "call": want,

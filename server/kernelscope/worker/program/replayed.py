@@ -6,6 +6,7 @@ import os
 
 from .capture import load_capture, replay
 from .entry import device_of
+from .rebatch import resized_call
 from .target import load_module, resolve
 
 
@@ -35,7 +36,13 @@ def saved_call(job, path):
     if cuda:
         torch.cuda.set_device(device)
     sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
+    args, kwargs, resized = resized_call(job, args, kwargs)
     call = job.guarded(replay(torch, fn, code, args, kwargs, state), [], {})
     job.loaded = (None, None, args, kwargs)  # what try builds its variants from
     job.captured = (fn, code, state, None)
+    if resized:
+        meta = dict(meta or {})
+        site = dict(meta.get("site") or {})
+        site["modes"] = [*(site.get("modes") or []), resized]
+        meta["site"] = site
     return (fn, call, device, sync), meta, None
