@@ -43,9 +43,9 @@ def _sizes(options: dict[str, Any]) -> list[int]:
 async def will_fit(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     """Will batch N fit (uri, qualname[, {batch, batchSizes, headroom, roomBytes, check,
     via}]): peaks at a few batch sizes of the input provider (or of the call `via` makes,
-    its batch dimension resized), each in a fresh worker, their fit, the
-    largest batch that fits the device's free memory less the headroom (run to check it),
-    and whether batch N's predicted peak fits."""
+    its batch dimension resized), each in a fresh worker; their fit; the largest batch that
+    fits the device's free memory less the headroom; whether batch N's predicted peak fits,
+    and N (else that largest batch) run to check it."""
     uri, qualname, options = profile_args(args, MEMORY_FIT)
     path, _source = runnable(ls, uri)
     batch = _int(options, "batch")
