@@ -22,7 +22,14 @@ from kernelscope.lsp.replies import (
     ProfileReply,
     typescript,
 )
-from kernelscope.lsp.server import COMPARE, IMPORT_TRACE, LAST_REPORT, OPEN_TRACE, PROFILE
+from kernelscope.lsp.server import (
+    COMPARE,
+    IMPORT_TRACE,
+    LAST_REPORT,
+    MEMORY_FIT,
+    OPEN_TRACE,
+    PROFILE,
+)
 
 from support import FIXTURES, REPO_ROOT
 from support.lsp import open_doc, profile
@@ -36,6 +43,7 @@ NVIM_READERS = {
     "M.open_trace": OPEN_TRACE,
     "M.report": LAST_REPORT,
     "M.compare": COMPARE,
+    "M.will_fit": MEMORY_FIT,
 }
 
 
