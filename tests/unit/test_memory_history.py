@@ -27,7 +27,9 @@ class UserFiles:
         return filename == TRAIN
 
 
-def test_entries_without_frames_land_on_the_forward_line_of_their_backward(tmp_path: Path) -> None:
+def traced_train_step(tmp: Path) -> tuple[Any, UserFiles, tuple[Any, Any, float, float]]:
+    """memory_sources as shipped, a job, and a real CPU profiler trace of one training step
+    under the line tracer: (trace, line keys, t0, t1)."""
     sources = worker_modules()["memory_sources"]
     sys.path.insert(0, str(WORKLOADS))
     try:
@@ -35,11 +37,16 @@ def test_entries_without_frames_land_on_the_forward_line_of_their_backward(tmp_p
     finally:
         sys.path.remove(str(WORKLOADS))
     model, opt, x = memory_train.train_step_inputs(8)
-    job = UserFiles(tmp_path)
-    trace, keys, t0, t1 = sources.traced_call(
+    job = UserFiles(tmp)
+    traced = sources.traced_call(
         job, lambda: memory_train.train_step(model, opt, x), lambda: None,
         contextlib.nullcontext(), False,
     )  # fmt: skip
+    return sources, job, traced
+
+
+def test_entries_without_frames_land_on_the_forward_line_of_their_backward(tmp_path: Path) -> None:
+    sources, job, (trace, keys, t0, t1) = traced_train_step(tmp_path)
     index = sources.AutogradIndex(trace, keys)
     base = index.base
     nodes = {
@@ -77,18 +84,7 @@ def test_a_history_without_stacks_puts_each_entry_on_the_line_running_then(
     """The fallback where the history's Python stacks break a checkpointed backward: no
     entry has frames; forward ones go to the line open at their time, backward ones to
     their forward op's line."""
-    sources = worker_modules()["memory_sources"]
-    sys.path.insert(0, str(WORKLOADS))
-    try:
-        import memory_train  # type: ignore[import-not-found]
-    finally:
-        sys.path.remove(str(WORKLOADS))
-    model, opt, x = memory_train.train_step_inputs(8)
-    job = UserFiles(tmp_path)
-    trace, keys, t0, t1 = sources.traced_call(
-        job, lambda: memory_train.train_step(model, opt, x), lambda: None,
-        contextlib.nullcontext(), False,
-    )  # fmt: skip
+    sources, job, (trace, keys, t0, t1) = traced_train_step(tmp_path)
     index = sources.AutogradIndex(trace, keys)
     gelu = next((s + e) / 2 for s, e, i in index.lines if keys[i] == (TRAIN, 16))
     bw = next(

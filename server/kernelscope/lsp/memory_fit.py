@@ -16,7 +16,8 @@ from kernelscope.lsp.progress import ProgressReporter
 from kernelscope.lsp.replies import MemoryFitReply, ProfileError
 from kernelscope.lsp.server import MEMORY_FIT, KernelscopeServer
 
-#: The batch sizes measured when the command names none (as `kernelscope memory`).
+#: The batch sizes measured when the command names none: app.memory's DEFAULT_BATCHES,
+#: which the server's start-up path may not import (it pulls in the analysis).
 DEFAULT_SIZES = (1, 2, 4)
 
 
@@ -31,13 +32,13 @@ def _int(options: dict[str, Any], key: str, low: int = 1) -> int | None:
 
 def _sizes(options: dict[str, Any]) -> list[int]:
     value: object = options.get("batchSizes", list(DEFAULT_SIZES))
-    items = cast(list[object], value) if isinstance(value, list) else []
-    sizes = sorted({v for v in items if isinstance(v, int) and not isinstance(v, bool) and v >= 1})
-    if not isinstance(value, list) or len(sizes) != len(set(map(repr, items))) or len(sizes) < 2:
+    items = cast(list[object], value) if isinstance(value, list) else [None]
+    sizes = [v for v in items if isinstance(v, int) and not isinstance(v, bool) and v >= 1]
+    if len(sizes) != len(items) or len(set(sizes)) != len(sizes) or len(sizes) < 2:
         raise JsonRpcInvalidParams(
             f"options.batchSizes must be two or more different integers >= 1, got {value!r}"
         )
-    return sizes
+    return sorted(sizes)
 
 
 async def will_fit(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:

@@ -140,15 +140,15 @@ def render_forecast(f: Forecast) -> str:
         predicted = fmt_bytes(f.predicted)
         out.append(f"forecast     batch {f.largest_batch} fits (predicted {predicted})")
     if f.asked_batch is not None:
-        out.append(f"asked        {will_it_fit(f)}")
+        out.append(f"asked        {will_it_fit(f, with_check=False)}")
     if f.check is not None:
         out.append(f"checked      {f.check}")
     out += [f"note         {n}" for n in f.notes]
     return "\n".join(out)
 
 
-def will_it_fit(f: Forecast) -> str:
-    """The answer to "Will batch N fit?" in one line."""
+def will_it_fit(f: Forecast, with_check: bool = True) -> str:
+    """The answer to "Will batch N fit?" in one line (with the checking run's outcome)."""
     n = f.asked_batch
     if f.asked_predicted is None:
         return f"batch {n}: no forecast ({'; '.join(f.notes) or 'no fit'})"
@@ -157,7 +157,7 @@ def will_it_fit(f: Forecast) -> str:
         return f"batch {n}: predicted peak {predicted} (the room is unknown)"
     verdict = "fits" if f.asked_fits else "does not fit"
     largest = f" (largest that fits: {f.largest_batch})" if f.largest_batch is not None else ""
-    checked = f"; checked: {f.check}" if f.check else ""
+    checked = f"; checked: {f.check}" if f.check and with_check else ""
     return (
         f"batch {n} {verdict}: predicted peak {predicted} of {fmt_bytes(f.budget_bytes)} "
         f"(the room less {f.headroom:.0%} headroom){largest}{checked}"

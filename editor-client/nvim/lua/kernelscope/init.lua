@@ -378,15 +378,9 @@ local function parse_options(words)
   return options
 end
 
---- Profile the function at the cursor: ask the server for the code actions there and run its
---- "Profile `qualname`" one (so the qualname comes from the server). `options` may set device,
---- wait, warmup, active, timeout.
-function M.profile(options)
-  local bufnr = vim.api.nvim_get_current_buf()
-  local client = attached_client(bufnr)
-  if not client then
-    return
-  end
+--- The server's "Profile `qualname`" command at the cursor (its code actions there), passed to
+--- `on_command(command)`; a warning when there is no function at the cursor.
+local function profile_command_at_cursor(client, bufnr, on_command)
   local params = vim.lsp.util.make_range_params(0, client.offset_encoding)
   params.context = { diagnostics = {} }
   call(client, 'request', 'textDocument/codeAction', params, function(err, actions)
@@ -396,9 +390,23 @@ function M.profile(options)
     end
     local command = find_profile_action(actions)
     if not command then
-      notify('no function at the cursor to profile', levels.WARN)
+      notify('no function at the cursor', levels.WARN)
       return
     end
+    on_command(command)
+  end, bufnr)
+end
+
+--- Profile the function at the cursor: ask the server for the code actions there and run its
+--- "Profile `qualname`" one (so the qualname comes from the server). `options` may set device,
+--- wait, warmup, active, timeout.
+function M.profile(options)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local client = attached_client(bufnr)
+  if not client then
+    return
+  end
+  profile_command_at_cursor(client, bufnr, function(command)
     local arguments = vim.deepcopy(command.arguments)
     if options and next(options) then
       arguments[3] = options
@@ -418,7 +426,7 @@ function M.profile(options)
     if ok then
       running[id] = { client = client, bufnr = bufnr, qualname = qualname }
     end
-  end, bufnr)
+  end)
 end
 
 --- Cancel every profile in flight ($/cancelRequest: the server stops the job and replaces its
@@ -509,14 +517,7 @@ function M.will_fit(batch)
   if not client then
     return
   end
-  local params = vim.lsp.util.make_range_params(0, client.offset_encoding)
-  params.context = { diagnostics = {} }
-  call(client, 'request', 'textDocument/codeAction', params, function(err, actions)
-    local command = not err and find_profile_action(actions)
-    if not command then
-      notify('no function at the cursor to forecast', levels.WARN)
-      return
-    end
+  profile_command_at_cursor(client, bufnr, function(command)
     local uri, qualname = command.arguments[1], command.arguments[2]
     notify(string.format('will batch %d of %s fit? measuring ...', batch, qualname))
     execute(client, bufnr, MEMORY_FIT, { uri, qualname, { batch = batch } }, function(result)
@@ -528,7 +529,7 @@ function M.will_fit(batch)
       notify(qualname .. ': ' .. tostring(result.answer))
       scratch('kernelscope://memory/' .. qualname .. '-' .. tostring(batch), result.text)
     end)
-  end, bufnr)
+  end)
 end
 
 local function create_commands(too_old)
