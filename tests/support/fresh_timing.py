@@ -4,7 +4,8 @@ reference the worker's unprofiled figure must match (issue 24, item 5).
 
     python tests/support/fresh_timing.py PATH::FUNC DEVICE [REPS]
 
-prints one JSON object: ``us_per_call`` (median), ``reps``, ``warmup_us_per_call``.
+prints one JSON object: ``us_per_call`` (median), ``reps``, ``warmup_us_per_call``,
+``cpu`` (the CPU it last ran on).
 Needs ``server/`` on ``PYTHONPATH`` (the worker's timing module; no msgspec needed).
 """
 
@@ -37,6 +38,15 @@ class TimingJob:
         pass
 
 
+def last_cpu() -> int:
+    """The CPU this process last ran on (/proc/self/stat's 39th field; -1 where unknown)."""
+    try:
+        with open("/proc/self/stat") as f:
+            return int(f.read().rpartition(")")[2].split()[36])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
 def main() -> None:
     """Import the workload, build its inputs, warm up and time as the worker does."""
     import torch
@@ -65,7 +75,7 @@ def main() -> None:
     job = TimingJob(torch, reps)
     per_call = warm_up(job, call, sync)
     timing = unprofiled_timing(job, call, sync, device, per_call)
-    out = {"us_per_call": timing["us_per_call"], "reps": timing["reps"]}
+    out = {"us_per_call": timing["us_per_call"], "reps": timing["reps"], "cpu": last_cpu()}
     print(json.dumps(out | {"warmup_us_per_call": per_call}))
 
 

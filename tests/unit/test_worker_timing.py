@@ -28,6 +28,16 @@ def test_at_least_20_calls_and_half_a_second_of_them_at_most_five(timing: Any) -
     assert timing.timing_reps(TimingJob(torch, 7), 1000.0) == 7  # the request's count wins
 
 
+def test_the_clean_worker_times_two_seconds_of_calls(timing: Any) -> None:
+    """A host-bound call's slow spells on the H200 lasted 0.4-2.4 s inside one process:
+    the worker that never profiles (host-bound calls only) spans at least 2 s of them."""
+    job = TimingJob(torch, 0)
+    assert timing.CLEAN_TIMING_MIN_S == 2.0
+    assert timing.timing_reps(job, 100.0, timing.CLEAN_TIMING_MIN_S) == 20_000
+    assert timing.timing_reps(job, 100_000.0, timing.CLEAN_TIMING_MIN_S) == 20
+    assert timing.timing_reps(job, 1_000_000.0, timing.CLEAN_TIMING_MIN_S) == 5  # still 5 s
+
+
 def test_the_warm_up_runs_until_steady_and_sizes_the_timing(timing: Any) -> None:
     calls: list[float] = []
 

@@ -24,6 +24,11 @@ TIMING_MIN_S = 0.5
 TIMING_MAX_S = 5.0
 TIMING_FLOOR_CALLS = 3
 TIMING_MAX_CALLS = 100_000
+#: The worker that never profiles times host-bound calls (the launcher sends it only those)
+#: over at least this long: on the H200 a host-bound call ran ~1.5x slower for spells of
+#: 0.4-2.4 s inside one process (docs/h200-run/timing/modes_2026-12-02.txt), so 0.5 s of
+#: calls could land inside one spell and decide the figure; the median over 2 s does not.
+CLEAN_TIMING_MIN_S = 2.0
 
 
 def run_timing(job):
@@ -33,7 +38,7 @@ def run_timing(job):
 
     def timed(_fn, call, device, sync):
         per_call_us = warm_up(job, call, sync)
-        timing = unprofiled_timing(job, call, sync, device, per_call_us)
+        timing = unprofiled_timing(job, call, sync, device, per_call_us, CLEAN_TIMING_MIN_S)
         job.progress("done")
         timing["process"] = "clean worker"
         timing["replayed_from"], timing["replay_note"] = job.replayed
@@ -73,23 +78,24 @@ def warm_up(job, call, sync, stage: "str | None" = "cold"):
         n = job.ranks.agree(n, "min")
 
 
-def timing_reps(job, per_call_us):
-    """How many calls to time: the request's count, else TIMING_MIN_CALLS and TIMING_MIN_S
+def timing_reps(job, per_call_us, min_s=TIMING_MIN_S):
+    """How many calls to time: the request's count, else TIMING_MIN_CALLS and `min_s`
     of calls, whichever is more, within TIMING_MAX_S (see there)."""
     reps = int(job.req.get("timing_reps") or 0)
     if reps > 0:
         return reps
     per = max(per_call_us, 1.0)
-    reps = max(TIMING_MIN_CALLS, int(TIMING_MIN_S * 1e6 / per + 0.999))
+    reps = max(TIMING_MIN_CALLS, int(min_s * 1e6 / per + 0.999))
     reps = min(reps, max(TIMING_FLOOR_CALLS, int(TIMING_MAX_S * 1e6 / per)), TIMING_MAX_CALLS)
     return job.ranks.agree(reps)
 
 
-def unprofiled_timing(job, call, sync, device, per_call_us):
+def unprofiled_timing(job, call, sync, device, per_call_us, min_s=TIMING_MIN_S):
     """The call timed without the profiler (before the schedule, which slows host code),
-    right after its warm-up: nothing in between (no probe call, no sync, no cache freed)."""
+    right after its warm-up: nothing in between (no probe call, no sync, no cache freed);
+    `min_s` of calls at least (see timing_reps)."""
     job.progress("timing")
-    reps = timing_reps(job, per_call_us)
+    reps = timing_reps(job, per_call_us, min_s)
     return time_unprofiled(job, call, sync, device.type == "cuda", device, reps)
 
 
