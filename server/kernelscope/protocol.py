@@ -485,6 +485,16 @@ class MemoryLine(msgspec.Struct):
     device_alloc_bytes: int = 0
 
 
+class KernelLaunch(msgspec.Struct):
+    """A user's Triton kernel as its launches in the cold call were passed tensors: the
+    bytes of those tensors bound the bytes one launch can move (each read or written once)."""
+
+    name: str
+    launches: int
+    bytes_per_launch: float
+    tensors: int
+
+
 class MemoryPass(msgspec.Struct):
     """Where the memory of one warm call went (the memory pass, after the timed steps)."""
 
@@ -581,6 +591,8 @@ class Sidecar(msgspec.Struct):
     call and for workers before 2026-12-02."""
     memory_pass: MemoryPass | None = None
     """Where the memory of one warm call went; None with --no-memory."""
+    launches: list[KernelLaunch] = []
+    """The user's Triton kernels launched by the cold call, with their tensors' bytes."""
 
 
 def inputs_label(inputs_from: str) -> str:

@@ -96,7 +96,11 @@ def test_report_rebuilt_from_the_trace_matches_the_recorded_one(name: str) -> No
         assert "cudaDeviceSynchronize" not in names
 
 
-@pytest.mark.parametrize("name", SCENARIOS)
+# the worker wrote torch's key_averages() into the sidecar until 2026-12-01 (it cost 0.75 s)
+KEYED = [n for n in SCENARIOS if b'"key_averages"' in (FIXTURES / n / "sidecar.json").read_bytes()]
+
+
+@pytest.mark.parametrize("name", KEYED)
 def test_ops_table_matches_torch_key_averages(name: str) -> None:
     ours = {o.name: o for o in op_table(load_trace(FIXTURES / name / "trace.json.gz"))}
     for row in _key_averages(name):

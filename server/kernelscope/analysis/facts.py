@@ -19,6 +19,7 @@ from kernelscope.analysis.data_pipeline import (
     pipeline_bound,
     pipeline_summary,
 )
+from kernelscope.analysis.launches import apply_launches
 from kernelscope.analysis.peaks import Peaks, peaks_for
 from kernelscope.analysis.roofline import OpRoof, roofline
 from kernelscope.analysis.timeline import Timeline
@@ -137,6 +138,8 @@ def facts_of(
     costs = OpCosts()
     sm_count = _sm_count(trace, sidecar)
     rows = roofline(trace, timeline.events, steps, peaks, costs, sm_count)
+    if sidecar is not None and sidecar.launches:
+        apply_launches(rows, sidecar.launches, peaks)
     if sidecar is not None and sidecar.counters is not None and sidecar.counters.kernels:
         apply_counters(trace, timeline.events, steps, rows, sidecar.counters, costs, peaks)
     matmul_gpu: dict[str, float] = {}

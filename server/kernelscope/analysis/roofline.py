@@ -80,7 +80,7 @@ class OpRoof(msgspec.Struct):
     name: str
     kind: str
     """gemm, gemv, conv, attention, norm, reduction, elementwise, copy, transfer, graph,
-    template (an Inductor template kernel), other."""
+    template (an Inductor template kernel), custom (a user's Triton kernel), other."""
     bound: str
     gpu_us_per_step: float
     share: float
@@ -106,7 +106,8 @@ class OpRoof(msgspec.Struct):
     estimate: str = ""
     """Where the row's bytes and FLOPs come from: "model" (its op family's, costs/),
     "events" (the memcpys' and memsets' own byte counts), "range" (FLOPs between
-    ``flops_low_per_step`` and ``flops_per_step``), "unreliable" (no model: the
+    ``flops_low_per_step`` and ``flops_per_step``), "launch" (a user's Triton kernel: the
+    bytes of the tensors its launches were passed), "unreliable" (no model: the
     generic rule's guess, shown but not rated against a roof, and left out of the verdict's
     totals); a hardware-counter measurement would say "measured"."""
     footprint: float | None = None
@@ -258,8 +259,12 @@ def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, 
     acc: dict[int, list[Any]] = {}
     for g in kernels:
         owner = g.op
-        if owner in replays and g.launch >= 0:  # a CUDA-graph replay: a row per kernel
-            _add(_replayed(rows, ops[g.launch], g.name), g)
+        if owner in replays and g.launch >= 0:
+            launch = ops[g.launch]
+            if "GraphLaunch" in launch.name:  # a CUDA-graph replay: a row per kernel
+                _add(_replayed(rows, launch, g.name), g)
+            else:  # launched by no op, e.g. a user's Triton kernel: a row per kernel
+                _add(_launched(rows, launch, g.name), g)
             continue
         dur = g.dur
         a = acc.get(owner)
@@ -307,6 +312,18 @@ def _replayed(rows: dict[object, _Row], launch: Op, kernel: str) -> _Row:
     row = rows.get(key)
     if row is None:
         row = rows[key] = _Row(launch, kernel, "graph", op_indexes=set())
+    assert row.op_indexes is not None
+    row.op_indexes.add(launch.index)
+    return row
+
+
+def _launched(rows: dict[object, _Row], launch: Op, kernel: str) -> _Row:
+    """The row of a kernel launched straight from Python (``cuLaunchKernelEx`` under a
+    ``record_function``, no aten op around it), each launch one call of it."""
+    key = ("launched", kernel)
+    row = rows.get(key)
+    if row is None:
+        row = rows[key] = _Row(launch, kernel, "other", op_indexes=set())
     assert row.op_indexes is not None
     row.op_indexes.add(launch.index)
     return row
@@ -435,6 +452,12 @@ def _bound(out: OpRoof, peaks: Peaks | None, has_kernels: bool) -> None:
             out.efficiency = out.achieved_gbps / bandwidth
 
 
+def rerate(out: OpRoof, peaks: Peaks | None) -> None:
+    """A row's bound and efficiency worked out again from its rates, by the same rules."""
+    out.roof, out.efficiency, out.bound = "", None, "unknown"
+    _bound(out, peaks, out.kernels_per_step > 0)
+
+
 def measured_roof(out: OpRoof, flops: float, moved: float, peaks: Peaks | None) -> None:
     """A row's FLOPs and bytes per step replaced by those measured on one call (a step is one
     call), its rates, intensity, bound and efficiency recomputed by the same rules."""
@@ -447,8 +470,7 @@ def measured_roof(out: OpRoof, flops: float, moved: float, peaks: Peaks | None) 
     out.achieved_tflops = flops / us / 1e6 if flops and us > 0 else None
     out.achieved_gbps = moved / us / 1e3 if moved and us > 0 else None
     out.intensity = flops / moved if flops and moved else None
-    out.roof, out.efficiency, out.bound = "", None, "unknown"
-    _bound(out, peaks, out.kernels_per_step > 0)
+    rerate(out, peaks)
 
 
 def _memory_roof(peaks: Peaks | None, footprint: float | None, gbps: float) -> tuple[float, str]:

@@ -369,6 +369,8 @@ def _achieved(r: OpRoof) -> str:
     if r.efficiency is not None:
         at_most = "≤ " if r.estimate == "range" else ""
         return f"{at_most}{r.efficiency:.0%} of {r.roof}"
+    if r.estimate == "launch":  # faster than any roof on its tensors' bytes
+        return "touched part of its tensors: not rated"
     return "bytes unreliable (no model)" if r.estimate == "unreliable" else DASH
 
 

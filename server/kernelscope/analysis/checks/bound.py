@@ -45,10 +45,7 @@ def find_bound(facts: Facts, options: Options) -> Iterable[Finding]:
             tries.append("remove the host-device syncs below (KS301): each one drains the queue")
         yield Finding(Code.OVERHEAD_BOUND, Severity.WARNING, v.summary, path, line, tries, evidence)
     elif v.bound == "memory":
-        tries = [
-            "fuse elementwise chains with torch.compile (see KS501)",
-            "move fewer bytes: bf16/fp16 activations halve the traffic",
-        ]
+        tries = _memory_tries(facts)
         yield Finding(Code.MEMORY_BOUND, Severity.WARNING, v.summary, path, line, tries, evidence)
     elif v.bound == "compute":
         tries: list[str] = []
@@ -93,3 +90,24 @@ def _unfused_attention(facts: Facts) -> bool:
     written out (or SDPA's math backend)."""
     kinds = {r.kind for r in facts.roofline}
     return "attention" not in kinds and any(r.name == "aten::_softmax" for r in facts.roofline)
+
+
+def _memory_tries(facts: Facts) -> list[str]:
+    """Fusing only where elementwise ops hold a share of the GPU time (a user's kernel that
+    already streams near the bandwidth gains nothing from torch.compile); fewer bytes always."""
+    rows = facts.roofline
+    total = sum(r.gpu_us_per_step for r in rows) or 1.0
+    elementwise = sum(r.gpu_us_per_step for r in rows if r.kind in ("elementwise", "copy"))
+    tries = (
+        ["fuse elementwise chains with torch.compile (see KS501)"]
+        if elementwise >= 0.2 * total
+        else []
+    )
+    tries.append("move fewer bytes: bf16/fp16 activations halve the traffic")
+    v = facts.verdict
+    if v.achieved_gbps and v.peak_gbps and v.achieved_gbps >= 0.7 * v.peak_gbps:
+        tries.append(
+            "near the memory's peak: only fewer bytes (a narrower dtype, a producer or "
+            "consumer fused into the kernel) go faster"
+        )
+    return tries

@@ -11,6 +11,7 @@ import time
 from .devices import device_properties, profiler_activities
 from .dynamo import compile_seconds
 from .errors import JobError
+from .launches import launch_report, watch_triton_launches
 from .lines import attribute_lines, line_pass_calls
 from .memory import memory_at_oom, memory_pass
 from .memory_sources import watch_recompute
@@ -71,7 +72,7 @@ def cold_call(job, call, sync, activities, stem, device):
     compiled_before = compile_seconds()
     with profile(activities=activities) as cold_prof:
         t0 = time.perf_counter()
-        with record_function(COLD_RANGE), watch_recompute(job):
+        with record_function(COLD_RANGE), watch_recompute(job), watch_triton_launches(job):
             call()
         sync()
         first_call_us = (time.perf_counter() - t0) * 1e6
@@ -204,5 +205,6 @@ def finished(job, fn, device, steps, cold, timing, trace_path, wall_us, lines, m
             "qualname": job.req["qualname"],
             "call_site": job.call_site,
             "inputs_from": job.inputs_from,
+            "launches": launch_report(job),
         },
     }
