@@ -495,6 +495,15 @@ class KernelLaunch(msgspec.Struct):
     tensors: int
 
 
+class BlockMaskDensity(msgspec.Struct):
+    """A flex_attention BlockMask the process held after the cold call: its (B, H, Q_LEN,
+    KV_LEN), block size, and the % of blocks it skips (``BlockMask.sparsity()``)."""
+
+    shape: list[int]
+    block_size: list[int]
+    sparsity: float
+
+
 class MemoryPass(msgspec.Struct):
     """Where the memory of one warm call went (the memory pass, after the timed steps)."""
 
@@ -593,6 +602,8 @@ class Sidecar(msgspec.Struct):
     """Where the memory of one warm call went; None with --no-memory."""
     launches: list[KernelLaunch] = []
     """The user's Triton kernels launched by the cold call, with their tensors' bytes."""
+    block_masks: list[BlockMaskDensity] = []
+    """flex_attention's block masks alive after the cold call, with their density."""
 
 
 def inputs_label(inputs_from: str) -> str:

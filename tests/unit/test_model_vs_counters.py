@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from kernelscope.analysis.block_masks import apply_block_masks
 from kernelscope.analysis.costs import OpCosts
 from kernelscope.analysis.counters import apply_counters, parse_ncu_csv
 from kernelscope.analysis.roofline import OpRoof, roofline
 from kernelscope.analysis.trace_model import USER_ANNOTATION, GpuEvent, Trace, load_trace
-from kernelscope.protocol import Counters, KernelCounters
+from kernelscope.protocol import BlockMaskDensity, Counters, KernelCounters
 
 PROBE = Path(__file__).resolve().parents[2] / "fixtures" / "counters_probe"
 TRACE = PROBE / "probe_trace.json.gz"
@@ -153,6 +154,27 @@ def test_flex_attention_flops_fall_in_the_models_range() -> None:
     assert row.estimate == "range" and row.flops_low_per_step is not None
     assert row.flops_low_per_step <= measured <= (row.flops_per_step or 0.0)
     assert measured == pytest.approx((row.flops_per_step or 0.0) / 2, rel=0.10)
+
+
+def test_flex_attention_flops_from_its_live_masks_density_are_within_5_percent() -> None:
+    """The probe printed its causal mask's ``sparsity()`` on the H200 (48.4375 %,
+    probe_stdout_all.txt), as the worker reads a live mask after the cold call: the dense
+    count times the computed blocks' share is the kernel's FLOPs, and it reads
+    compute-bound."""
+    printed = (PROBE / "probe_stdout_all.txt").read_text()
+    sparsity = float(printed.split("flex block mask sparsity %")[1].split()[0])
+    (row,) = _rows("flex")
+    mask = BlockMaskDensity(shape=[1, 1, 4096, 4096], block_size=[128, 128], sparsity=sparsity)
+    apply_block_masks(_trace(), [row], [mask], None)
+    _, measured = _truth("flex")
+    assert row.estimate == "mask" and row.flops_low_per_step is None
+    assert (row.flops_per_step or 0.0) == pytest.approx(measured, rel=0.05)
+    assert row.bound == "compute"
+    # a live mask of another grid (a 2048-long sequence) says nothing of this kernel's
+    (again,) = _rows("flex")
+    other = BlockMaskDensity(shape=[1, 1, 2048, 2048], block_size=[128, 128], sparsity=10.0)
+    apply_block_masks(_trace(), [again], [other], None)
+    assert again.estimate == "range"
 
 
 @pytest.mark.parametrize("name", WORKLOADS)

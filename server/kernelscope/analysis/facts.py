@@ -10,6 +10,7 @@ from functools import cached_property
 from operator import attrgetter
 from pathlib import Path
 
+from kernelscope.analysis.block_masks import apply_block_masks
 from kernelscope.analysis.calls import CALL_RANGE, Calls
 from kernelscope.analysis.costs import MATMULS, OpCosts
 from kernelscope.analysis.counters import apply_counters
@@ -140,6 +141,8 @@ def facts_of(
     rows = roofline(trace, timeline.events, steps, peaks, costs, sm_count)
     if sidecar is not None and sidecar.launches:
         apply_launches(rows, sidecar.launches, peaks)
+    if sidecar is not None and sidecar.block_masks:
+        apply_block_masks(trace, rows, sidecar.block_masks, peaks)
     if sidecar is not None and sidecar.counters is not None and sidecar.counters.kernels:
         apply_counters(trace, timeline.events, steps, rows, sidecar.counters, costs, peaks)
     matmul_gpu: dict[str, float] = {}

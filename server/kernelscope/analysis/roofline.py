@@ -106,7 +106,8 @@ class OpRoof(msgspec.Struct):
     estimate: str = ""
     """Where the row's bytes and FLOPs come from: "model" (its op family's, costs/),
     "events" (the memcpys' and memsets' own byte counts), "range" (FLOPs between
-    ``flops_low_per_step`` and ``flops_per_step``), "launch" (a user's Triton kernel: the
+    ``flops_low_per_step`` and ``flops_per_step``), "mask" (a flex_attention's FLOPs from
+    its live block mask's density), "launch" (a user's Triton kernel: the
     bytes of the tensors its launches were passed), "unreliable" (no model: the
     generic rule's guess, shown but not rated against a roof, and left out of the verdict's
     totals); a hardware-counter measurement would say "measured"."""

@@ -130,3 +130,9 @@ def flex_attention_flops(name: str, args: list[Tensor]) -> tuple[float, float] |
     dense = 2.0 * batch * heads * sq * sk * per_pair
     kv_blocks = max([s[3] for s in blocks] + [1])
     return dense / kv_blocks, dense
+
+
+def flex_block_grids(args: list[Tensor]) -> set[tuple[int, int]]:
+    """The (query blocks, KV blocks) grids of a flex_attention kernel's block-mask tensors
+    (int32, 4-d), by which a live BlockMask of the same grid is known to be its mask."""
+    return {(s[2], s[3]) for s, t in args[3:] if t == "int" and len(s) == 4}

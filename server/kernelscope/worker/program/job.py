@@ -45,6 +45,7 @@ class Job:
         self.captured = None  # (fn, code, state, compiled): a program's call, captured
         self.recomputes = False  # the cold call ran a non-reentrant checkpoint (memory pass)
         self.launches = {}  # user Triton kernel name -> its launches in the cold call
+        self.block_masks = []  # flex_attention block masks alive after the cold call
         self.setup_output = None  # (text, truncated) the import and the provider printed
         self.inputs_from = ""  # "defaults", or the provider's file::name
         self.stages = {}  # seconds per stage, in the order they ran

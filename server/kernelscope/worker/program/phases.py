@@ -8,6 +8,7 @@ import platform
 import socket
 import time
 
+from .block_masks import block_masks
 from .devices import device_properties, profiler_activities
 from .dynamo import compile_seconds
 from .errors import JobError
@@ -82,6 +83,7 @@ def cold_call(job, call, sync, activities, stem, device):
         first_kernel_after(load_json(cold_tmp), COLD_RANGE) if device.type == "cuda" else None
     )
     cold_path = gzip_file(cold_tmp)
+    job.block_masks = block_masks()
     return {
         "first_call_us": first_call_us,
         "entry_to_first_kernel_us": entry_to_kernel,
@@ -206,5 +208,6 @@ def finished(job, fn, device, steps, cold, timing, trace_path, wall_us, lines, m
             "call_site": job.call_site,
             "inputs_from": job.inputs_from,
             "launches": launch_report(job),
+            "block_masks": job.block_masks,
         },
     }
