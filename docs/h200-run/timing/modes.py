@@ -53,8 +53,16 @@ for block in range(12):
     after = threads()
     us = statistics.median(s.elapsed_time(e) * 1e3 for s, e in samples)
     busy = sorted(
-        ((after[t][1] - before.get(t, (0, 0, 0))[1], after[t][0], after[t][2]) for t in after if t != main),
+        (
+            (after[t][1] - before.get(t, (0, 0, 0))[1], after[t][0], after[t][2])
+            for t in after
+            if t != main
+        ),
         reverse=True,
     )[:3]
-    print(f"block {block:2d} {us:8.1f} us  main on cpu {after[main][2]:2d} ticks {after[main][1] - before[main][1]:3d}"
-          f"  other threads (ticks, name, cpu): {busy}", flush=True)
+    ticks = after[main][1] - before[main][1]
+    print(
+        f"block {block:2d} {us:8.1f} us  main on cpu {after[main][2]:2d} ticks {ticks:3d}"
+        f"  other threads (ticks, name, cpu): {busy}",
+        flush=True,
+    )
