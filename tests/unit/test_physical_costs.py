@@ -232,8 +232,57 @@ def test_compiled_flex_attention_reads_compute_bound_with_a_flop_range(tmp_path:
         ("triton_per_fused_native_layer_norm_2", "norm"),
         ("triton_red_fused_sum_3", "reduction"),
         ("triton_per_fused_mean_4", "reduction"),
-        ("triton_tem_fused_mm_5", "template"),
+        ("triton_tem_fused_mm_5", "gemm"),
+        ("triton_tem_fused_addmm_relu_6", "gemm"),
+        ("triton_tem_fused_7", "template"),
     ],
 )
 def test_inductor_kernels_take_the_family_of_what_they_fused(name: str, kind: str) -> None:
     assert kind_of(name) == kind
+
+
+def test_a_max_autotune_matmul_template_counts_the_product_it_fused(tmp_path: Path) -> None:
+    """``mode="max-autotune"`` turns ``relu(x @ w.T + b)`` (8192×4096 by 4096×4096, bf16) into
+    one template kernel passed the bias, A, B and the output: 2·8192·4096·4096 = 275 GFLOP,
+    in 400 µs 687 TFLOP/s, compute-bound at 69 % of the bf16 peak (without FLOPs it was rated
+    on its bytes alone)."""
+    m, k, n = 8192, 4096, 4096
+    shapes = [([n], BF16), ([m, k], BF16), ([k, n], BF16), ([m, n], BF16)]
+    name = "triton_tem_fused_addmm_relu_0"
+    (row,) = one_op(tmp_path, name, gpu(name, 20.0, 400.0, 11, ext=2), *shapes).roofline
+    assert row.kind == "gemm" and row.estimate == "model"
+    assert row.flops_per_step == 2 * m * n * k
+    assert row.bound == "compute" and row.roof == "bf16 989 TFLOP/s"
+    assert row.efficiency == pytest.approx(2 * m * n * k / 400e-6 / 989e12)
+
+
+def test_a_template_without_a_product_of_its_buffers_gets_no_flops(tmp_path: Path) -> None:
+    """A template named for a matmul whose buffers pair no (M, K) with a (K, N) and an (M, N)
+    output (a layout the rule does not know): no FLOPs rather than a wrong count."""
+    shapes = [([4096, 4096], BF16), ([1024, 512], BF16), ([64], BF16)]
+    name = "triton_tem_fused_mm_0"
+    (row,) = one_op(tmp_path, name, gpu(name, 20.0, 100.0, 11, ext=2), *shapes).roofline
+    assert row.flops_per_step is None and row.bound == "memory"
+
+
+def test_inductors_own_estimate_replaces_the_buffers_sizes(tmp_path: Path) -> None:
+    """Compiled with ``benchmark_kernel`` (the worker asks for it), Inductor writes
+    ``kernel_num_gb`` and ``kernel_flop`` on its kernel's record. A ``cat`` of two halves
+    of a 8192×8192 fp32 buffer is passed the whole buffer (268 MB) and the output (134 MB),
+    but reads only the slices: Inductor says 0.268 GB, and its bytes are the row's."""
+    shapes = [([8192, 8192], F32), ([8192, 4096], F32)]
+    name = "triton_poi_fused_cat_0"
+    record = op(name, 5.0, 10.0, 2, *shapes)
+    record["args"] |= {"kernel_num_gb": 0.268435456, "kernel_flop": 33554432}
+    document = doc(
+        step(1, 0.0, 200.0),
+        record,
+        launch("cudaLaunchKernel", 6.0, 2.0, 11),
+        gpu(name, 20.0, 100.0, 11, ext=2),
+        deviceProperties=[H200],
+    )
+    (row,) = analyze(load_trace(write(tmp_path / "t.json", document))).roofline
+    assert row.estimate == "inductor" and row.kind == "elementwise"
+    assert row.bytes_per_step == pytest.approx(268_435_456)
+    assert row.flops_per_step == 33_554_432
+    assert row.bound == "memory" and row.efficiency is not None and row.efficiency < 1.0

@@ -36,8 +36,9 @@ from kernelscope.analysis.costs import (
     REDUCTIONS,
     OpCosts,
 )
+from kernelscope.analysis.costs.generated import is_template_matmul
 from kernelscope.analysis.costs.movement import COPIES, FILLS, GATHERS
-from kernelscope.analysis.costs.per_op import flops_range, footprint_of, has_model
+from kernelscope.analysis.costs.per_op import flops_range, footprint_of, from_inductor, has_model
 from kernelscope.analysis.peaks import Peaks
 from kernelscope.analysis.trace_model import USER_ANNOTATION, GpuEvent, Op, Trace
 from kernelscope.units import fmt_bytes
@@ -108,7 +109,8 @@ class OpRoof(msgspec.Struct):
     "events" (the memcpys' and memsets' own byte counts), "range" (FLOPs between
     ``flops_low_per_step`` and ``flops_per_step``), "mask" (a flex_attention's FLOPs from
     its live block mask's density), "launch" (a user's Triton kernel: the
-    bytes of the tensors its launches were passed), "unreliable" (no model: the
+    bytes of the tensors its launches were passed), "inductor" (an Inductor kernel's own
+    ``kernel_flop`` and ``kernel_num_gb``, costs/generated.py), "unreliable" (no model: the
     generic rule's guess, shown but not rated against a roof, and left out of the verdict's
     totals); a hardware-counter measurement would say "measured"."""
     footprint: float | None = None
@@ -226,6 +228,8 @@ def _generated_kind(name: str) -> str:
         return "norm"
     if name.startswith(("triton_red_", "triton_per_")):
         return "reduction"
+    if is_template_matmul(name):
+        return "gemm"
     if name.startswith("triton_tem_"):
         return "template"
     return "elementwise"
@@ -402,6 +406,8 @@ def _roof(
         flops, moved = row.flops, row.bytes_moved
         if row.event_bytes:
             out.estimate = "events"
+        elif (flops > 0 or moved > 0) and from_inductor(owner):
+            out.estimate = "inductor"
         elif flops > 0 or moved > 0:
             out.estimate = "model" if has_model(owner.name) else "unreliable"
         low = flops_range(owner)

@@ -135,7 +135,6 @@ class Report(msgspec.Struct):
     """Which call of which program the run measured (``--via``)."""
     line_tracer: LineTracerCost | None = None
     """The line tracer's own cost per line run, taken out of ``lines`` (None: left in)."""
-    """The collectives the function ran (in a process group), per call."""
     counters: Counters | None = None
     """``--counters``: Nsight Compute's figures for one warm call, or why there are none."""
     memory_pass: MemoryPass | None = None

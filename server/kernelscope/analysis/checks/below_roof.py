@@ -8,6 +8,7 @@ from typing import Any, cast
 import msgspec
 
 from kernelscope.analysis.checks.source_lines import row_line
+from kernelscope.analysis.costs import GENERATED_KERNEL_PREFIX
 from kernelscope.analysis.facts import Facts, Options
 from kernelscope.analysis.roofline import OpRoof
 from kernelscope.analysis.trace_model import Op
@@ -92,7 +93,10 @@ def _slow_causes(facts: Facts, r: OpRoof, sms: int | None) -> tuple[list[str], l
     if not causes:
         causes.append(f"a slow kernel for this shape ({cut(r.kernel, 80)})")
         tries.append(
-            "try another shape or dtype, torch.compile(mode='max-autotune'), or a fused library op"
+            "try another shape or dtype, or a library op (cuBLAS, cuDNN)"
+            if r.name.startswith(GENERATED_KERNEL_PREFIX)  # compiled already
+            else "try another shape or dtype, torch.compile(mode='max-autotune'), or a fused "
+            "library op"
         )
     return causes, tries
 

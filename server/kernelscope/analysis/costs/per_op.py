@@ -28,6 +28,7 @@ from kernelscope.analysis.costs.elementwise import (
     elementwise_bytes,
     elementwise_footprint,
 )
+from kernelscope.analysis.costs.generated import inductor_estimate, template_matmul_flops
 from kernelscope.analysis.costs.movement import MOVEMENT, movement_bytes
 from kernelscope.analysis.costs.products import (
     MATMULS,
@@ -58,18 +59,36 @@ _TYPES = attrgetter("types")
 
 
 def flops_of(op: Op) -> float:
-    """FLOPs of one recorded call of `op` (a compiled flex_attention's: the high end)."""
-    if op.name.startswith(TEMPLATE_KERNEL_PREFIX):
-        flex = flex_attention_flops(op.name, tensors(op.inputs()))
-        return flex[1] if flex else 0.0
+    """FLOPs of one recorded call of `op` (a compiled flex_attention's: the high end; another
+    Inductor kernel's: Inductor's own estimate, else a template's matrix product)."""
+    if op.name.startswith(GENERATED_KERNEL_PREFIX):
+        return _generated_flops(op)
     if op.name not in FLOP_OPS:
         return 0.0
     return op_flops(op.name, op.inputs(), concrete_inputs(op) if op.name in BY_CONCRETE else [])
 
 
 def bytes_of(op: Op) -> float:
-    """Bytes one recorded call of `op` moves through memory."""
+    """Bytes one recorded call of `op` moves through memory (an Inductor kernel's: Inductor's
+    own estimate where its record has one)."""
+    if op.name.startswith(GENERATED_KERNEL_PREFIX):
+        own = inductor_estimate(op.args)
+        if own is not None and own[1] > 0:
+            return own[1]
     return op_bytes(op.name, op.inputs(), concrete_inputs(op) if op.name in BY_CONCRETE else [])
+
+
+def _generated_flops(op: Op) -> float:
+    """FLOPs of an Inductor kernel: a flex_attention's from its shapes (the block mask's
+    density is applied later), else Inductor's estimate, else a matrix-product template's."""
+    args = tensors(op.inputs())
+    flex = flex_attention_flops(op.name, args)
+    if flex is not None:
+        return flex[1]
+    own = inductor_estimate(op.args)
+    if own is not None and own[0] > 0:
+        return own[0]
+    return template_matmul_flops(op.name, args)
 
 
 def op_flops(name: str, inputs: OpInputs, concrete: list[Any] | None = None) -> float:
@@ -98,9 +117,15 @@ def op_bytes(name: str, inputs: OpInputs, concrete: list[Any] | None = None) -> 
 def footprint_of(op: Op) -> float:
     """Distinct bytes one call of `op` touches (its working set): its bytes, but an in-place
     op's tensor once, though it is read and written."""
-    if op.name in FLOP_OPS or op.name in MOVEMENT:
+    name = op.name
+    if name in FLOP_OPS or name in MOVEMENT or from_inductor(op):
         return bytes_of(op)
     return elementwise_footprint(op.name, tensors(op.inputs()))
+
+
+def from_inductor(op: Op) -> bool:
+    """Whether an op is an Inductor kernel whose record carries Inductor's own estimate."""
+    return op.name.startswith(GENERATED_KERNEL_PREFIX) and inductor_estimate(op.args) is not None
 
 
 def has_model(name: str) -> bool:
@@ -235,9 +260,9 @@ def flops_range(op: Op) -> tuple[float, float] | None:
 def _cost(op: Op) -> OpCost:
     inputs = op.inputs()
     name = op.name
+    if name.startswith(GENERATED_KERNEL_PREFIX):
+        return OpCost(flops_of(op), bytes_of(op), None)
     concrete = concrete_inputs(op) if name in BY_CONCRETE else []
     flops = op_flops(name, inputs, concrete) if name in FLOP_OPS else 0.0
-    if name.startswith(TEMPLATE_KERNEL_PREFIX):
-        flops = flops_of(op)
     dtype = matmul_dtype(inputs, name) if name in MATMULS else None
     return OpCost(flops, op_bytes(name, inputs, concrete), dtype)

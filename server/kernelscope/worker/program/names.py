@@ -21,3 +21,7 @@ SYNC_OPS = ("aten::_local_scalar_dense", "aten::nonzero")
 STAGES_PROFILED = ("wait", "warmup", "active")
 # Generated code (Inductor's and Triton's caches) is never the user's, even under the project
 GENERATED_CODE = ("/torchinductor_", "/.triton/", "/triton/cache", "<eval_with_key>")
+# Inductor writes its own FLOPs and bytes on each kernel's profiler record when it compiles
+# with this set (kernelscope.analysis.costs.generated); it then also prints this line per graph.
+BENCHMARK_KERNEL_ENV = "TORCHINDUCTOR_BENCHMARK_KERNEL"
+BENCHMARK_KERNEL_LINE = b"Compiled module path: "

@@ -18,6 +18,7 @@ class OutputCapture:
         self.total = 0
         self.lock = threading.Lock()
         self.synced = threading.Event()
+        self.dropped = ()
         threading.Thread(target=self._drain, name="ks-output", daemon=True).start()
 
     def _drain(self):
@@ -40,6 +41,11 @@ class OutputCapture:
                     self.synced.set()
                 if len(self.data) > 2 * OUTPUT_KEEP:
                     del self.data[: len(self.data) - OUTPUT_KEEP]
+
+    def drop_lines(self, start):
+        """Leave out of what user code printed the lines that begin with ``start`` (bytes):
+        those printed because the worker set something the user did not."""
+        self.dropped = (*self.dropped, start)
 
     def begin(self):
         self.take()
@@ -72,4 +78,7 @@ class OutputCapture:
             truncated = self.total > OUTPUT_KEEP
         if truncated and b"\n" in kept:  # from the first whole line on
             kept = kept[kept.index(b"\n") + 1 :]
+        if self.dropped:
+            lines = kept.splitlines(keepends=True)
+            kept = b"".join(line for line in lines if not line.startswith(self.dropped))
         return kept.decode("utf-8", "replace"), truncated

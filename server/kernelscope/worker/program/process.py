@@ -22,7 +22,7 @@ from .channel import Channel
 from .entry import children_of_program
 from .errors import Cancelled, JobError
 from .job import Job
-from .names import TIMING_WORKER_ENV
+from .names import BENCHMARK_KERNEL_ENV, BENCHMARK_KERNEL_LINE, TIMING_WORKER_ENV
 from .output import OutputCapture
 from .profiler_start import skip_inductor_import
 
@@ -118,6 +118,9 @@ class Worker:
     def start(self):
         t0 = time.perf_counter()
         os.environ.setdefault("KINETO_LOG_LEVEL", "99")  # remote hosts get no env from us
+        if BENCHMARK_KERNEL_ENV not in os.environ:  # read when Inductor's config first loads
+            os.environ[BENCHMARK_KERNEL_ENV] = "1"
+            self.capture.drop_lines(BENCHMARK_KERNEL_LINE)
         # TEARDOWN_CUPTI=1 is left to the user: on torch 2.11 + CUDA 13.0 it lost the GPU
         # activity of every other profiling session and hung the process at exit
         # (docs/h200-run/cupti_probe2.py). DESIGN-NOTES.md has the measurements.
