@@ -11,8 +11,10 @@ from kernelscope.app.history import Delta
 from kernelscope.app.store import RunRecord
 from kernelscope.lsp import views
 from kernelscope.render.compare import change_text, render_comparison
+from kernelscope.render.text import render_report
 from kernelscope.report.compare import compare
 from kernelscope.report.schema import Report
+from kernelscope.units import fmt_us
 
 from support import FIXTURES
 
@@ -121,3 +123,20 @@ def test_a_lines_hover_says_when_most_of_its_traced_time_was_the_tracers() -> No
     assert "the line tracer's own 600.0 µs taken out" in views.line_summary(report, row)
     row = msgspec.structs.replace(row, tracer_us=1.0)
     assert "tracer" not in views.line_summary(report, row)
+
+
+def test_a_line_whose_own_time_is_lost_in_the_tracers_says_under_how_much() -> None:
+    """A comprehension's 40 µs left over 11 ms of tracer cost taken out is within the
+    correction's noise (5 % of it, 550 µs): the hover and the table say "under", not 40 µs."""
+    report = fixture_report("matmul_add_64")
+    row = msgspec.structs.replace(
+        report.lines[0], self_cpu_us=40.0, tracer_us=11_000.0, tracer_noise_us=550.0
+    )
+    assert row.below_noise
+    assert views.line_summary(report, row).startswith(
+        f"{fmt_us(row.cuda_us)} CUDA · under 550.0 µs CPU self (lost in the line tracer's"
+    )
+    table = render_report(msgspec.structs.replace(report, lines=[row]))
+    assert "< 550.0 µs" in table and " 40.0 µs" not in table
+    clear = msgspec.structs.replace(row, self_cpu_us=900.0)
+    assert not clear.below_noise and "900.0 µs CPU self" in views.line_summary(report, clear)

@@ -130,3 +130,37 @@ def test_the_tracer_cost_reads_the_loops_ranges_and_the_calibrations_wall(worker
     assert cost["in_line_us"] == pytest.approx((50.0 - 10.0) / 10)
     assert cost["between_lines_us"] == pytest.approx((220.0 - 20.0) / 11 - 4.0)
     assert worker["tracer_cost"](tally, [], [], 20.0, 220.0) is None
+
+
+def test_runs_cheaper_than_the_cost_offset_dearer_ones(worker) -> None:
+    """The tracer's cost is a mean: runs of one line scatter around it both ways. Each run
+    stopped at zero would keep only the dearer ones' excess (a 2,000-run comprehension read
+    3-6x its real time that way); the line's sum stops at zero instead."""
+    keys = [("/p/m.py", 5)]
+    events = [
+        _span("user_annotation", "ks:line:0", 1, 10.0 * k, d)
+        for k, d in enumerate([2.5, 3.5, 2.8, 3.2, 3.0, 3.6])
+    ]
+    cost = {"in_line_us": 3.1, "between_lines_us": 0.0, "hits": 100}
+    tally = worker["tally_lines"](events, len(keys), False, cost)
+    (row,) = worker["line_rows"](tally, keys, 1, set())
+    assert row["self_cpu_us"] == pytest.approx(18.6 - 6 * 3.1, abs=1e-9)  # 0, not 1.2
+    assert row["tracer_us"] == pytest.approx(18.6)
+    events.append(_span("user_annotation", "ks:line:0", 1, 100.0, 9.0))
+    tally = worker["tally_lines"](events, len(keys), False, cost)
+    (row,) = worker["line_rows"](tally, keys, 1, set())
+    assert row["self_cpu_us"] == pytest.approx(27.6 - 7 * 3.1)
+    assert row["self_cpu_us"] + row["tracer_us"] == pytest.approx(27.6)
+
+
+def test_the_in_line_cost_is_read_on_the_loops_hot_lines_only(worker) -> None:
+    """The loop's first line runs once and its range carries the pass's one-off start
+    (~0.25 ms): it is no line run's cost, and is left out of both parts."""
+    keys = [("<w>", 1), ("<w>", 2), ("<w>", 3)]
+    events = [_span("user_annotation", "ks:line:0", 1, 0.0, 250.0)]  # x = 0, the first range
+    events += [_span("user_annotation", "ks:line:1", 1, 300.0 + 10.0 * k, 5.0) for k in range(10)]
+    events += [_span("user_annotation", "ks:line:2", 1, 500.0 + 10.0 * k, 5.0) for k in range(10)]
+    tally = worker["tally_lines"](events, len(keys), False)
+    cost = worker["tracer_cost"](tally, [0, 1, 2], [0, 1, 2], 20.0, 570.0)
+    assert cost["in_line_us"] == pytest.approx((100.0 - 10.0) / 20)
+    assert cost["between_lines_us"] == pytest.approx((570.0 - 20.0 - (250.0 - 4.5)) / 21 - 4.5)

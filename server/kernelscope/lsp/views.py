@@ -241,10 +241,12 @@ def line_summary(report: Report, row: LineRow) -> str:
         if row.tracer_us > row.self_cpu_us
         else ""
     )
-    return (
-        f"{cuda}{fmt_us(row.self_cpu_us)} CPU self, {fmt_us(row.cpu_total_us)} total per call"
-        f"{traced}{ops}"
+    own = (
+        f"under {fmt_us(row.tracer_noise_us)} CPU self (lost in the line tracer's own time)"
+        if row.below_noise
+        else f"{fmt_us(row.self_cpu_us)} CPU self"
     )
+    return f"{cuda}{own}, {fmt_us(row.cpu_total_us)} total per call{traced}{ops}"
 
 
 def lens_title(record: RunRecord, delta: Delta | None = None) -> str:

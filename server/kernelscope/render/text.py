@@ -142,7 +142,7 @@ def render_report(
             [
                 [
                     f"{shorten(r.path)}:{r.line}",
-                    fmt_us(r.self_cpu_us),
+                    f"< {fmt_us(r.tracer_noise_us)}" if r.below_noise else fmt_us(r.self_cpu_us),
                     fmt_us(r.cpu_total_us),
                     *([fmt_us(r.cuda_us)] if cuda else []),
                     cut(r.code, 60),

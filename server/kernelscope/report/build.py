@@ -19,6 +19,7 @@ from kernelscope.analysis.trace_stream import Progress
 from kernelscope.protocol import LineStat, ProfileFinished, Sidecar, WorkerReady
 from kernelscope.report.files import companions
 from kernelscope.report.schema import (
+    TRACER_NOISE,
     DeadWindow,
     DeviceRef,
     FunctionRef,
@@ -268,6 +269,7 @@ def _line_rows(lines: list[LineStat]) -> list[LineRow]:
                 texts[s.path] = []
         source = texts[s.path]
         code = source[s.line - 1].strip() if 0 < s.line <= len(source) else ""
-        rows.append(LineRow(**msgspec.structs.asdict(s), code=code))
+        noise = TRACER_NOISE * s.tracer_us
+        rows.append(LineRow(**msgspec.structs.asdict(s), code=code, tracer_noise_us=noise))
     rows.sort(key=lambda r: (r.cuda_us, r.self_cpu_us), reverse=True)
     return rows

@@ -140,13 +140,19 @@ def tracer_cost(tally, cal, loop, plain_us, traced_us):
     calibration's traced time over its untraced time. Measured over ``hits`` line runs;
     None if nothing was."""
     hits = sum(tally.hits[i] for i in cal)
-    loop_hits = sum(tally.hits[i] for i in loop)
+    # the loop's body and header, run n times each: its first and last lines run once a
+    # call, and the first range of a pass carries one-off costs (~0.25 ms), no line's own
+    most = max((tally.hits[i] for i in loop), default=0)
+    hot = [i for i in loop if tally.hits[i] * 2 > most]
+    loop_hits = sum(tally.hits[i] for i in hot)
     if hits <= 0 or loop_hits <= 0:
         return None
     # the loop's own work, untraced, is about half of the calibration's (n runs each)
-    inside = sum(tally.self_cpu[i] for i in loop) - plain_us / 2
+    inside = sum(tally.self_cpu[i] for i in hot) - plain_us / 2
     in_line = max(0.0, inside / loop_hits)
-    total = max(0.0, (traced_us - plain_us) / hits)
+    once = [i for i in loop if i not in hot]
+    one_off = sum(max(0.0, tally.self_cpu[i] - in_line * tally.hits[i]) for i in once)
+    total = max(0.0, (traced_us - plain_us - one_off) / hits)
     return {"in_line_us": in_line, "between_lines_us": max(0.0, total - in_line), "hits": hits}
 
 
@@ -177,8 +183,10 @@ class LineTally:
         idx, _end, child, csf, csub, dur = node[:6]
         inner, inner_total = node[6:8] if len(node) > 6 else (0, child)
         raw = dur - child
-        own = max(0.0, raw - self.in_line - self.between * inner)
-        total = own + inner_total
+        # signed: a run cheaper than the mean cost is noise both ways, and stopping each
+        # at zero would keep only the runs above it (line_rows stops the sum at zero)
+        own = raw - self.in_line - self.between * inner
+        total = max(0.0, own) + inner_total
         self.self_cpu[idx] += own
         self.tracer[idx] += raw - own
         self.cuda_self[idx] += csf
@@ -252,13 +260,15 @@ def line_rows(tally, keys, calls, skip):
         if not tally.hits[idx] or idx in skip:
             continue
         ops = sorted(tally.op_time[idx].items(), key=lambda kv: -kv[1])[:3]
+        own = max(0.0, tally.self_cpu[idx])
+        raw = tally.self_cpu[idx] + tally.tracer[idx]
         out.append(
             {
                 "path": path,
                 "line": line,
-                "self_cpu_us": tally.self_cpu[idx] / calls,
-                "cpu_total_us": tally.total_cpu[idx] / calls,
-                "tracer_us": tally.tracer[idx] / calls,
+                "self_cpu_us": own / calls,
+                "cpu_total_us": max(own, tally.total_cpu[idx]) / calls,
+                "tracer_us": (raw - own) / calls,
                 "cuda_us": tally.cuda_self[idx] / calls,
                 "cuda_total_us": tally.cuda_total[idx] / calls,
                 "hits": tally.hits[idx] / calls,
