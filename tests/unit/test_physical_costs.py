@@ -13,7 +13,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from kernelscope.analysis.costs import op_bytes
+from kernelscope.analysis.costs import OpCosts, bytes_of, op_bytes
+from kernelscope.analysis.costs.generated import template_matmul_flops
 from kernelscope.analysis.diagnose import analyze
 from kernelscope.analysis.roofline import LATENCY_US, OpRoof, kind_of
 from kernelscope.analysis.trace_model import OpInputs, load_trace
@@ -286,3 +287,39 @@ def test_inductors_own_estimate_replaces_the_buffers_sizes(tmp_path: Path) -> No
     assert row.bytes_per_step == pytest.approx(268_435_456)
     assert row.flops_per_step == 33_554_432
     assert row.bound == "memory" and row.efficiency is not None and row.efficiency < 1.0
+
+
+def test_a_linear_layers_template_is_passed_its_weight_untransposed() -> None:
+    """``x @ w.T`` under max-autotune: the template is passed the weight's own buffer,
+    (N, K), not the transposed view; an ``mm_plus_mm`` template counts both products."""
+    m, k, n = 8192, 4096, 2048
+    linear = [([m, k], BF16), ([n, k], BF16), ([n], BF16), ([m, n], BF16)]
+    assert template_matmul_flops("triton_tem_fused_addmm_relu_0", linear) == 2 * m * n * k
+    two = [([64, 32], F32), ([32, 16], F32), ([64, 128], F32), ([128, 16], F32), ([64, 16], F32)]
+    assert template_matmul_flops("triton_tem_fused_mm_plus_mm_0", two) == 2 * 64 * 16 * (32 + 128)
+    assert template_matmul_flops("triton_poi_fused_mm_0", linear) == 0.0  # not a template
+
+
+def _inductor_record(tmp_path: Path, name: str, gb: float, *shapes: Any) -> Any:
+    record = op(name, 5.0, 10.0, 2, *shapes)
+    record["args"]["kernel_num_gb"] = gb
+    document = doc(step(1, 0.0, 200.0), record, deviceProperties=[H200])
+    return next(
+        o for o in load_trace(write(tmp_path / f"{gb}.json", document)).ops if o.name == name
+    )
+
+
+def test_inductors_estimate_is_bounded_by_the_buffers_and_kept_apart_in_the_memo(
+    tmp_path: Path,
+) -> None:
+    """Inductor's estimate was worked out at compile time: a kernel compiled for dynamic
+    shapes reports one size's bytes for all, so the buffers' sizes bound it. Two records of
+    one name and shapes with different estimates (kernel names repeat across graphs) are
+    costed apart, by the memo too."""
+    shapes = [([1024, 1024], F32), ([1024, 1024], F32)]  # 8.4 MB passed
+    small = _inductor_record(tmp_path, "triton_poi_fused_add_0", 0.004, *shapes)
+    huge = _inductor_record(tmp_path, "triton_poi_fused_add_0", 1.0, *shapes)
+    assert bytes_of(small) == pytest.approx(4e6) and bytes_of(huge) == 2 * 1024 * 1024 * 4
+    costs = OpCosts()
+    assert [c.bytes for c in costs.many([small, huge])] == [bytes_of(small), bytes_of(huge)]
+    assert [costs(small).bytes, costs(huge).bytes] == [bytes_of(small), bytes_of(huge)]

@@ -99,9 +99,10 @@ def test_the_tracers_cost_is_taken_out_per_line_run_and_never_below_zero(worker)
     assert plain[10]["cpu_total_us"] == pytest.approx(100.0) and plain[10]["tracer_us"] == 0
 
 
-def test_a_callers_total_holds_its_callees_when_the_cost_outweighs_a_line(worker) -> None:
-    """Overcorrected lines stop at zero, and the caller's total is still its own corrected
-    time plus its callees' (never below a callee's total)."""
+def test_overcorrected_lines_stop_at_zero_and_a_callers_total_stays_signed(worker) -> None:
+    """Lines cheaper than the cost read zero, but their negative remainder is kept in their
+    caller's total: the cost is a mean, and a total that stopped each run at zero would keep
+    only the dearer runs' excess (a caller of a 2,000-run line read 40x its time)."""
     keys = [("/p/m.py", 13), ("/p/m.py", 17), ("/p/m.py", 18)]
     events = [
         _span("user_annotation", "ks:line:0", 1, 0.0, 30.0),  # helper(x) -> square(x)
@@ -111,11 +112,14 @@ def test_a_callers_total_holds_its_callees_when_the_cost_outweighs_a_line(worker
     cost = {"in_line_us": 3.0, "between_lines_us": 4.0, "hits": 100}
     tally = worker["tally_lines"](events, len(keys), False, cost)
     rows = {r["line"]: r for r in worker["line_rows"](tally, keys, 1, set())}
-    assert rows[17]["self_cpu_us"] == 0.0
+    assert rows[17]["self_cpu_us"] == 0.0 and rows[17]["cpu_total_us"] == 0.0
     assert rows[18]["cpu_total_us"] == pytest.approx(17.0)
     assert rows[13]["self_cpu_us"] == 0.0  # 9 µs of its own, 3 + 2 x 4 taken out
-    assert rows[13]["cpu_total_us"] == pytest.approx(17.0)
-    assert rows[13]["cpu_total_us"] >= rows[18]["cpu_total_us"]
+    # its own -2 and the cheap line's -2 offset the matmul's 17
+    assert rows[13]["cpu_total_us"] == pytest.approx(13.0)
+    assert all(
+        r["self_cpu_us"] >= 0 and r["cpu_total_us"] >= r["self_cpu_us"] for r in rows.values()
+    )
 
 
 def test_the_tracer_cost_reads_the_loops_ranges_and_the_calibrations_wall(worker) -> None:
@@ -151,6 +155,13 @@ def test_runs_cheaper_than_the_cost_offset_dearer_ones(worker) -> None:
     (row,) = worker["line_rows"](tally, keys, 1, set())
     assert row["self_cpu_us"] == pytest.approx(27.6 - 7 * 3.1)
     assert row["self_cpu_us"] + row["tracer_us"] == pytest.approx(27.6)
+    # the same runs inside a caller's range (a comprehension's frame): its total too
+    keys.append(("/p/m.py", 4))
+    caller = _span("user_annotation", "ks:line:1", 1, -1.0, 120.0)
+    tally = worker["tally_lines"]([caller, *events], len(keys), False, cost)
+    rows = {r["line"]: r for r in worker["line_rows"](tally, keys, 1, set())}
+    caller_own = 120.0 - 27.6 - 3.1  # its gaps: no between-lines cost in this calibration
+    assert rows[4]["cpu_total_us"] == pytest.approx(caller_own + 27.6 - 7 * 3.1)
 
 
 def test_the_in_line_cost_is_read_on_the_loops_hot_lines_only(worker) -> None:

@@ -60,16 +60,29 @@ def is_template_matmul(name: str) -> bool:
 
 def template_matmul_flops(name: str, args: list[Tensor]) -> float:
     """FLOPs of a matrix-product template from the buffers it was passed: A (…, M, K) and B
-    (…, K, N) next to each other, with an output (…, M, N) among the rest, 2·M·N·K per batch
-    entry. 0 when the name fused no product or no such pair is found."""
+    next to it, (…, K, N) or, as a linear layer's weight is passed untransposed, (…, N, K),
+    with an output (…, M, N) among the other buffers: 2·M·N·K per batch entry (both products
+    of an ``mm_plus_mm``). 0 when the name fused no product or no such pair is found."""
     if not is_template_matmul(name):
         return 0.0
     shapes = [s for s, _ in args]
-    for i in range(len(shapes) - 1):
-        a, b = shapes[i], shapes[i + 1]
-        if not (2 <= len(a) <= 3 and len(a) == len(b)) or a[-1] != b[-2] or a[:-2] != b[:-2]:
-            continue
-        out = [*a[:-2], a[-2], b[-1]]
-        if out in shapes[i + 2 :] or out in shapes[:i]:
-            return 2.0 * math.prod(a[:-2]) * a[-2] * b[-1] * a[-1]
+    pairs = 2 if "mm_plus_mm" in name.partition("_fused_")[2] else 1
+    flops, i = 0.0, 0
+    while i < len(shapes) - 1 and pairs:
+        product = _product(shapes[i], shapes[i + 1], shapes[:i] + shapes[i + 2 :])
+        if product:
+            flops, pairs, i = flops + product, pairs - 1, i + 2
+        else:
+            i += 1
+    return flops
+
+
+def _product(a: list[int], b: list[int], rest: list[list[int]]) -> float:
+    """2·M·N·K of A @ B, B given as (…, K, N) or (…, N, K), if ``rest`` holds its output."""
+    if not (2 <= len(a) <= 3 and len(a) == len(b)) or a[:-2] != b[:-2]:
+        return 0.0
+    m, k = a[-2], a[-1]
+    for n, inner in ((b[-1], b[-2]), (b[-2], b[-1])):
+        if inner == k and [*a[:-2], m, n] in rest:
+            return 2.0 * math.prod(a[:-2]) * m * n * k
     return 0.0

@@ -54,8 +54,6 @@ _SEPARATOR = b"\0"  # nor does any hold a NUL byte: joined, they are told apart
 _CONCRETE_MARK = b"\x01"  # nor start with this
 _ENCODE = methodcaller("encode", "utf-8", "surrogatepass")  # any str, one to one
 _NAME = attrgetter("name")
-_DIMS = attrgetter("dims")
-_TYPES = attrgetter("types")
 
 
 def flops_of(op: Op) -> float:
@@ -70,25 +68,35 @@ def flops_of(op: Op) -> float:
 
 def bytes_of(op: Op) -> float:
     """Bytes one recorded call of `op` moves through memory (an Inductor kernel's: Inductor's
-    own estimate where its record has one)."""
-    if op.name.startswith(GENERATED_KERNEL_PREFIX):
-        own = inductor_estimate(op.args)
-        if own is not None and own[1] > 0:
-            return own[1]
-    return op_bytes(op.name, op.inputs(), concrete_inputs(op) if op.name in BY_CONCRETE else [])
+    own estimate where its record has one, at most its buffers' sizes)."""
+    shaped = op_bytes(op.name, op.inputs(), concrete_inputs(op) if op.name in BY_CONCRETE else [])
+    own = _inductor_bytes(op)
+    return min(own, shaped) if own and shaped else own or shaped
+
+
+def _inductor_bytes(op: Op) -> float:
+    """Inductor's estimate of an Inductor kernel's bytes; 0 where its record has none. It was
+    worked out at compile time, for one size of a kernel compiled for many (dynamic shapes),
+    so the buffers' sizes bound it."""
+    if not op.name.startswith(GENERATED_KERNEL_PREFIX):
+        return 0.0
+    own = inductor_estimate(op.args)
+    return own[1] if own is not None else 0.0
 
 
 def _generated_flops(op: Op) -> float:
     """FLOPs of an Inductor kernel: a flex_attention's from its shapes (the block mask's
-    density is applied later), else Inductor's estimate, else a matrix-product template's."""
+    density is applied later), else a matrix-product template's from its buffers, else
+    Inductor's estimate (worked out at compile time)."""
     args = tensors(op.inputs())
     flex = flex_attention_flops(op.name, args)
     if flex is not None:
         return flex[1]
+    shaped = template_matmul_flops(op.name, args)
+    if shaped > 0:
+        return shaped
     own = inductor_estimate(op.args)
-    if own is not None and own[0] > 0:
-        return own[0]
-    return template_matmul_flops(op.name, args)
+    return own[0] if own is not None else 0.0
 
 
 def op_flops(name: str, inputs: OpInputs, concrete: list[Any] | None = None) -> float:
@@ -124,8 +132,9 @@ def footprint_of(op: Op) -> float:
 
 
 def from_inductor(op: Op) -> bool:
-    """Whether an op is an Inductor kernel whose record carries Inductor's own estimate."""
-    return op.name.startswith(GENERATED_KERNEL_PREFIX) and inductor_estimate(op.args) is not None
+    """Whether an op's bytes are Inductor's own estimate (``bytes_of``)."""
+    own = _inductor_bytes(op)
+    return own > 0 and own <= op_bytes(op.name, op.inputs())
 
 
 def has_model(name: str) -> bool:
@@ -169,10 +178,14 @@ class OpCost(NamedTuple):
 
 
 class _Shapes(msgspec.Struct, gc=False):
-    """The args that an op's FLOPs and bytes depend on, undecoded: the memo key."""
+    """The args that an op's FLOPs and bytes depend on, undecoded: the memo key (with an
+    Inductor kernel's own estimate, which its shapes do not fix: kernel names repeat across
+    compiled graphs)."""
 
     dims: msgspec.Raw = msgspec.field(default=_ABSENT, name="Input Dims")
     types: msgspec.Raw = msgspec.field(default=_ABSENT, name="Input type")
+    flop: msgspec.Raw = msgspec.field(default=_ABSENT, name="kernel_flop")
+    num_gb: msgspec.Raw = msgspec.field(default=_ABSENT, name="kernel_num_gb")
 
 
 class _ConcreteShapes(_Shapes, gc=False):
@@ -203,8 +216,7 @@ class OpCosts:
             if name in BY_CONCRETE:
                 key = _concrete_key(_CONCRETE_SHAPES.decode(op.args), name)
             else:
-                shapes = _SHAPES.decode(op.args)
-                key = _SEPARATOR.join((shapes.dims, shapes.types, _ENCODE(name)))
+                key = _key(_SHAPES.decode(op.args), name)
         except msgspec.MsgspecError:
             return _cost(op)  # args that are not a JSON object: nothing to key on
         cost = self._memo.get(key)
@@ -221,8 +233,7 @@ class OpCosts:
         except msgspec.MsgspecError:
             return None
         names = list(map(_NAME, ops))
-        dims, types = map(_DIMS, all_shapes), map(_TYPES, all_shapes)
-        keys = list(map(_SEPARATOR.join, zip(dims, types, map(_ENCODE, names), strict=True)))
+        keys = list(map(_key, all_shapes, names))
         if not BY_CONCRETE.isdisjoint(names):
             for i in compress(range(len(names)), map(BY_CONCRETE.__contains__, names)):
                 keys[i] = _concrete_key(all_shapes[i], names[i])
@@ -239,6 +250,14 @@ class OpCosts:
             if key not in memo:
                 memo[key] = _cost(op)
         return list(map(memo.__getitem__, keys))
+
+
+def _key(shapes: _Shapes, name: str) -> bytes:
+    """The memo key of an op not of BY_CONCRETE: its shapes' raw JSON and its name (and an
+    Inductor kernel's own estimate), NUL-separated."""
+    if shapes.flop is _ABSENT and shapes.num_gb is _ABSENT:
+        return _SEPARATOR.join((shapes.dims, shapes.types, _ENCODE(name)))
+    return _SEPARATOR.join((shapes.dims, shapes.types, shapes.flop, shapes.num_gb, _ENCODE(name)))
 
 
 def _concrete_key(shapes: _ConcreteShapes, name: str) -> bytes:

@@ -159,9 +159,9 @@ def tracer_cost(tally, cal, loop, plain_us, traced_us):
 class LineTally:
     """Per-line sums over the line pass; ranges are closed innermost first. With a tracer
     `cost`, each range's self time loses the tracer's in-line cost and its between-lines
-    cost per range directly inside it (never below zero), and its total is its corrected
-    self time plus its inner ranges' corrected totals, so a caller's total always holds its
-    callees' (``tracer`` keeps what was taken out of the self time)."""
+    cost per range directly inside it, and its total is its corrected self time plus its
+    inner ranges' corrected totals (``tracer`` keeps what was taken out of the self time).
+    Both are signed sums, as the cost is a mean: ``line_rows`` stops them at zero per line."""
 
     def __init__(self, n, cost=None):
         self.self_cpu = [0.0] * n
@@ -186,7 +186,7 @@ class LineTally:
         # signed: a run cheaper than the mean cost is noise both ways, and stopping each
         # at zero would keep only the runs above it (line_rows stops the sum at zero)
         own = raw - self.in_line - self.between * inner
-        total = max(0.0, own) + inner_total
+        total = own + inner_total
         self.self_cpu[idx] += own
         self.tracer[idx] += raw - own
         self.cuda_self[idx] += csf
