@@ -108,11 +108,11 @@ class OpRoof(msgspec.Struct):
     """Where the row's bytes and FLOPs come from: "model" (its op family's, costs/),
     "events" (the memcpys' and memsets' own byte counts), "range" (FLOPs between
     ``flops_low_per_step`` and ``flops_per_step``), "mask" (a flex_attention's FLOPs from
-    its live block mask's density), "launch" (a user's Triton kernel: the
-    bytes of the tensors its launches were passed), "inductor" (an Inductor kernel's bytes, and
-    FLOPs its buffers do not give, from Inductor's own estimate, costs/generated.py), "unreliable" (no model: the
-    generic rule's guess, shown but not rated against a roof, and left out of the verdict's
-    totals); a hardware-counter measurement would say "measured"."""
+    its live block mask's density), "launch" (a user's Triton kernel: the bytes of the
+    tensors its launches were passed), "inductor" (an Inductor kernel's bytes, and FLOPs its
+    buffers do not give, from Inductor's own estimate, costs/generated.py), "unreliable" (no
+    model: the generic rule's guess, shown but not rated against a roof, and left out of the
+    verdict's totals); a hardware-counter measurement would say "measured"."""
     footprint: float | None = None
     """Distinct bytes one call touches, which picks the L2 or the HBM roof."""
     strides: str = ""
