@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from kernelscope.analysis.costs.attention import flex_block_grids
 from kernelscope.analysis.costs.tensors import tensors
 from kernelscope.analysis.peaks import Peaks
-from kernelscope.analysis.roofline import OpRoof, rerate
+from kernelscope.analysis.roofline import OpRoof, recost
 from kernelscope.analysis.trace_model import Trace
 from kernelscope.protocol import BlockMaskDensity
 
@@ -42,11 +42,5 @@ def apply_block_masks(
         found = {d for g in grids for d in densities.get(g, ())}
         if len(found) != 1:
             continue  # no live mask of its grid, or masks of two densities: the range stays
-        density = found.pop()
-        r.flops_per_step *= density
-        r.flops_low_per_step = None
         r.estimate = "mask"
-        us = r.gpu_us_per_step
-        r.achieved_tflops = r.flops_per_step / us / 1e6 if us > 0 else None
-        r.intensity = r.flops_per_step / r.bytes_per_step if r.bytes_per_step else None
-        rerate(r, peaks)
+        recost(r, r.flops_per_step * found.pop(), r.bytes_per_step or 0.0, peaks)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kernelscope.analysis.peaks import Peaks
-from kernelscope.analysis.roofline import OpRoof, rerate
+from kernelscope.analysis.roofline import OpRoof, recost
 from kernelscope.protocol import KernelLaunch
 from kernelscope.units import fmt_bytes
 
@@ -30,13 +30,11 @@ def apply_launches(
         moved = k.bytes_per_launch * r.kernels_per_step
         r.kind = "custom" if r.kind == "other" else r.kind
         r.estimate = "launch"
-        r.bytes_per_step = moved
         r.footprint = k.bytes_per_launch
         r.shapes = r.shapes or (
             f"{k.tensors} tensor{'s' if k.tensors != 1 else ''} passed, "
             f"{fmt_bytes(k.bytes_per_launch)} per launch"
         )
-        r.achieved_gbps = moved / r.gpu_us_per_step / 1e3 if r.gpu_us_per_step > 0 else None
-        rerate(r, peaks)
+        recost(r, r.flops_per_step or 0.0, moved, peaks)
         if r.efficiency is not None and r.efficiency > 1.0:
             r.efficiency, r.roof = None, ""

@@ -468,9 +468,15 @@ def rerate(out: OpRoof, peaks: Peaks | None) -> None:
 def measured_roof(out: OpRoof, flops: float, moved: float, peaks: Peaks | None) -> None:
     """A row's FLOPs and bytes per step replaced by those measured on one call (a step is one
     call), its rates, intensity, bound and efficiency recomputed by the same rules."""
-    us = out.gpu_us_per_step
     out.measured = True
     out.estimate = "measured"
+    recost(out, flops, moved, peaks)
+
+
+def recost(out: OpRoof, flops: float, moved: float, peaks: Peaks | None) -> None:
+    """A row's FLOPs and bytes per step set (0: none), its rates, intensity, bound and
+    efficiency worked out again from them by the same rules."""
+    us = out.gpu_us_per_step
     out.flops_per_step = flops or None
     out.flops_low_per_step = None
     out.bytes_per_step = moved or None

@@ -88,7 +88,8 @@ OpRow = OpStat  # one op over the active steps (totals, like key_averages)
 
 #: A line's CPU time with the tracer's cost taken out is known to within this share of that
 #: cost: on pure-Python lines run thousands of times a call, what was left over the line
-#: timed directly was 2.8-4.1 % of the cost taken out (docs/findings.md, the line pass).
+#: timed directly was 0-3.6 % of the cost taken out (docs/cpu-run/line_tracer_2026-12-03.txt;
+#: README, per-line attribution).
 TRACER_NOISE = 0.05
 
 

@@ -134,7 +134,7 @@ def footprint_of(op: Op) -> float:
 def from_inductor(op: Op) -> bool:
     """Whether an op's bytes are Inductor's own estimate (``bytes_of``)."""
     own = _inductor_bytes(op)
-    return own > 0 and own <= op_bytes(op.name, op.inputs())
+    return own > 0 and bytes_of(op) == own
 
 
 def has_model(name: str) -> bool:
