@@ -3,13 +3,13 @@
 # TORCHINDUCTOR_BENCHMARK_KERNEL=1) against Nsight Compute's counters: a max-autotune MLP
 # block's matmul templates (FLOPs) and a pointwise kernel passed a buffer it reads half of
 # (bytes). Each target runs twice: the model's rows, then --counters. Results under $OUT.
-#   bash docs/h200-run/inductor_check.sh
+#   [FNS="mlp_triton"] bash docs/h200-run/inductor_check.sh
 set -u
 . docs/h200-run/timing/env.sh >/dev/null 2>&1
 W=fixtures/workloads/autotuned.py
 LOG=$OUT/inductor_check.txt
 : >"$LOG"
-for fn in top_half mlp; do
+for fn in ${FNS:-top_half mlp mlp_triton}; do
   for mode in model counters; do
     extra=(); [ "$mode" = counters ] && extra=(--counters)
     timeout 240 python3 -m kernelscope profile "$W::$fn" --device cuda --json --no-lines \

@@ -15,6 +15,7 @@ import pytest
 
 from kernelscope.analysis.costs import OpCosts, bytes_of, op_bytes
 from kernelscope.analysis.costs.generated import template_matmul_flops
+from kernelscope.analysis.costs.per_op import footprint_of, from_inductor
 from kernelscope.analysis.diagnose import analyze
 from kernelscope.analysis.roofline import LATENCY_US, OpRoof, kind_of
 from kernelscope.analysis.trace_model import OpInputs, load_trace
@@ -313,13 +314,26 @@ def test_inductors_estimate_is_bounded_by_the_buffers_and_kept_apart_in_the_memo
     tmp_path: Path,
 ) -> None:
     """Inductor's estimate was worked out at compile time: a kernel compiled for dynamic
-    shapes reports one size's bytes for all, so the buffers' sizes bound it. Two records of
-    one name and shapes with different estimates (kernel names repeat across graphs) are
-    costed apart, by the memo too."""
+    shapes reports one size's bytes for all, so the buffers bound it, each read and written
+    once at most. Two records of one name and shapes with different estimates (kernel names
+    repeat across graphs) are costed apart, by the memo too."""
     shapes = [([1024, 1024], F32), ([1024, 1024], F32)]  # 8.4 MB passed
     small = _inductor_record(tmp_path, "triton_poi_fused_add_0", 0.004, *shapes)
     huge = _inductor_record(tmp_path, "triton_poi_fused_add_0", 1.0, *shapes)
-    assert bytes_of(small) == pytest.approx(4e6) and bytes_of(huge) == 2 * 1024 * 1024 * 4
+    assert bytes_of(small) == pytest.approx(4e6) and bytes_of(huge) == 2 * 2 * 1024 * 1024 * 4
     costs = OpCosts()
     assert [c.bytes for c in costs.many([small, huge])] == [bytes_of(small), bytes_of(huge)]
     assert [costs(small).bytes, costs(huge).bytes] == [bytes_of(small), bytes_of(huge)]
+
+
+def test_a_kernel_updating_its_buffer_in_place_moves_it_twice(tmp_path: Path) -> None:
+    """A max-autotune MLP's bias-and-ReLU epilogue on the H200 (inductor_check_2026-12-03.txt):
+    Inductor updates the matmul's 8192×8192 bf16 output in place (``in_out_ptr0``), so the
+    record passes 134 MB of buffers but the kernel reads and writes them: Inductor's 268 MB
+    is the row's (Nsight Compute: 134 MB read, 108 MB written, the rest left in L2), and its
+    working set is the buffers', once."""
+    shapes = [([8192, 8192], BF16), ([8192], BF16)]
+    passed = 8192 * 8192 * 2 + 8192 * 2
+    kernel = _inductor_record(tmp_path, "triton_poi_fused_add_relu_0", 2 * passed / 1e9, *shapes)
+    assert bytes_of(kernel) == pytest.approx(2 * passed) and from_inductor(kernel)
+    assert footprint_of(kernel) == pytest.approx(passed)

@@ -68,10 +68,12 @@ def flops_of(op: Op) -> float:
 
 def bytes_of(op: Op) -> float:
     """Bytes one recorded call of `op` moves through memory (an Inductor kernel's: Inductor's
-    own estimate where its record has one, at most its buffers' sizes)."""
+    own estimate where its record has one, at most each buffer read and written once)."""
     shaped = op_bytes(op.name, op.inputs(), concrete_inputs(op) if op.name in BY_CONCRETE else [])
     own = _inductor_bytes(op)
-    return min(own, shaped) if own and shaped else own or shaped
+    # a generated kernel's shaped bytes count each buffer once; one updated in place
+    # (``in_out_ptr``) is read and written, which only Inductor's own count says
+    return min(own, 2 * shaped) if own and shaped else own or shaped
 
 
 def _inductor_bytes(op: Op) -> float:
@@ -126,9 +128,10 @@ def footprint_of(op: Op) -> float:
     """Distinct bytes one call of `op` touches (its working set): its bytes, but an in-place
     op's tensor once, though it is read and written."""
     name = op.name
-    if name in FLOP_OPS or name in MOVEMENT or from_inductor(op):
+    if name in FLOP_OPS or name in MOVEMENT:
         return bytes_of(op)
-    return elementwise_footprint(op.name, tensors(op.inputs()))
+    buffers = elementwise_footprint(op.name, tensors(op.inputs()))
+    return min(bytes_of(op), buffers) if from_inductor(op) else buffers
 
 
 def from_inductor(op: Op) -> bool:
