@@ -604,6 +604,9 @@ class Sidecar(msgspec.Struct):
     """The user's Triton kernels launched by the cold call, with their tensors' bytes."""
     block_masks: list[BlockMaskDensity] = []
     """flex_attention's block masks alive after the cold call, with their density."""
+    asked_steps: list[int] | None = None
+    """The (wait, warmup, active) steps requested, where the worker profiled fewer because
+    each call is long (``wait``/``warmup``/``active`` are those it ran); None: as asked."""
 
 
 def inputs_label(inputs_from: str) -> str:

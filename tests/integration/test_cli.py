@@ -21,8 +21,10 @@ KEYS = {
 }
 
 
-def kernelscope(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+def kernelscope(
+    *args: str, cwd: Path = REPO_ROOT, **extra_env: str
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **extra_env}
     if args and args[0] == "profile" and "--device" not in args:
         args = (*args, "--device", "cpu")  # the same results on a GPU host
     return subprocess.run(
@@ -57,7 +59,7 @@ def test_profile_json_has_the_documented_schema() -> None:
         "qualname": "three_lines",
         "line": 4,
     }
-    assert report["steps"] == {"wait": 0, "warmup": 1, "active": 3}
+    assert report["steps"] == {"wait": 0, "warmup": 1, "active": 3, "asked": None}
     assert report["device"]["type"] == "cpu"
     assert report["runner"]["remote"] is None
     op = next(o for o in report["ops"] if o["name"] == "aten::mm")
@@ -102,6 +104,25 @@ def test_human_report_has_tables_and_trace_path() -> None:
         assert words in out, words
     assert "active 2/5" not in proc.stderr  # progress goes to stderr, with the real counts
     assert "line attribution" in proc.stderr
+
+
+def test_a_long_call_is_profiled_fewer_times_and_the_report_says_why() -> None:
+    """Profiled with stacks, a call of seconds piles up the profiler's events (minGPT's
+    Trainer.run: 17 GB, killed): the worker profiles as many calls as fit in its budget,
+    here 0.25 s against calls of 0.1 s, and the schedule line says so."""
+    proc = kernelscope(
+        "profile",
+        f"{WORKLOADS}/long_call.py::slow_step",
+        "--no-lines",
+        "--no-memory",
+        KERNELSCOPE_PROFILED_SECONDS="0.25",
+    )
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("schedule"))
+    assert line.startswith("schedule  wait 0 · warmup 1 · active 1  (asked 1 · 3 · 5: ")
+    assert "each call takes 10" in line and "fewer are profiled" in line
+    assert "ops (totals over 1 active step" in proc.stdout
+    assert "active 5/" not in proc.stderr and "active 2/2" in proc.stderr
 
 
 def test_verbose_report_and_json_give_every_stage_in_order() -> None:

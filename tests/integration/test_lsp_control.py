@@ -109,7 +109,7 @@ async def test_changed_configuration_is_read_again(project: Path) -> None:
         report = await client.workspace_execute_command_async(
             lsp.ExecuteCommandParams("kernelscope.lastReport", [result["run_id"]])
         )
-        assert report["report"]["steps"] == {"wait": 0, "warmup": 0, "active": 3}
+        assert report["report"]["steps"] == {"wait": 0, "warmup": 0, "active": 3, "asked": None}
     finally:
         await stop(client)
 

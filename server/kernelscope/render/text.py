@@ -92,7 +92,7 @@ def render_report(
         + f" · python {report.runner.python} · torch {report.runner.torch}"
         + (f" · CUDA {report.runner.cuda}" if report.runner.cuda else ""),
         f"schedule  wait {report.steps.wait} · warmup {report.steps.warmup}"
-        f" · active {report.steps.active}",
+        f" · active {report.steps.active}" + _shortened(report),
         *_call_site(report),
         *_inputs(report),
         "",
@@ -454,3 +454,16 @@ def _source_line(path: str, line: int | None) -> str:
     except OSError:
         return ""
     return ""
+
+
+def _shortened(report: Report) -> str:
+    """Why the schedule is shorter than asked (each call is long), or nothing."""
+    asked = report.steps.asked
+    if not asked:
+        return ""
+    per_call = report.timing.unprofiled_us_per_call
+    took = f"each call takes {fmt_us(per_call)}; " if per_call else ""
+    return (
+        f"  (asked {' · '.join(map(str, asked))}: {took}fewer are profiled, as a long"
+        " call's events would fill the memory)"
+    )

@@ -48,6 +48,9 @@ class Steps(msgspec.Struct):
     wait: int
     warmup: int
     active: int
+    asked: list[int] | None = None
+    """The (wait, warmup, active) requested, where long calls made the worker profile
+    fewer; None: as asked."""
 
 
 class Timing(msgspec.Struct):

@@ -24,4 +24,5 @@ GENERATED_CODE = ("/torchinductor_", "/.triton/", "/triton/cache", "<eval_with_k
 # Inductor writes its own FLOPs and bytes on each kernel's profiler record when it compiles
 # with this set (kernelscope.analysis.costs.generated); it then also prints this line per graph.
 BENCHMARK_KERNEL_ENV = "TORCHINDUCTOR_BENCHMARK_KERNEL"
+PROFILED_BUDGET_ENV = "KERNELSCOPE_PROFILED_SECONDS"  # timing.PROFILED_BUDGET_S, overridden
 BENCHMARK_KERNEL_LINE = b"Compiled module path: "

@@ -18,7 +18,7 @@ from .memory import memory_at_oom, memory_pass
 from .memory_sources import watch_recompute
 from .names import CALL_RANGE, COLD_RANGE, STAGES_PROFILED
 from .target import def_line
-from .timing import unprofiled_timing, warm_up
+from .timing import fitted_schedule, profiled_budget_s, unprofiled_timing, warm_up
 from .traces import first_kernel_after, gzip_file, load_json
 
 
@@ -45,7 +45,7 @@ def profile(job, fn, call, device, sync):
     cold = cold_call(job, call, sync, activities, stem, device)
     per_call_us = warm_up(job, call, sync)
     timing = unprofiled_timing(job, call, sync, device, per_call_us)
-    steps = schedule_steps(job)
+    steps = schedule_steps(job, timing)
     trace_tmp, marks = warmed_schedule(job, call, sync, activities, stem, device, steps)
     memory = peak_memory(job, device)
     trace_path, wall_us = export_schedule(job, trace_tmp, marks, steps)
@@ -93,10 +93,15 @@ def cold_call(job, call, sync, activities, stem, device):
     }
 
 
-def schedule_steps(job):
-    """The requested (wait, warmup, active) steps of the warmed schedule."""
+def schedule_steps(job, timing):
+    """The warmed schedule's (wait, warmup, active) steps: those requested, fewer where the
+    calls are long (fitted_schedule; job.asked_steps then keeps the request)."""
     req = job.req
-    return int(req["wait"]), int(req["warmup"]), int(req["active"])
+    asked = (int(req["wait"]), int(req["warmup"]), int(req["active"]))
+    per_call_us = job.ranks.agree(float(timing.get("us_per_call") or 0.0), "max")
+    steps = fitted_schedule(asked, per_call_us, profiled_budget_s())
+    job.asked_steps = list(asked) if steps != asked else None
+    return steps
 
 
 def warmed_schedule(job, call, sync, activities, stem, device, steps):
@@ -193,6 +198,7 @@ def finished(job, fn, device, steps, cold, timing, trace_path, wall_us, lines, m
             "wait": wait,
             "warmup": warmup,
             "active": active,
+            "asked_steps": job.asked_steps,
             "cold": cold,
             "stages_s": job.stages,
             "timing": timing,

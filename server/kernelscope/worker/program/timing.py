@@ -1,9 +1,11 @@
 # pyright: basic
 """The call timed without the profiler: CUDA events on a GPU, ``perf_counter`` on the CPU."""
 
+import os
 import statistics
 import time
 
+from .names import PROFILED_BUDGET_ENV
 from .nvml import GpuSampler
 
 #: Warm-up as a loop warms up: calls back to back in blocks (one call, then twice as many
@@ -29,6 +31,32 @@ TIMING_MAX_CALLS = 100_000
 #: 0.4-2.4 s inside one process (docs/h200-run/timing/modes_2026-12-02.txt), so 0.5 s of
 #: calls could land inside one spell and decide the figure; the median over 2 s does not.
 CLEAN_TIMING_MIN_S = 2.0
+#: The warmed schedule's profiled calls (warm-up and active steps) are kept near this much of
+#: the call's unprofiled time: profiled with stacks, a call of seconds (minGPT's whole
+#: ``Trainer.run``, 21 s on the CPU) piled up ~0.4 GB of events a second, and five active
+#: calls of it took the worker from 2.4 GB to 19.8 GB, where the kernel killed it.
+PROFILED_BUDGET_S = 10.0
+
+
+def profiled_budget_s():
+    """PROFILED_BUDGET_S, or the seconds the user set in KERNELSCOPE_PROFILED_SECONDS."""
+    try:
+        budget = float(os.environ.get(PROFILED_BUDGET_ENV, ""))
+    except ValueError:
+        return PROFILED_BUDGET_S
+    return budget if budget > 0 else PROFILED_BUDGET_S
+
+
+def fitted_schedule(steps, per_call_us, budget_s):
+    """The schedule's (wait, warmup, active) steps, fewer where the calls are long: no wait
+    step, one warm-up and as many active steps as fit in `budget_s` (at least one)."""
+    _wait, warmup, active = steps
+    per_call_s = per_call_us / 1e6
+    if per_call_s <= 0 or (warmup + active) * per_call_s <= budget_s:
+        return steps
+    fit = int(budget_s // per_call_s)
+    warmup = min(warmup, 1) if fit >= 2 else 0
+    return 0, warmup, max(1, min(active, fit - warmup))
 
 
 def run_timing(job):

@@ -1,0 +1,42 @@
+"""The warmed schedule fitted to the call's length (the worker program run as a module)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from support.worker import worker_namespace
+
+
+@pytest.fixture(scope="module")
+def worker() -> dict[str, Any]:
+    return worker_namespace()
+
+
+@pytest.mark.parametrize(
+    ("per_call_us", "fitted"),
+    [
+        (0.0, (1, 3, 5)),  # not timed: as asked
+        (1_000.0, (1, 3, 5)),  # 8 profiled calls of 1 ms
+        (1_250_000.0, (1, 3, 5)),  # exactly the budget
+        (3_000_000.0, (0, 1, 2)),  # three fit: one warm-up, two active
+        (6_000_000.0, (0, 0, 1)),  # one fits
+        (21_000_000.0, (0, 0, 1)),  # minGPT's Trainer.run on the CPU: still one
+    ],
+)
+def test_long_calls_are_profiled_fewer_times(worker, per_call_us, fitted) -> None:
+    assert worker["fitted_schedule"]((1, 3, 5), per_call_us, 10.0) == fitted
+
+
+def test_a_schedule_without_warmup_keeps_none(worker) -> None:
+    assert worker["fitted_schedule"]((2, 0, 10), 3_000_000.0, 10.0) == (0, 0, 3)
+
+
+def test_the_budget_is_the_users_where_set(worker, monkeypatch: pytest.MonkeyPatch) -> None:
+    budget = worker["profiled_budget_s"]
+    monkeypatch.setenv("KERNELSCOPE_PROFILED_SECONDS", "60")
+    assert budget() == 60.0
+    for bad in ("", "ten", "-1", "0"):
+        monkeypatch.setenv("KERNELSCOPE_PROFILED_SECONDS", bad)
+        assert budget() == worker["PROFILED_BUDGET_S"]
