@@ -40,5 +40,14 @@ for name in sys.argv[2:]:
             f"{delta:>8}  "
             f"{v.get('bound', '?')}: {v.get('summary', '')[:150]}"
         )
+        effs = [r for r in rep.get("roofline") or [] if r.get("efficiency") is not None]
+        top = max(effs, key=lambda r: r["efficiency"], default=None)
+        over = sum(r["efficiency"] > 1 for r in effs)
+        if top is not None:
+            print(
+                f"{'':22} highest efficiency {top['efficiency'] * 100:.0f}% "
+                f"({top.get('kind', '')}, {top.get('estimate', '')}, {top.get('bound', '')}) "
+                f"{top.get('name', '')[:70]}  [{over} rows > 100%]"
+            )
         for f in (rep.get("findings") or [])[:2]:
             print(f"{'':22} {f.get('code', '')} {f.get('message', '')[:140]}")
