@@ -123,6 +123,22 @@ def _cancel(driver: LauncherDriver, qualname: str) -> float:
     return driver.loop.run_until_complete(cancel_after(2.0))
 
 
+def test_a_worker_killed_holding_most_of_the_memory_is_said_to_be_out_of_memory(
+    driver: LauncherDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The OOM killer's SIGKILL says nothing to the worker: the launcher samples a busy
+    worker's resident memory, and one killed holding half the machine's or more is said to
+    be out of memory, in the profiled stage where it died. The machine's size is the one
+    thing set here (1 GB), so that the worker's real 0.7 GB counts as most of it."""
+    monkeypatch.setattr("kernelscope.engine.launcher.memory_total", lambda: 1_000_000_000)
+    f = failed(driver.run(f"{WORKLOADS}/killed.py::killed_while_profiled", timeout=120.0))
+    assert f.kind == "crash"
+    assert "killed (SIGKILL) during the active stage, holding 0." in f.message
+    assert "of this machine's 1.0 GB: most likely by the kernel's out-of-memory killer" in f.message
+    assert "profile a smaller function that it calls" in f.message
+    _next_job_works(driver)
+
+
 def test_crash_replaces_the_worker(driver: LauncherDriver) -> None:
     pid = ok(driver.run(GOOD)).ready.pid
     failed(driver.run(f"{FAIL}::segfault"))

@@ -26,6 +26,7 @@ from typing import Literal
 import msgspec
 
 from kernelscope import protocol
+from kernelscope.engine.host_memory import SAMPLE_S, memory_total, oom_message, resident_bytes
 from kernelscope.engine.remotes import Remote, explain_exit
 from kernelscope.engine.runner import JobFailed, JobResult, ProgressCallback
 from kernelscope.engine.shipping import R, ShipError, keep_traces, remote_request
@@ -101,6 +102,8 @@ class WorkerProcess:
         self._pending: _Pending | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._exit_failure: ProfileFailed | None = None
+        self._stage = ""  # the running job's last JobProgress stage
+        self._peak_rss = 0  # the running job's largest resident memory seen (local workers)
 
     @property
     def pid(self) -> int | None:
@@ -142,6 +145,8 @@ class WorkerProcess:
             asyncio.create_task(self._read_frames()),
             asyncio.create_task(self._read_stderr()),
         ]
+        if self.remote is None:
+            self._tasks.append(asyncio.create_task(self._watch_memory()))
         try:
             payload = bootstrap_payload()
             self.bytes_sent += len(payload)
@@ -199,8 +204,10 @@ class WorkerProcess:
             if self._ready_future and not self._ready_future.done():
                 self._ready_future.set_result(msg)
         elif isinstance(msg, JobProgress):
-            if pending and pending.job_id == msg.job_id and pending.on_progress:
-                pending.on_progress(msg)
+            if pending and pending.job_id == msg.job_id:
+                self._stage = msg.stage
+                if pending.on_progress:
+                    pending.on_progress(msg)
         elif isinstance(msg, ProfileFailed) and not msg.job_id:
             if self._ready_future and not self._ready_future.done():
                 self._ready_future.set_result(msg)  # failed before ready: no torch, say
@@ -216,6 +223,15 @@ class WorkerProcess:
                 line = raw.decode("utf-8", "replace").rstrip("\r\n")
                 self.stderr_tail.append(line)
                 log.debug("worker %s: %s", self.pid, line)
+
+    async def _watch_memory(self) -> None:
+        """Keep the busy worker's largest resident memory (an OOM kill leaves no other trace)."""
+        with contextlib.suppress(asyncio.CancelledError):
+            while self._proc is not None and self._proc.returncode is None:
+                if self.state is WorkerState.BUSY:
+                    rss = resident_bytes(self._proc.pid)
+                    self._peak_rss = max(self._peak_rss, rss or 0)
+                await asyncio.sleep(SAMPLE_S)
 
     async def _on_exit(self) -> None:
         self._set_state(WorkerState.DEAD)
@@ -245,7 +261,10 @@ class WorkerProcess:
             except ValueError:
                 signame = f"signal {-code}"
             cause = what or signame
-            message = f"the worker crashed ({cause}); it was replaced"
+            oom = None
+            if code == -signal.SIGKILL and self.remote is None:
+                oom = oom_message(self._peak_rss, memory_total(), self._stage)
+            message = oom or f"the worker crashed ({cause}); it was replaced"
         elif what:  # through ssh the exit status is 255, but faulthandler said what happened
             message = f"the worker crashed ({what}); it was replaced"
         else:
@@ -264,6 +283,7 @@ class WorkerProcess:
         if self.state is not WorkerState.READY or self._proc is None or self._proc.stdin is None:
             raise JobFailed(failure("crash", "the worker is not running"))
         pending = _Pending(request.job_id, on_progress)
+        self._stage, self._peak_rss = "", 0
         self._pending = pending
         self._set_state(WorkerState.BUSY)
         try:
