@@ -112,6 +112,34 @@ def test_embedding_and_index_select_read_the_rows_they_pick() -> None:
     assert columns == 10 * 8 + 2 * 10 * 50257 * 4
 
 
+def test_a_loss_reads_the_class_it_picks_per_target_not_every_logit() -> None:
+    """GPT-2's training loss (heldout gpt2_train on the H200, unseen/unseen_models.txt): 4096
+    targets over 50,257 fp32 logits. The row counted all 823 MB of logits for a kernel that
+    picks 4096 of them, and read 1710 % of the HBM roof. A pick is a DRAM access (64 B);
+    the forward writes the reduced loss, the backward one gradient element per target (the
+    gradient's zeroing is an op of its own) and reads the loss's gradient."""
+    logits, target = ([4096, 50257], F32), ([4096], LONG)
+    forward = op_bytes(
+        "aten::nll_loss_forward",
+        inputs(logits, target, ([], ""), SCALAR, SCALAR),
+        ["", "", "", "1", "-100"],
+    )
+    assert forward == 4096 * 8 + 4096 * 64 + 4
+    unreduced = op_bytes(
+        "aten::nll_loss_forward",
+        inputs(logits, target, ([], ""), SCALAR, SCALAR),
+        ["", "", "", "0", "-100"],
+    )
+    assert unreduced == 4096 * 8 + 4096 * 64 + 4096 * 4
+    backward = inputs(([], F32), logits, target, ([], ""), SCALAR, SCALAR, ([], F32))
+    assert op_bytes("aten::nll_loss_backward", backward, ["", "", "", "", "1", "-100", ""]) == (
+        4 + 4096 * 8 + 4096 * 64
+    )
+    tiny = inputs(([2, 3], F32), ([2], LONG), ([3], F32), SCALAR, SCALAR)  # weighted, 2 picks
+    assert op_bytes("aten::nll_loss_forward", tiny, ["", "", "", "1", "-100"]) == 16 + 24 + 8 + 4
+    assert kind_of("aten::nll_loss_backward") == "copy"
+
+
 def test_copies_read_the_source_and_write_the_destination() -> None:
     """copy_(self bf16, src fp32) over 4096²: 4 bytes read and 2 written per element (the
     old rule read both and wrote the larger: 10). A broadcast source (stride 0) is read once

@@ -37,7 +37,7 @@ from kernelscope.analysis.costs import (
     OpCosts,
 )
 from kernelscope.analysis.costs.generated import is_template_matmul
-from kernelscope.analysis.costs.movement import COPIES, FILLS, GATHERS
+from kernelscope.analysis.costs.movement import MOVEMENT
 from kernelscope.analysis.costs.per_op import flops_range, footprint_of, from_inductor, has_model
 from kernelscope.analysis.peaks import Peaks
 from kernelscope.analysis.trace_model import USER_ANNOTATION, GpuEvent, Op, Trace
@@ -210,7 +210,7 @@ def kind_of(name: str) -> str:
         return "norm"
     if name in REDUCTIONS:
         return "reduction"
-    if name in COPIES or name in FILLS or name in GATHERS:
+    if name in MOVEMENT:
         return "copy"
     if name.startswith("triton_"):
         return _generated_kind(name)

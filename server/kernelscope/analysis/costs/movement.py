@@ -14,6 +14,11 @@ are what the kernel really touches:
   ``embedding_bag`` reads the indices, the offsets (and per-sample weights) and one row
   per index, and writes one row per bag (and ``offset2bag``, one index per index).
 
+- ``nll_loss`` (forward, backward, 2-D) picks one class's element per target: it reads the
+  targets and one scattered element each (one DRAM access, at most the whole input), and
+  writes the loss; the backward writes one element of the gradient per target (the rest
+  is zeroed by a ``zero_`` of its own).
+
 The table a gather or embedding reads from is never counted whole: only the rows touched.
 """
 
@@ -38,7 +43,11 @@ EMBEDDING_BAGS = frozenset(
     {"aten::embedding_bag", "aten::_embedding_bag", "aten::_embedding_bag_forward_only"}
 )
 GATHERS = frozenset({"aten::gather", "aten::index_select", "aten::embedding"}) | EMBEDDING_BAGS
-MOVEMENT = COPIES | FILLS | GATHERS
+#: (self, target, weight, reduction, ignore_index) and (grad_output, self, target, weight,
+#: reduction, ignore_index, total_weight): a class's element picked per target.
+CLASS_PICKS = frozenset({"aten::nll_loss_forward", "aten::nll_loss2d_forward"})
+CLASS_PICKS_BACKWARD = frozenset({"aten::nll_loss_backward", "aten::nll_loss2d_backward"})
+MOVEMENT = COPIES | FILLS | GATHERS | CLASS_PICKS | CLASS_PICKS_BACKWARD
 _INDEX_BYTES = 8  # an offset2bag entry: a long
 #: What one scattered element read costs in DRAM traffic: two 32 B sectors. Measured on the
 #: H200 (fixtures/counters_probe, gather_dim0): 176 MB for 3.1 M fp32 elements, 56 B each.
@@ -62,7 +71,28 @@ def movement_bytes(
         return _copy(name, args, strides, concrete)
     if name in EMBEDDING_BAGS:
         return _embedding_bag(args, concrete)
+    if name in CLASS_PICKS or name in CLASS_PICKS_BACKWARD:
+        return _class_pick(name in CLASS_PICKS_BACKWARD, args, concrete)
     return _gather(name, args, strides, concrete)
+
+
+def _class_pick(backward: bool, args: list[Tensor | None], concrete: list[Any]) -> float:
+    """``nll_loss``: the targets read, one scattered element of the input per target (a DRAM
+    access each, at most the whole input) and the class weights' picks; the forward writes
+    the loss (one per target unreduced), the backward one gradient element per target and
+    reads the loss's gradient."""
+    at = 1 if backward else 0
+    source, target = arg_at(args, at), arg_at(args, at + 1)
+    if source is None or target is None:
+        return 0.0
+    width = DTYPE_BYTES[source[1]]
+    picks = numel(target[0])
+    scattered = min(picks * max(width, DRAM_ACCESS_BYTES), size_of(source))
+    weights = picks * width if arg_at(args, at + 2) is not None else 0
+    if backward:
+        return float(size_of(arg_at(args, 0)) + size_of(target) + weights + scattered)
+    unreduced = concrete_ints(concrete, at + 3) == [0]
+    return float(size_of(target) + weights + scattered + (picks if unreduced else 1) * width)
 
 
 def _read(args: list[Tensor | None], strides: list[Any], index: int) -> int:
