@@ -13,7 +13,7 @@ import pytest
 
 from kernelscope.analysis.launches import apply_launches
 from kernelscope.analysis.peaks import Peaks
-from kernelscope.analysis.roofline import OpRoof
+from kernelscope.analysis.roofline import OpRoof, kind_of
 from kernelscope.protocol import KernelLaunch, Sidecar
 from kernelscope.report.build import replay_report
 from kernelscope.report.schema import Report
@@ -95,3 +95,12 @@ def test_bytes_scale_with_launches_and_a_rate_past_every_roof_is_not_rated() -> 
     other = row(name="aten::mm", kind="gemm")
     apply_launches([other], [KernelLaunch("k", 1, 100e6, 2)], peaks)
     assert other.bytes_per_step is None
+
+
+def test_a_users_kernel_named_like_inductors_is_still_the_users() -> None:
+    """A ``@triton.jit`` function the user named ``triton_rows`` reads as an Inductor kernel
+    by its name alone; its launches say it is the user's: a ``custom`` row."""
+    named = row(name="triton_rows", kind=kind_of("triton_rows"))
+    assert named.kind == "elementwise"
+    apply_launches([named], [KernelLaunch("triton_rows", 1, 100e6, 2)], None)
+    assert named.kind == "custom" and named.estimate == "launch"

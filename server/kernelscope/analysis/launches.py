@@ -28,7 +28,7 @@ def apply_launches(
         if k is None or r.kernels_per_step <= 0 or r.measured:
             continue
         moved = k.bytes_per_launch * r.kernels_per_step
-        r.kind = "custom" if r.kind == "other" else r.kind
+        r.kind = "custom"  # the user's, though its name may read as Inductor's (triton_…)
         r.estimate = "launch"
         r.footprint = k.bytes_per_launch
         r.shapes = r.shapes or (

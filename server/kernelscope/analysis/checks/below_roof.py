@@ -94,7 +94,7 @@ def _slow_causes(facts: Facts, r: OpRoof, sms: int | None) -> tuple[list[str], l
         causes.append(f"a slow kernel for this shape ({cut(r.kernel, 80)})")
         tries.append(
             "try another shape or dtype, or a library op (cuBLAS, cuDNN)"
-            if r.name.startswith(GENERATED_KERNEL_PREFIX)  # compiled already
+            if r.name.startswith(GENERATED_KERNEL_PREFIX) and r.kind != "custom"  # compiled
             else "try another shape or dtype, torch.compile(mode='max-autotune'), or a fused "
             "library op"
         )
