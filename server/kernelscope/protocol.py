@@ -604,6 +604,9 @@ class Sidecar(msgspec.Struct):
     """The user's Triton kernels launched by the cold call, with their tensors' bytes."""
     block_masks: list[BlockMaskDensity] = []
     """flex_attention's block masks alive after the cold call, with their density."""
+    recording_note: str = ""
+    """Why the schedule was recorded otherwise than asked (without shapes, as its events
+    would not have fit in memory); "" when as asked."""
     asked_steps: list[int] | None = None
     """The (wait, warmup, active) steps requested, where the worker profiled fewer because
     each call is long (``wait``/``warmup``/``active`` are those it ran); None: as asked."""

@@ -59,7 +59,13 @@ def test_profile_json_has_the_documented_schema() -> None:
         "qualname": "three_lines",
         "line": 4,
     }
-    assert report["steps"] == {"wait": 0, "warmup": 1, "active": 3, "asked": None}
+    assert report["steps"] == {
+        "wait": 0,
+        "warmup": 1,
+        "active": 3,
+        "asked": None,
+        "recording": "",
+    }
     assert report["device"]["type"] == "cpu"
     assert report["runner"]["remote"] is None
     op = next(o for o in report["ops"] if o["name"] == "aten::mm")
@@ -123,6 +129,28 @@ def test_a_long_call_is_profiled_fewer_times_and_the_report_says_why() -> None:
     assert "each call takes 10" in line and "fewer are profiled" in line
     assert "ops (totals over 1 active step" in proc.stdout
     assert "active 5/" not in proc.stderr and "active 2/2" in proc.stderr
+
+
+def test_events_that_would_not_fit_in_memory_are_recorded_without_shapes_or_refused() -> None:
+    """The cold call counts the events one call makes (20,000 here: each ``x + 1`` is five
+    ops); where the active steps'
+    would not fit in the memory allowed (half the available, or KERNELSCOPE_PROFILER_GB)
+    with shapes, they are recorded without, and the report says so; where not even that
+    fits, the job is refused before the schedule runs, not killed in it."""
+    spec = f"{WORKLOADS}/many_ops.py::many_adds"
+    plain = kernelscope("profile", spec, "--json", "--no-lines", KERNELSCOPE_PROFILER_GB="0.8")
+    assert plain.returncode == 0, plain.stderr
+    report = json.loads(plain.stdout)
+    assert report["steps"]["recording"].startswith(
+        "recorded without shapes (no FLOPs or bytes per op): one call makes 20,0"
+    )
+    assert "over the 0.8 GB allowed" in report["steps"]["recording"]
+    refused = kernelscope("profile", spec, "--no-lines", KERNELSCOPE_PROFILER_GB="0.1")
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert "one call makes 20,0" in refused.stderr and "over the 0.1 GB allowed" in refused.stderr
+    assert "profile a smaller function that it calls" in refused.stderr
+    fits = kernelscope("profile", spec, "--json", "--no-lines", KERNELSCOPE_PROFILER_GB="5")
+    assert json.loads(fits.stdout)["steps"]["recording"] == ""
 
 
 def test_verbose_report_and_json_give_every_stage_in_order() -> None:

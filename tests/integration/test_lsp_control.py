@@ -109,7 +109,13 @@ async def test_changed_configuration_is_read_again(project: Path) -> None:
         report = await client.workspace_execute_command_async(
             lsp.ExecuteCommandParams("kernelscope.lastReport", [result["run_id"]])
         )
-        assert report["report"]["steps"] == {"wait": 0, "warmup": 0, "active": 3, "asked": None}
+        assert report["report"]["steps"] == {
+            "wait": 0,
+            "warmup": 0,
+            "active": 3,
+            "asked": None,
+            "recording": "",
+        }
     finally:
         await stop(client)
 

@@ -93,6 +93,7 @@ def render_report(
         + (f" · CUDA {report.runner.cuda}" if report.runner.cuda else ""),
         f"schedule  wait {report.steps.wait} · warmup {report.steps.warmup}"
         f" · active {report.steps.active}" + _shortened(report),
+        *([f"          {report.steps.recording}"] if report.steps.recording else []),
         *_call_site(report),
         *_inputs(report),
         "",

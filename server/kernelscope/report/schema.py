@@ -51,6 +51,9 @@ class Steps(msgspec.Struct):
     asked: list[int] | None = None
     """The (wait, warmup, active) requested, where long calls made the worker profile
     fewer; None: as asked."""
+    recording: str = ""
+    """Why the steps were recorded otherwise than asked (without shapes, as their events
+    would not have fit in memory); "" when as asked."""
 
 
 class Timing(msgspec.Struct):

@@ -25,4 +25,5 @@ GENERATED_CODE = ("/torchinductor_", "/.triton/", "/triton/cache", "<eval_with_k
 # with this set (kernelscope.analysis.costs.generated); it then also prints this line per graph.
 BENCHMARK_KERNEL_ENV = "TORCHINDUCTOR_BENCHMARK_KERNEL"
 PROFILED_BUDGET_ENV = "KERNELSCOPE_PROFILED_SECONDS"  # timing.PROFILED_BUDGET_S, overridden
+PROFILER_GB_ENV = "KERNELSCOPE_PROFILER_GB"  # event_budget.room_bytes, overridden
 BENCHMARK_KERNEL_LINE = b"Compiled module path: "

@@ -12,6 +12,7 @@ from .block_masks import block_masks
 from .devices import device_properties, profiler_activities
 from .dynamo import compile_seconds
 from .errors import JobError
+from .event_budget import available_bytes, recording, trace_events
 from .launches import launch_report, watch_triton_launches
 from .lines import attribute_lines, line_pass_calls
 from .memory import memory_at_oom, memory_pass
@@ -46,7 +47,8 @@ def profile(job, fn, call, device, sync):
     per_call_us = warm_up(job, call, sync)
     timing = unprofiled_timing(job, call, sync, device, per_call_us)
     steps = schedule_steps(job, timing)
-    trace_tmp, marks = warmed_schedule(job, call, sync, activities, stem, device, steps)
+    shapes = fit_recording(job, cold, steps)
+    trace_tmp, marks = warmed_schedule(job, call, sync, activities, stem, device, steps, shapes)
     memory = peak_memory(job, device)
     trace_path, wall_us = export_schedule(job, trace_tmp, marks, steps)
     lines, tracer = line_pass(job, call, sync, activities, stem, steps, timing)
@@ -104,7 +106,17 @@ def schedule_steps(job, timing):
     return steps
 
 
-def warmed_schedule(job, call, sync, activities, stem, device, steps):
+def fit_recording(job, cold, steps):
+    """Whether the schedule records shapes: as asked, unless its events would not fit in
+    memory (event_budget.recording; job.recording_note then says so)."""
+    asked = bool(job.req.get("record_shapes", True))
+    events = trace_events(cold["trace_path"]) if cold.get("trace_path") else 0
+    events = job.ranks.agree(events, "max")
+    shapes, job.recording_note = recording(events, steps[2], available_bytes(), asked)
+    return shapes
+
+
+def warmed_schedule(job, call, sync, activities, stem, device, steps, shapes=True):
     """Profile wait + warmup + active calls; return the trace file and the active window."""
     from torch.profiler import profile, record_function, schedule
 
@@ -119,9 +131,9 @@ def warmed_schedule(job, call, sync, activities, stem, device, steps):
         activities=activities,
         schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
         on_trace_ready=lambda p: p.export_chrome_trace(trace_tmp),
-        record_shapes=bool(req.get("record_shapes", True)),
+        record_shapes=shapes,
         with_stack=bool(req.get("with_stack", True)),
-        with_flops=bool(req.get("record_shapes", True)),
+        with_flops=shapes,
     ) as prof:
 
         def open_active_window():
@@ -199,6 +211,7 @@ def finished(job, fn, device, steps, cold, timing, trace_path, wall_us, lines, m
             "warmup": warmup,
             "active": active,
             "asked_steps": job.asked_steps,
+            "recording_note": job.recording_note,
             "cold": cold,
             "stages_s": job.stages,
             "timing": timing,

@@ -1,0 +1,88 @@
+# pyright: basic
+"""Whether the warmed schedule's events fit in this host's memory, judged before it runs.
+
+torch.profiler holds every event of its window in the process until the window closes. The
+cold call ran under a light profiler (no shapes, no stacks), so its trace counts the events
+one call makes; the active steps make as many each. Recorded with shapes they cost several
+times more than without (CPU, torch 2.13: minGPT's ``generate`` alone, 8.5 KB an event with
+shapes, 1.7 KB without; its whole ``Trainer.run``, 607,686 events a call, grew the worker by
+more than 10.4 GB in one active call with shapes and stacks, over 17 KB an event, and by
+2.7 GB without shapes, 4.4 KB an event)."""
+
+import gzip
+import os
+
+from .errors import JobError
+from .names import PROFILER_GB_ENV
+
+EVENT_BYTES_SHAPED = 20_000
+EVENT_BYTES_PLAIN = 5_000
+#: The share of the host's available memory the profiled window may plan to take, unless
+#: the user set the GB in KERNELSCOPE_PROFILER_GB.
+MEMORY_SHARE = 0.5
+
+
+def trace_events(path):
+    """Events in a (gzip'd) Chrome trace: its ``"ph"`` keys, counted without parsing."""
+    count, tail = 0, b""
+    with gzip.GzipFile(path, "rb") if path.endswith(".gz") else open(path, "rb") as f:
+        while True:
+            chunk = bytes(f.read(1 << 20))
+            if not chunk:
+                return count
+            data = tail + chunk
+            count += data.count(b'"ph"')
+            tail = data[-3:]  # a key split across chunks is counted once, in the next
+
+
+def available_bytes():
+    """The host's available memory (``MemAvailable``), or None off Linux."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def room_bytes(available):
+    """The memory the profiled window may take: KERNELSCOPE_PROFILER_GB where set, else
+    MEMORY_SHARE of the available memory (None: not known)."""
+    try:
+        gb = float(os.environ.get(PROFILER_GB_ENV, ""))
+    except ValueError:
+        gb = 0.0
+    if gb > 0:
+        return gb * 1e9
+    return MEMORY_SHARE * available if available is not None else None
+
+
+def recording(events, active, available, shapes):
+    """Whether the schedule records shapes: as asked where its events fit in room_bytes(),
+    else without them, with the sentence that says why (else ""). Raises JobError when even
+    that would not fit."""
+    room = room_bytes(available)
+    if room is None or events <= 0:
+        return shapes, ""
+    if not shapes or events * active * EVENT_BYTES_SHAPED <= room:
+        if events * active * EVENT_BYTES_PLAIN <= room:
+            return shapes, ""
+    elif events * active * EVENT_BYTES_PLAIN <= room:
+        return False, (
+            "recorded without shapes (no FLOPs or bytes per op): one call makes %s profiler "
+            "events, which with shapes would take ~%.1f GB, over the %.1f GB allowed"
+            % (_count(events), events * active * EVENT_BYTES_SHAPED / 1e9, room / 1e9)
+        )
+    raise JobError(
+        "trace_too_large",
+        "one call makes %s profiler events (its cold call), and profiled they would take "
+        "~%.1f GB, over the %.1f GB allowed (half this host's available memory, or "
+        "KERNELSCOPE_PROFILER_GB): profile a smaller function that it calls"
+        % (_count(events), events * active * EVENT_BYTES_PLAIN / 1e9, room / 1e9),
+    )
+
+
+def _count(n):
+    return "%.1f million" % (n / 1e6) if n >= 1e6 else f"{n:,}"

@@ -1,0 +1,69 @@
+"""The warmed schedule's events against the memory allowed them (the worker program run as
+a module): recorded as asked, without shapes, or refused before the schedule runs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support.worker import worker_namespace
+
+
+@pytest.fixture(scope="module")
+def worker() -> dict[str, Any]:
+    return worker_namespace()
+
+
+GB = 1e9
+
+
+def test_events_that_fit_are_recorded_as_asked(worker) -> None:
+    recording = worker["recording"]
+    assert recording(10_000, 5, 20 * GB, True) == (True, "")  # 1 GB of a 10 GB allowance
+    assert recording(10_000, 5, None, True) == (True, "")  # off Linux: not known
+    assert recording(0, 5, 1.0, True) == (True, "")  # no cold trace
+
+
+def test_events_that_fit_only_without_shapes_drop_them_and_say_so(worker) -> None:
+    """minGPT's Trainer.run: ~600 k events a call (500 tokens generated at iteration 0), one
+    active call (each is 21 s) on a host with 20 GB available: 12 GB with shapes is over the
+    10 GB allowed, 3 GB without is not."""
+    shapes, note = worker["recording"](600_000, 1, 20 * GB, True)
+    assert shapes is False
+    assert note == (
+        "recorded without shapes (no FLOPs or bytes per op): one call makes 600,000 profiler "
+        "events, which with shapes would take ~12.0 GB, over the 10.0 GB allowed"
+    )
+    assert worker["recording"](600_000, 1, 20 * GB, False) == (False, "")  # asked so: no note
+
+
+def test_events_that_would_not_fit_at_all_are_refused(worker) -> None:
+    with pytest.raises(worker["JobError"]) as told:
+        worker["recording"](3_000_000, 5, 20 * GB, True)
+    assert told.value.kind == "trace_too_large"
+    assert told.value.message.startswith(
+        "one call makes 3.0 million profiler events (its cold call), and profiled they would "
+        "take ~75.0 GB, over the 10.0 GB allowed"
+    )
+
+
+def test_the_users_allowance_wins(worker, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KERNELSCOPE_PROFILER_GB", "100")
+    assert worker["recording"](600_000, 1, 20 * GB, True) == (True, "")
+    monkeypatch.setenv("KERNELSCOPE_PROFILER_GB", "nonsense")
+    assert worker["room_bytes"](20 * GB) == 10 * GB
+
+
+def test_the_cold_traces_events_are_counted_across_chunks(worker, tmp_path: Path) -> None:
+    events = [{"ph": "X", "name": "aten::add" + "x" * 200, "ts": i} for i in range(20_000)]
+    path = tmp_path / "cold.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump({"traceEvents": events}, f)  # 4 MB: the count crosses 1 MB chunks
+    assert worker["trace_events"](str(path)) == 20_000
+    plain = tmp_path / "cold.json"
+    plain.write_text(json.dumps({"traceEvents": events[:7]}))
+    assert worker["trace_events"](str(plain)) == 7
