@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from support import REPO_ROOT, WORKLOADS
 
@@ -131,26 +132,35 @@ def test_a_long_call_is_profiled_fewer_times_and_the_report_says_why() -> None:
     assert "active 5/" not in proc.stderr and "active 2/2" in proc.stderr
 
 
-def test_events_that_would_not_fit_in_memory_are_recorded_without_shapes_or_refused() -> None:
+def test_events_that_would_not_fit_in_memory_are_recorded_in_fewer_steps_or_refused() -> None:
     """The cold call counts the events one call makes (20,000 here: each ``x + 1`` is five
-    ops); where the active steps'
-    would not fit in the memory allowed (half the available, or KERNELSCOPE_PROFILER_GB)
-    with shapes, they are recorded without, and the report says so; where not even that
-    fits, the job is refused before the schedule runs, not killed in it."""
+    ops); where the active steps' would not fit in the memory allowed (half the available,
+    or KERNELSCOPE_PROFILER_GB), fewer are profiled, then without shapes, and the report says
+    so; where not one call fits even so, the job is refused before the schedule runs, not
+    killed in it."""
     spec = f"{WORKLOADS}/many_ops.py::many_adds"
-    plain = kernelscope("profile", spec, "--json", "--no-lines", KERNELSCOPE_PROFILER_GB="0.8")
-    assert plain.returncode == 0, plain.stderr
-    report = json.loads(plain.stdout)
-    assert report["steps"]["recording"].startswith(
+    SCHEDULE = ("--wait", "0", "--warmup", "1", "--active", "3")
+
+    def steps(gb: str) -> dict[str, Any]:
+        proc = kernelscope(
+            "profile", spec, "--json", "--no-lines", *SCHEDULE, KERNELSCOPE_PROFILER_GB=gb
+        )
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)["steps"]
+
+    fewer = steps("0.8")  # 0.4 GB a call with shapes
+    assert (fewer["active"], fewer["asked"]) == (1, [0, 1, 3])
+    assert fewer["recording"].startswith("1 active step of the 3 asked: one call makes 20,0")
+    assert fewer["recording"].endswith("and more would take over the 0.8 GB allowed")
+    plain = steps("0.3")  # 0.1 GB a call without
+    assert plain["active"] == 2 and plain["recording"].startswith(
         "recorded without shapes (no FLOPs or bytes per op): one call makes 20,0"
     )
-    assert "over the 0.8 GB allowed" in report["steps"]["recording"]
-    refused = kernelscope("profile", spec, "--no-lines", KERNELSCOPE_PROFILER_GB="0.1")
+    assert steps("5")["recording"] == ""
+    refused = kernelscope("profile", spec, "--no-lines", *SCHEDULE, KERNELSCOPE_PROFILER_GB="0.05")
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
-    assert "one call makes 20,0" in refused.stderr and "over the 0.1 GB allowed" in refused.stderr
+    assert "One call makes 20,0" in refused.stderr and "GB allowed (half this" in refused.stderr
     assert "profile a smaller function that it calls" in refused.stderr
-    fits = kernelscope("profile", spec, "--json", "--no-lines", KERNELSCOPE_PROFILER_GB="5")
-    assert json.loads(fits.stdout)["steps"]["recording"] == ""
 
 
 def test_verbose_report_and_json_give_every_stage_in_order() -> None:

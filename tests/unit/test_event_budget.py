@@ -1,5 +1,6 @@
 """The warmed schedule's events against the memory allowed them (the worker program run as
-a module): recorded as asked, without shapes, or refused before the schedule runs."""
+a module): recorded as asked, over fewer active steps, without shapes, or refused before the
+schedule runs."""
 
 from __future__ import annotations
 
@@ -23,22 +24,34 @@ GB = 1e9
 
 def test_events_that_fit_are_recorded_as_asked(worker) -> None:
     recording = worker["recording"]
-    assert recording(10_000, 5, 20 * GB, True) == (True, "")  # 1 GB of a 10 GB allowance
-    assert recording(10_000, 5, None, True) == (True, "")  # off Linux: not known
-    assert recording(0, 5, 1.0, True) == (True, "")  # no cold trace
+    assert recording(10_000, 5, 20 * GB, True) == (5, True, "")  # 1 GB of a 10 GB allowance
+    assert recording(10_000, 5, None, True) == (5, True, "")  # off Linux: not known
+    assert recording(0, 5, 1.0, True) == (5, True, "")  # no cold trace
+
+
+def test_fewer_active_steps_keep_the_shapes_where_one_fits(worker) -> None:
+    """150 k events a call (a large model's training step with its kernels): 3 GB a step
+    with shapes; 10 GB allowed holds three of the five asked."""
+    assert worker["recording"](150_000, 5, 20 * GB, True) == (
+        3,
+        True,
+        "3 active steps of the 5 asked: one call makes 150,000 profiler events, and more "
+        "would take over the 10.0 GB allowed",
+    )
 
 
 def test_events_that_fit_only_without_shapes_drop_them_and_say_so(worker) -> None:
     """minGPT's Trainer.run: ~600 k events a call (500 tokens generated at iteration 0), one
     active call (each is 21 s) on a host with 20 GB available: 12 GB with shapes is over the
     10 GB allowed, 3 GB without is not."""
-    shapes, note = worker["recording"](600_000, 1, 20 * GB, True)
-    assert shapes is False
-    assert note == (
+    assert worker["recording"](600_000, 1, 20 * GB, True) == (
+        1,
+        False,
         "recorded without shapes (no FLOPs or bytes per op): one call makes 600,000 profiler "
-        "events, which with shapes would take ~12.0 GB, over the 10.0 GB allowed"
+        "events, which with shapes would take ~12.0 GB a call, over the 10.0 GB allowed",
     )
-    assert worker["recording"](600_000, 1, 20 * GB, False) == (False, "")  # asked so: no note
+    assert worker["recording"](600_000, 1, 20 * GB, False) == (1, False, "")  # as asked
+    assert worker["recording"](600_000, 5, 20 * GB, False)[:2] == (3, False)
 
 
 def test_events_that_would_not_fit_at_all_are_refused(worker) -> None:
@@ -46,14 +59,14 @@ def test_events_that_would_not_fit_at_all_are_refused(worker) -> None:
         worker["recording"](3_000_000, 5, 20 * GB, True)
     assert told.value.kind == "trace_too_large"
     assert told.value.message.startswith(
-        "one call makes 3.0 million profiler events (its cold call), and profiled they would "
-        "take ~75.0 GB, over the 10.0 GB allowed"
+        "One call makes 3.0 million profiler events (its cold call), and profiling one would "
+        "take ~15.0 GB, over the 10.0 GB allowed"
     )
 
 
 def test_the_users_allowance_wins(worker, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KERNELSCOPE_PROFILER_GB", "100")
-    assert worker["recording"](600_000, 1, 20 * GB, True) == (True, "")
+    assert worker["recording"](600_000, 1, 20 * GB, True) == (1, True, "")
     monkeypatch.setenv("KERNELSCOPE_PROFILER_GB", "nonsense")
     assert worker["room_bytes"](20 * GB) == 10 * GB
 

@@ -60,27 +60,41 @@ def room_bytes(available):
 
 
 def recording(events, active, available, shapes):
-    """Whether the schedule records shapes: as asked where its events fit in room_bytes(),
-    else without them, with the sentence that says why (else ""). Raises JobError when even
-    that would not fit."""
+    """(active steps, shapes, why) for the schedule: as asked where its events fit in
+    room_bytes(); else fewer active steps with shapes, as many as fit; else without shapes
+    (no FLOPs or bytes per op), with the sentence that says why ("" when as asked). Raises
+    JobError when not one call fits even so."""
     room = room_bytes(available)
     if room is None or events <= 0:
-        return shapes, ""
-    if not shapes or events * active * EVENT_BYTES_SHAPED <= room:
-        if events * active * EVENT_BYTES_PLAIN <= room:
-            return shapes, ""
-    elif events * active * EVENT_BYTES_PLAIN <= room:
-        return False, (
-            "recorded without shapes (no FLOPs or bytes per op): one call makes %s profiler "
-            "events, which with shapes would take ~%.1f GB, over the %.1f GB allowed"
-            % (_count(events), events * active * EVENT_BYTES_SHAPED / 1e9, room / 1e9)
+        return active, shapes, ""
+    made = "one call makes %s profiler events" % _count(events)
+
+    def fewer(fit):
+        return (
+            "%d active step%s of the %d asked: %s, and more would take over the %.1f GB "
+            "allowed" % (fit, "" if fit == 1 else "s", active, made, room / 1e9)
         )
+
+    if shapes:
+        fit = int(room // (events * EVENT_BYTES_SHAPED))
+        if fit >= 1:
+            return min(fit, active), True, "" if fit >= active else fewer(fit)
+    fit = int(room // (events * EVENT_BYTES_PLAIN))
+    if fit >= 1:
+        note = "" if fit >= active else fewer(fit)
+        if shapes:
+            note = (
+                "recorded without shapes (no FLOPs or bytes per op): %s, which with shapes "
+                "would take ~%.1f GB a call, over the %.1f GB allowed"
+                % (made, events * EVENT_BYTES_SHAPED / 1e9, room / 1e9)
+            )
+        return min(fit, active), False, note
     raise JobError(
         "trace_too_large",
-        "one call makes %s profiler events (its cold call), and profiled they would take "
-        "~%.1f GB, over the %.1f GB allowed (half this host's available memory, or "
-        "KERNELSCOPE_PROFILER_GB): profile a smaller function that it calls"
-        % (_count(events), events * active * EVENT_BYTES_PLAIN / 1e9, room / 1e9),
+        "%s (its cold call), and profiling one would take ~%.1f GB, over the %.1f GB allowed "
+        "(half this host's available memory, or KERNELSCOPE_PROFILER_GB): profile a smaller "
+        "function that it calls"
+        % (made[0].upper() + made[1:], events * EVENT_BYTES_PLAIN / 1e9, room / 1e9),
     )
 
 

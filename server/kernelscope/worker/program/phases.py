@@ -47,7 +47,7 @@ def profile(job, fn, call, device, sync):
     per_call_us = warm_up(job, call, sync)
     timing = unprofiled_timing(job, call, sync, device, per_call_us)
     steps = schedule_steps(job, timing)
-    shapes = fit_recording(job, cold, steps)
+    steps, shapes = fit_recording(job, cold, steps)
     trace_tmp, marks = warmed_schedule(job, call, sync, activities, stem, device, steps, shapes)
     memory = peak_memory(job, device)
     trace_path, wall_us = export_schedule(job, trace_tmp, marks, steps)
@@ -107,13 +107,16 @@ def schedule_steps(job, timing):
 
 
 def fit_recording(job, cold, steps):
-    """Whether the schedule records shapes: as asked, unless its events would not fit in
-    memory (event_budget.recording; job.recording_note then says so)."""
+    """The schedule's steps and whether it records shapes: as asked, unless its events would
+    not fit in memory (event_budget.recording; job.recording_note then says so)."""
     asked = bool(job.req.get("record_shapes", True))
     events = trace_events(cold["trace_path"]) if cold.get("trace_path") else 0
     events = job.ranks.agree(events, "max")
-    shapes, job.recording_note = recording(events, steps[2], available_bytes(), asked)
-    return shapes
+    active, shapes, job.recording_note = recording(events, steps[2], available_bytes(), asked)
+    if active != steps[2]:
+        job.asked_steps = job.asked_steps or list(steps)
+        steps = (steps[0], steps[1], active)
+    return steps, shapes
 
 
 def warmed_schedule(job, call, sync, activities, stem, device, steps, shapes=True):
