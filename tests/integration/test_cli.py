@@ -157,6 +157,11 @@ def test_events_that_would_not_fit_in_memory_are_recorded_in_fewer_steps_or_refu
         "recorded without shapes (no FLOPs or bytes per op): one call makes 20,0"
     )
     assert steps("5")["recording"] == ""
+    human = kernelscope("profile", spec, "--no-lines", *SCHEDULE, KERNELSCOPE_PROFILER_GB="0.8")
+    lines = human.stdout.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("schedule"))
+    assert lines[at] == "schedule  wait 0 · warmup 1 · active 1  (asked 0 · 1 · 3)"
+    assert lines[at + 1].startswith("          1 active step of the 3 asked: one call makes")
     refused = kernelscope("profile", spec, "--no-lines", *SCHEDULE, KERNELSCOPE_PROFILER_GB="0.05")
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
     assert "One call makes 20,0" in refused.stderr and "GB allowed (half this" in refused.stderr
