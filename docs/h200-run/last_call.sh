@@ -7,8 +7,8 @@ timeout 45 ncu --clock-control none --kernel-name regex:nll_loss --metrics \
   dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
   python3 docs/h200-run/counters/nll_loss.py > "$OUT/nll_ncu.txt" 2>&1
 grep -E "nll_loss|dram__|gpu__time" "$OUT/nll_ncu.txt" | head -24
-names="gpt2_train t5_train"
-timeout 120 python3 fixtures/record_real.py /tmp/unseen $names > "$OUT/record.txt" 2>&1
+names="${NAMES:-gpt2_train t5_train}"
+timeout "${RECORD_S:-120}" python3 fixtures/record_real.py /tmp/unseen $names > "$OUT/record.txt" 2>&1
 python3 docs/h200-run/heldout_table.py /tmp/unseen $names > "$OUT/unseen_models.txt" 2>&1
 tail -n 3 "$OUT/record.txt"; cut -c1-220 "$OUT/unseen_models.txt"
 for n in $names; do
@@ -20,4 +20,4 @@ for row in r["roofline"]:
         print(sys.argv[1], row["name"][:60], row["kind"], row["estimate"], row["bound"],
               round((row.get("efficiency") or 0) * 100), row["bytes_per_step"], row["gpu_us_per_step"])' "$n"
 done | tee "$OUT/rows.txt"
-timeout 160 bash docs/h200-run/timing/paired.sh churn graph_break
+timeout "${PAIRED_S:-160}" bash docs/h200-run/timing/paired.sh ${PAIRED:-churn graph_break}
