@@ -14,10 +14,13 @@ are what the kernel really touches:
   ``embedding_bag`` reads the indices, the offsets (and per-sample weights) and one row
   per index, and writes one row per bag (and ``offset2bag``, one index per index).
 
-- ``nll_loss`` (forward, backward, 2-D) picks one class's element per target: it reads the
-  targets and one scattered element each (one DRAM access, at most the whole input), and
-  writes the loss; the backward writes one element of the gradient per target (the rest
-  is zeroed by a ``zero_`` of its own).
+- ``nll_loss`` (forward, backward, 2-D) picks one class's element per target: the forward
+  reads the targets and one scattered element each (one DRAM access, at most the whole
+  input), and writes the loss; the backward reads the targets and writes one element of the
+  gradient per target, into a gradient a ``zero_`` of its own has just cleared (Nsight
+  Compute on the H200, 4096 targets of 50,257 fp32 classes: forward 302-308 KB read,
+  model 295 KB; backward 39-40 KB read and nothing written to DRAM while it runs, the
+  writes held in L2, model 49 KB).
 
 The table a gather or embedding reads from is never counted whole: only the rows touched.
 """
@@ -77,20 +80,20 @@ def movement_bytes(
 
 
 def _class_pick(backward: bool, args: list[Tensor | None], concrete: list[Any]) -> float:
-    """``nll_loss``: the targets read, one scattered element of the input per target (a DRAM
-    access each, at most the whole input) and the class weights' picks; the forward writes
-    the loss (one per target unreduced), the backward one gradient element per target and
-    reads the loss's gradient."""
+    """``nll_loss``: the targets read and the class weights' picks; the forward reads one
+    scattered element of the input per target (a DRAM access each, at most the whole input)
+    and writes the loss (one per target unreduced); the backward reads the loss's gradient
+    and writes one element of the input's gradient per target."""
     at = 1 if backward else 0
     source, target = arg_at(args, at), arg_at(args, at + 1)
     if source is None or target is None:
         return 0.0
     width = DTYPE_BYTES[source[1]]
     picks = numel(target[0])
-    scattered = min(picks * max(width, DRAM_ACCESS_BYTES), size_of(source))
     weights = picks * width if arg_at(args, at + 2) is not None else 0
     if backward:
-        return float(size_of(arg_at(args, 0)) + size_of(target) + weights + scattered)
+        return float(size_of(arg_at(args, 0)) + size_of(target) + weights + picks * width)
+    scattered = min(picks * max(width, DRAM_ACCESS_BYTES), size_of(source))
     unreduced = concrete_ints(concrete, at + 3) == [0]
     return float(size_of(target) + weights + scattered + (picks if unreduced else 1) * width)
 
