@@ -95,15 +95,17 @@ def cold_call(job, call, sync, activities, stem, device):
     }
 
 
+def requested_steps(job):
+    """The (wait, warmup, active) steps the request asked for."""
+    req = job.req
+    return int(req["wait"]), int(req["warmup"]), int(req["active"])
+
+
 def schedule_steps(job, timing):
     """The warmed schedule's (wait, warmup, active) steps: those requested, fewer where the
-    calls are long (fitted_schedule; job.asked_steps then keeps the request)."""
-    req = job.req
-    asked = (int(req["wait"]), int(req["warmup"]), int(req["active"]))
+    calls are long (fitted_schedule)."""
     per_call_us = job.ranks.agree(float(timing.get("us_per_call") or 0.0), "max")
-    steps = fitted_schedule(asked, per_call_us, profiled_budget_s())
-    job.asked_steps = list(asked) if steps != asked else None
-    return steps
+    return fitted_schedule(requested_steps(job), per_call_us, profiled_budget_s())
 
 
 def fit_recording(job, cold, steps):
@@ -113,10 +115,7 @@ def fit_recording(job, cold, steps):
     events = trace_events(cold["trace_path"]) if cold.get("trace_path") else 0
     events = job.ranks.agree(events, "max")
     active, shapes, job.recording_note = recording(events, steps[2], available_bytes(), asked)
-    if active != steps[2]:
-        job.asked_steps = job.asked_steps or list(steps)
-        steps = (steps[0], steps[1], active)
-    return steps, shapes
+    return (steps[0], steps[1], active), shapes
 
 
 def warmed_schedule(job, call, sync, activities, stem, device, steps, shapes=True):
@@ -199,6 +198,7 @@ def finished(job, fn, device, steps, cold, timing, trace_path, wall_us, lines, m
     torch = job.torch
     cuda = device.type == "cuda"
     wait, warmup, active = steps
+    asked = requested_steps(job)
     props = device_properties(torch, device)
     return {
         "type": "profile_finished",
@@ -213,7 +213,7 @@ def finished(job, fn, device, steps, cold, timing, trace_path, wall_us, lines, m
             "wait": wait,
             "warmup": warmup,
             "active": active,
-            "asked_steps": job.asked_steps,
+            "asked_steps": list(asked) if tuple(steps) != asked else None,
             "recording_note": job.recording_note,
             "cold": cold,
             "stages_s": job.stages,
