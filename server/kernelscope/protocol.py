@@ -605,11 +605,16 @@ class Sidecar(msgspec.Struct):
     block_masks: list[BlockMaskDensity] = []
     """flex_attention's block masks alive after the cold call, with their density."""
     recording_note: str = ""
-    """Why the schedule was recorded otherwise than asked (without shapes, as its events
-    would not have fit in memory); "" when as asked."""
+    """Why the schedule was recorded otherwise than asked (fewer active steps, or without
+    shapes, as its events would not have fit in memory); "" when as asked."""
     asked_steps: list[int] | None = None
-    """The (wait, warmup, active) steps requested, where the worker profiled fewer because
-    each call is long (``wait``/``warmup``/``active`` are those it ran); None: as asked."""
+    """The (wait, warmup, active) steps requested, where the worker profiled fewer (each
+    call is long, or its events would not fit; ``wait``/``warmup``/``active`` are those it
+    ran); None: as asked."""
+    schedule_note: str = ""
+    """Why the schedule has fewer steps than asked because each call is long (the profiled
+    calls kept within KERNELSCOPE_PROFILED_SECONDS); "" when it is not, and from workers
+    before 2026-12-03."""
 
 
 def inputs_label(inputs_from: str) -> str:

@@ -66,6 +66,7 @@ def test_profile_json_has_the_documented_schema() -> None:
         "active": 3,
         "asked": None,
         "recording": "",
+        "fitted": "",
     }
     assert report["device"]["type"] == "cpu"
     assert report["runner"]["remote"] is None
@@ -127,9 +128,22 @@ def test_a_long_call_is_profiled_fewer_times_and_the_report_says_why() -> None:
     assert proc.returncode == 0, proc.stderr
     line = next(x for x in proc.stdout.splitlines() if x.startswith("schedule"))
     assert line.startswith("schedule  wait 0 · warmup 1 · active 1  (asked 1 · 3 · 5: ")
-    assert "each call takes 10" in line and "fewer are profiled" in line
+    assert "each call takes 10" in line and line.endswith(
+        ", and the profiled calls (warm-up and active) are kept within 0.25 s"
+        " (KERNELSCOPE_PROFILED_SECONDS))"
+    )
     assert "ops (totals over 1 active step" in proc.stdout
     assert "active 5/" not in proc.stderr and "active 2/2" in proc.stderr
+    data = kernelscope(
+        "profile",
+        f"{WORKLOADS}/long_call.py::slow_step",
+        "--json",
+        "--no-lines",
+        "--no-memory",
+        KERNELSCOPE_PROFILED_SECONDS="0.25",
+    )
+    steps = json.loads(data.stdout)["steps"]
+    assert steps["asked"] == [1, 3, 5] and steps["fitted"].startswith("each call takes 10")
 
 
 def test_events_that_would_not_fit_in_memory_are_recorded_in_fewer_steps_or_refused() -> None:
@@ -152,6 +166,7 @@ def test_events_that_would_not_fit_in_memory_are_recorded_in_fewer_steps_or_refu
     assert (fewer["active"], fewer["asked"]) == (1, [0, 1, 3])
     assert fewer["recording"].startswith("1 active step of the 3 asked: one call makes 20,0")
     assert fewer["recording"].endswith("and more would take over the 0.8 GB allowed")
+    assert fewer["fitted"] == ""  # the calls are short: their events, not their length
     plain = steps("0.3")  # 0.1 GB a call without
     assert plain["active"] == 2 and plain["recording"].startswith(
         "recorded without shapes (no FLOPs or bytes per op): one call makes 20,0"

@@ -115,6 +115,7 @@ async def test_changed_configuration_is_read_again(project: Path) -> None:
             "active": 3,
             "asked": None,
             "recording": "",
+            "fitted": "",
         }
     finally:
         await stop(client)

@@ -26,11 +26,27 @@ def worker() -> dict[str, Any]:
     ],
 )
 def test_long_calls_are_profiled_fewer_times(worker, per_call_us, fitted) -> None:
-    assert worker["fitted_schedule"]((1, 3, 5), per_call_us, 10.0) == fitted
+    assert worker["fitted_schedule"]((1, 3, 5), per_call_us, 10.0)[0] == fitted
 
 
 def test_a_schedule_without_warmup_keeps_none(worker) -> None:
-    assert worker["fitted_schedule"]((2, 0, 10), 3_000_000.0, 10.0) == (0, 0, 3)
+    assert worker["fitted_schedule"]((2, 0, 10), 3_000_000.0, 10.0)[0] == (0, 0, 3)
+
+
+def test_the_schedule_says_why_it_is_fewer(worker) -> None:
+    """The sentence the report's schedule line shows after what was asked."""
+    fitted = worker["fitted_schedule"]
+    assert fitted((1, 3, 5), 1_000.0, 10.0) == ((1, 3, 5), "")
+    assert fitted((1, 3, 5), 3_000_000.0, 10.0)[1] == (
+        "each call takes 3.00 s, and the profiled calls (warm-up and active) are kept within "
+        "10 s (KERNELSCOPE_PROFILED_SECONDS)"
+    )
+    assert fitted((1, 3, 5), 100_300.0, 0.25)[1].startswith("each call takes 100.30 ms, and ")
+    assert fitted((1, 3, 5), 21_000_000.0, 10.0)[1] == (
+        "each call takes 21.00 s, over the 10 s (KERNELSCOPE_PROFILED_SECONDS) the profiled "
+        "calls are kept within: one active step alone"
+    )
+    assert fitted((0, 0, 1), 21_000_000.0, 10.0) == ((0, 0, 1), "")  # as asked already
 
 
 def test_the_budget_is_the_users_where_set(worker, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -458,16 +458,10 @@ def _source_line(path: str, line: int | None) -> str:
 
 
 def _shortened(report: Report) -> str:
-    """Why the schedule is shorter than asked (each call is long), or nothing; where only
-    its events made it shorter, what was asked (the recording line says why)."""
+    """What was asked where the schedule is shorter, and why where each call is long (where
+    its events made it shorter, the recording line under it says why)."""
     asked = report.steps.asked
     if not asked:
         return ""
-    if report.steps.recording and report.steps.wait == asked[0]:
-        return f"  (asked {' · '.join(map(str, asked))})"
-    per_call = report.timing.unprofiled_us_per_call
-    took = f"each call takes {fmt_us(per_call)}; " if per_call else ""
-    return (
-        f"  (asked {' · '.join(map(str, asked))}: {took}fewer are profiled, as a long"
-        " call's events would fill the memory)"
-    )
+    why = f": {report.steps.fitted}" if report.steps.fitted else ""
+    return f"  (asked {' · '.join(map(str, asked))}{why})"

@@ -65,7 +65,14 @@ def build_report(
             cuda=side.cuda,
             executable=ready.executable if ready else "",
         ),
-        steps=Steps(side.wait, side.warmup, side.active, side.asked_steps, side.recording_note),
+        steps=Steps(
+            side.wait,
+            side.warmup,
+            side.active,
+            side.asked_steps,
+            side.recording_note,
+            side.schedule_note,
+        ),
         timing=Timing(
             cpu_us_per_step=cpu_total / active,
             cuda_us_per_step=cuda_total / active,

@@ -49,11 +49,14 @@ class Steps(msgspec.Struct):
     warmup: int
     active: int
     asked: list[int] | None = None
-    """The (wait, warmup, active) requested, where long calls made the worker profile
-    fewer; None: as asked."""
+    """The (wait, warmup, active) requested, where the worker profiled fewer (long calls,
+    or events that would not fit in memory); None: as asked."""
     recording: str = ""
-    """Why the steps were recorded otherwise than asked (without shapes, as their events
-    would not have fit in memory); "" when as asked."""
+    """Why the steps were recorded otherwise than asked (fewer active steps, or without
+    shapes, as their events would not have fit in memory); "" when as asked."""
+    fitted: str = ""
+    """Why the steps are fewer than asked because each call is long (the profiled calls
+    kept within KERNELSCOPE_PROFILED_SECONDS); "" when they are not."""
 
 
 class Timing(msgspec.Struct):

@@ -103,9 +103,12 @@ def requested_steps(job):
 
 def schedule_steps(job, timing):
     """The warmed schedule's (wait, warmup, active) steps: those requested, fewer where the
-    calls are long (fitted_schedule)."""
+    calls are long (fitted_schedule; job.schedule_note then says so)."""
     per_call_us = job.ranks.agree(float(timing.get("us_per_call") or 0.0), "max")
-    return fitted_schedule(requested_steps(job), per_call_us, profiled_budget_s())
+    steps, job.schedule_note = fitted_schedule(
+        requested_steps(job), per_call_us, profiled_budget_s()
+    )
+    return steps
 
 
 def fit_recording(job, cold, steps):
@@ -214,6 +217,7 @@ def finished(job, fn, device, steps, cold, timing, trace_path, wall_us, lines, m
             "warmup": warmup,
             "active": active,
             "asked_steps": list(asked) if tuple(steps) != asked else None,
+            "schedule_note": job.schedule_note,
             "recording_note": job.recording_note,
             "cold": cold,
             "stages_s": job.stages,

@@ -49,14 +49,28 @@ def profiled_budget_s():
 
 def fitted_schedule(steps, per_call_us, budget_s):
     """The schedule's (wait, warmup, active) steps, fewer where the calls are long: no wait
-    step, one warm-up and as many active steps as fit in `budget_s` (at least one)."""
+    step, one warm-up and as many active steps as fit in `budget_s` (at least one); with the
+    sentence that says why ("" when as asked)."""
     _wait, warmup, active = steps
     per_call_s = per_call_us / 1e6
     if per_call_s <= 0 or (warmup + active) * per_call_s <= budget_s:
-        return steps
+        return steps, ""
     fit = int(budget_s // per_call_s)
     warmup = min(warmup, 1) if fit >= 2 else 0
-    return 0, warmup, max(1, min(active, fit - warmup))
+    fitted = (0, warmup, max(1, min(active, fit - warmup)))
+    if fitted == tuple(steps):
+        return steps, ""
+    took = "each call takes " + _seconds(per_call_s)
+    budget = "%g s (%s)" % (budget_s, PROFILED_BUDGET_ENV)
+    if fit == 0:
+        why = "%s, over the %s the profiled calls are kept within: one active step alone"
+    else:
+        why = "%s, and the profiled calls (warm-up and active) are kept within %s"
+    return fitted, why % (took, budget)
+
+
+def _seconds(s):
+    return "%.2f s" % s if s >= 1 else "%.2f ms" % (s * 1e3)
 
 
 def run_timing(job):
