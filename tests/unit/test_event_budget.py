@@ -11,7 +11,10 @@ from typing import Any
 
 import pytest
 
+from support import FIXTURES
 from support.worker import worker_namespace
+
+COLD_TRACES = sorted(FIXTURES.glob("*/cold.json.gz"))
 
 
 @pytest.fixture(scope="module")
@@ -71,12 +74,23 @@ def test_the_users_allowance_wins(worker, monkeypatch: pytest.MonkeyPatch) -> No
     assert worker["room_bytes"](20 * GB) == 10 * GB
 
 
-def test_the_cold_traces_events_are_counted_across_chunks(worker, tmp_path: Path) -> None:
+def test_the_cold_traces_events_are_counted_as_it_is_gzipped(worker, tmp_path: Path) -> None:
     events = [{"ph": "X", "name": "aten::add" + "x" * 200, "ts": i} for i in range(20_000)]
-    path = tmp_path / "cold.json.gz"
-    with gzip.open(path, "wt") as f:
-        json.dump({"traceEvents": events}, f)  # 4 MB: the count crosses 1 MB chunks
-    assert worker["trace_events"](str(path)) == 20_000
     plain = tmp_path / "cold.json"
-    plain.write_text(json.dumps({"traceEvents": events[:7]}))
-    assert worker["trace_events"](str(plain)) == 7
+    plain.write_text(json.dumps({"traceEvents": events}))  # 4 MB: the count crosses 1 MB chunks
+    out, counted = worker["gzip_file"](str(plain))
+    assert (out, counted) == (str(plain) + ".gz", 20_000) and not plain.exists()
+    with gzip.open(out, "rt") as f:
+        assert json.load(f) == {"traceEvents": events}
+    for split in (1, 2, 3):  # a key across the first 1 MB chunk's end is counted once
+        plain.write_bytes(b" " * ((1 << 20) - split) + b'[{"ph": "X"}, {"ph": "X"}]')
+        assert worker["gzip_file"](str(plain))[1] == 2
+
+
+@pytest.mark.parametrize("path", COLD_TRACES, ids=lambda p: p.parent.name)
+def test_recorded_cold_traces_count_every_event(worker, path: Path, tmp_path: Path) -> None:
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    plain = tmp_path / "cold.json"
+    plain.write_bytes(raw)
+    assert worker["gzip_file"](str(plain))[1] == len(json.loads(raw)["traceEvents"])

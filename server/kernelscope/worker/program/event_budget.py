@@ -9,7 +9,6 @@ shapes, 1.7 KB without; its whole ``Trainer.run``, 607,686 events a call, grew t
 more than 10.4 GB in one active call with shapes and stacks, over 17 KB an event, and by
 2.7 GB without shapes, 4.4 KB an event)."""
 
-import gzip
 import os
 
 from .errors import JobError
@@ -20,19 +19,6 @@ EVENT_BYTES_PLAIN = 5_000
 #: The share of the host's available memory the profiled window may plan to take, unless
 #: the user set the GB in KERNELSCOPE_PROFILER_GB.
 MEMORY_SHARE = 0.5
-
-
-def trace_events(path):
-    """Events in a (gzip'd) Chrome trace: its ``"ph"`` keys, counted without parsing."""
-    count, tail = 0, b""
-    with gzip.GzipFile(path, "rb") if path.endswith(".gz") else open(path, "rb") as f:
-        while True:
-            chunk = bytes(f.read(1 << 20))
-            if not chunk:
-                return count
-            data = tail + chunk
-            count += data.count(b'"ph"')
-            tail = data[-3:]  # a key split across chunks is counted once, in the next
 
 
 def available_bytes():

@@ -163,7 +163,7 @@ class Steps:
 
         job = self.job
         job.progress("export")
-        trace_path = gzip_file(self.trace_tmp)
+        trace_path, _events = gzip_file(self.trace_tmp)
         wall_us = (self.marks["active1"] - self.marks["active0"]) * 1e6 / max(self.active, 1)
         memory = peak_memory(job, self.device)
         samples = self.samples or [self.cold_us or 0.0]

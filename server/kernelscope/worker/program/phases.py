@@ -12,7 +12,7 @@ from .block_masks import block_masks
 from .devices import device_properties, profiler_activities
 from .dynamo import compile_seconds
 from .errors import JobError
-from .event_budget import available_bytes, recording, trace_events
+from .event_budget import available_bytes, recording
 from .launches import launch_report, watch_triton_launches
 from .lines import attribute_lines, line_pass_calls
 from .memory import memory_at_oom, memory_pass
@@ -43,11 +43,11 @@ def profile(job, fn, call, device, sync):
     """The phases on a prepared call."""
     activities = profiler_activities(device)
     stem = trace_stem(job)
-    cold = cold_call(job, call, sync, activities, stem, device)
+    cold, events = cold_call(job, call, sync, activities, stem, device)
     per_call_us = warm_up(job, call, sync)
     timing = unprofiled_timing(job, call, sync, device, per_call_us)
     steps = schedule_steps(job, timing)
-    steps, shapes = fit_recording(job, cold, steps)
+    steps, shapes = fit_recording(job, events, steps)
     trace_tmp, marks = warmed_schedule(job, call, sync, activities, stem, device, steps, shapes)
     memory = peak_memory(job, device)
     trace_path, wall_us = export_schedule(job, trace_tmp, marks, steps)
@@ -67,7 +67,8 @@ def trace_stem(job):
 
 
 def cold_call(job, call, sync, activities, stem, device):
-    """The first call under a light profiler, so its trace shows entry -> first kernel."""
+    """The first call under a light profiler, so its trace shows entry -> first kernel; and
+    the events in that trace (one call's)."""
     from torch.profiler import profile, record_function
 
     job.progress("cold")
@@ -84,15 +85,16 @@ def cold_call(job, call, sync, activities, stem, device):
     entry_to_kernel = (
         first_kernel_after(load_json(cold_tmp), COLD_RANGE) if device.type == "cuda" else None
     )
-    cold_path = gzip_file(cold_tmp)
+    cold_path, events = gzip_file(cold_tmp)
     job.block_masks = block_masks()
-    return {
+    cold = {
         "first_call_us": first_call_us,
         "entry_to_first_kernel_us": entry_to_kernel,
         "process_fresh": job.worker.jobs_run == 0,
         "trace_path": cold_path,
         "compile_us": compile_s * 1e6 if compile_s > 0 else None,
     }
+    return cold, events
 
 
 def requested_steps(job):
@@ -111,11 +113,11 @@ def schedule_steps(job, timing):
     return steps
 
 
-def fit_recording(job, cold, steps):
-    """The schedule's steps and whether it records shapes: as asked, unless its events would
-    not fit in memory (event_budget.recording; job.recording_note then says so)."""
+def fit_recording(job, events, steps):
+    """The schedule's steps and whether it records shapes: as asked, unless their `events`
+    (the cold call's) would not fit in memory (event_budget.recording; job.recording_note
+    then says so)."""
     asked = bool(job.req.get("record_shapes", True))
-    events = trace_events(cold["trace_path"]) if cold.get("trace_path") else 0
     events = job.ranks.agree(events, "max")
     active, shapes, job.recording_note = recording(events, steps[2], available_bytes(), asked)
     return (steps[0], steps[1], active), shapes
@@ -181,7 +183,7 @@ def peak_memory(job, device):
 def export_schedule(job, trace_tmp, marks, steps):
     """Gzip the schedule's trace; return its path and the wall time per active step."""
     job.progress("export")
-    trace_path = gzip_file(trace_tmp)
+    trace_path, _events = gzip_file(trace_tmp)
     active = steps[2]
     return trace_path, (marks["active1"] - marks["active0"]) * 1e6 / max(active, 1)
 

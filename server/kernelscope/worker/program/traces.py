@@ -4,7 +4,6 @@
 import gzip
 import json
 import os
-import shutil
 
 from .names import GPU_CATS
 
@@ -15,11 +14,18 @@ def load_json(path):
 
 
 def gzip_file(path):
+    """Gzip a Chrome trace beside it and remove it: the new path, and the trace's events
+    (its ``"ph"`` keys, counted as the bytes pass, without parsing)."""
     out = path + ".gz"
+    events, tail = 0, b""
     with open(path, "rb") as src, gzip.GzipFile(out, "wb", compresslevel=1) as dst:
-        shutil.copyfileobj(src, dst, 1 << 20)
+        while chunk := src.read(1 << 20):
+            dst.write(chunk)
+            # A key split across two chunks is in the 6 bytes around their boundary.
+            events += chunk.count(b'"ph"') + (tail + chunk[:3]).count(b'"ph"')
+            tail = chunk[-3:]
     os.unlink(path)
-    return out
+    return out, events
 
 
 def first_kernel_after(events, name):
