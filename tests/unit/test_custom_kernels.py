@@ -5,6 +5,7 @@ mistaken for a CUDA-graph replay."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -104,3 +105,25 @@ def test_a_users_kernel_named_like_inductors_is_still_the_users() -> None:
     assert named.kind == "elementwise"
     apply_launches([named], [KernelLaunch("triton_rows", 1, 100e6, 2)], None)
     assert named.kind == "custom" and named.estimate == "launch"
+
+
+def test_a_users_slow_kernel_named_like_inductors_is_not_told_it_is_compiled(
+    tmp_path: Path,
+) -> None:
+    """KS701's advice for a kernel Inductor generated (``triton_…``) is a library op, as it
+    is compiled already; the user's own kernel of that name (a ``custom`` row) gets the
+    advice for code not compiled (max-autotune). The fixture's kernel renamed
+    ``triton_rows``, with a tenth of its tensors' bytes: far below its roof."""
+    trace = tmp_path / "trace.json.gz"
+    with gzip.open(FOLDER / "trace.json.gz", "rb") as f:
+        trace.write_bytes(gzip.compress(f.read().replace(b'"softmax_rows"', b'"triton_rows"')))
+    side = msgspec.json.decode((FOLDER / "sidecar.json").read_bytes(), type=Sidecar)
+    side.launches = [KernelLaunch("triton_rows", 1, IN_AND_OUT / 10, 2)]
+    report = replay_report(trace, side, "row_softmax", str(FOLDER / "custom_kernel.py"))
+    (row,) = report.roofline
+    assert row.name == "triton_rows" and row.kind == "custom"
+    assert row.efficiency is not None and row.efficiency < 0.25
+    slow = next(f for f in report.findings if f.code == "KS701")
+    assert slow.try_ == [
+        "try another shape or dtype, torch.compile(mode='max-autotune'), or a fused library op"
+    ]
