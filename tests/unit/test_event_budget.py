@@ -70,8 +70,11 @@ def test_events_that_would_not_fit_at_all_are_refused(worker) -> None:
 def test_the_users_allowance_wins(worker, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KERNELSCOPE_PROFILER_GB", "100")
     assert worker["recording"](600_000, 1, 20 * GB, True) == (1, True, "")
-    monkeypatch.setenv("KERNELSCOPE_PROFILER_GB", "nonsense")
-    assert worker["room_bytes"](20 * GB) == 10 * GB
+    for bad in ("nonsense", "", "-1", "0"):
+        monkeypatch.setenv("KERNELSCOPE_PROFILER_GB", bad)
+        assert worker["room_bytes"](20 * GB) == 10 * GB
+    monkeypatch.setenv("KERNELSCOPE_PROFILER_GB", "2.5")
+    assert worker["room_bytes"](None) == 2.5 * GB  # set: the host's memory is not needed
 
 
 def test_the_cold_traces_events_are_counted_as_it_is_gzipped(worker, tmp_path: Path) -> None:

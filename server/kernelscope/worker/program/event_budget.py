@@ -9,10 +9,8 @@ shapes, 1.7 KB without; its whole ``Trainer.run``, 607,686 events a call, grew t
 more than 10.4 GB in one active call with shapes and stacks, over 17 KB an event, and by
 2.7 GB without shapes, 4.4 KB an event)."""
 
-import os
-
 from .errors import JobError
-from .names import PROFILER_GB_ENV
+from .names import PROFILER_GB_ENV, positive_env
 
 EVENT_BYTES_SHAPED = 20_000
 EVENT_BYTES_PLAIN = 5_000
@@ -36,11 +34,8 @@ def available_bytes():
 def room_bytes(available):
     """The memory the profiled window may take: KERNELSCOPE_PROFILER_GB where set, else
     MEMORY_SHARE of the available memory (None: not known)."""
-    try:
-        gb = float(os.environ.get(PROFILER_GB_ENV, ""))
-    except ValueError:
-        gb = 0.0
-    if gb > 0:
+    gb = positive_env(PROFILER_GB_ENV)
+    if gb is not None:
         return gb * 1e9
     return MEMORY_SHARE * available if available is not None else None
 

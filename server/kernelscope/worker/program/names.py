@@ -1,9 +1,12 @@
 # pyright: basic
-"""Names the worker shares with the server, and the worker's own fixed values.
+"""Names the worker shares with the server, the worker's own fixed values, and how it reads
+a number the user set in the environment.
 
 The worker cannot import kernelscope (it runs alone on GPU hosts), so it keeps twins of
 server-side names; tests/unit/test_worker_twins.py fails when one drifts.
 """
+
+import os
 
 # Twins of server-side names:
 CALL_RANGE = "ks:call"  # kernelscope.analysis.calls.CALL_RANGE
@@ -27,3 +30,13 @@ BENCHMARK_KERNEL_ENV = "TORCHINDUCTOR_BENCHMARK_KERNEL"
 PROFILED_BUDGET_ENV = "KERNELSCOPE_PROFILED_SECONDS"  # timing.PROFILED_BUDGET_S, overridden
 PROFILER_GB_ENV = "KERNELSCOPE_PROFILER_GB"  # event_budget.room_bytes, overridden
 BENCHMARK_KERNEL_LINE = b"Compiled module path: "
+
+
+def positive_env(name, default=None):
+    """The positive number the user set in environment variable `name`, else `default`
+    (unset, not a number, or not positive)."""
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default

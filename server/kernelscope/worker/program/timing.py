@@ -1,11 +1,10 @@
 # pyright: basic
 """The call timed without the profiler: CUDA events on a GPU, ``perf_counter`` on the CPU."""
 
-import os
 import statistics
 import time
 
-from .names import PROFILED_BUDGET_ENV
+from .names import PROFILED_BUDGET_ENV, positive_env
 from .nvml import GpuSampler
 
 #: Warm-up as a loop warms up: calls back to back in blocks (one call, then twice as many
@@ -40,11 +39,7 @@ PROFILED_BUDGET_S = 10.0
 
 def profiled_budget_s():
     """PROFILED_BUDGET_S, or the seconds the user set in KERNELSCOPE_PROFILED_SECONDS."""
-    try:
-        budget = float(os.environ.get(PROFILED_BUDGET_ENV, ""))
-    except ValueError:
-        return PROFILED_BUDGET_S
-    return budget if budget > 0 else PROFILED_BUDGET_S
+    return positive_env(PROFILED_BUDGET_ENV, PROFILED_BUDGET_S)
 
 
 def fitted_schedule(steps, per_call_us, budget_s):
