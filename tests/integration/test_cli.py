@@ -164,7 +164,7 @@ def test_events_that_would_not_fit_in_memory_are_recorded_in_fewer_steps_or_refu
 
     fewer = steps("0.8")  # 0.4 GB a call with shapes
     assert (fewer["active"], fewer["asked"]) == (1, [0, 1, 3])
-    assert fewer["recording"].startswith("1 active step of the 3 asked: one call makes 20,0")
+    assert fewer["recording"].startswith("1 active step, not 3: one call makes 20,0")
     assert fewer["recording"].endswith("and more would take over the 0.8 GB allowed")
     assert fewer["fitted"] == ""  # the calls are short: their events, not their length
     plain = steps("0.3")  # 0.1 GB a call without
@@ -176,7 +176,7 @@ def test_events_that_would_not_fit_in_memory_are_recorded_in_fewer_steps_or_refu
     lines = human.stdout.splitlines()
     at = next(i for i, x in enumerate(lines) if x.startswith("schedule"))
     assert lines[at] == "schedule  wait 0 · warmup 1 · active 1  (asked 0 · 1 · 3)"
-    assert lines[at + 1].startswith("          1 active step of the 3 asked: one call makes")
+    assert lines[at + 1].startswith("          1 active step, not 3: one call makes")
     refused = kernelscope("profile", spec, "--no-lines", *SCHEDULE, KERNELSCOPE_PROFILER_GB="0.05")
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
     assert "One call makes 20,0" in refused.stderr and "GB allowed (half this" in refused.stderr

@@ -38,7 +38,7 @@ def test_fewer_active_steps_keep_the_shapes_where_one_fits(worker) -> None:
     assert worker["recording"](150_000, 5, 20 * GB, True) == (
         3,
         True,
-        "3 active steps of the 5 asked: one call makes 150,000 profiler events, and more "
+        "3 active steps, not 5: one call makes 150,000 profiler events, and more "
         "would take over the 10.0 GB allowed",
     )
 

@@ -52,7 +52,7 @@ def recording(events, active, available, shapes):
 
     def fewer(fit):
         return (
-            "%d active step%s of the %d asked: %s, and more would take over the %.1f GB "
+            "%d active step%s, not %d: %s, and more would take over the %.1f GB "
             "allowed" % (fit, "" if fit == 1 else "s", active, made, room / 1e9)
         )
 
