@@ -5,14 +5,18 @@ reference the worker's unprofiled figure must match (issue 24, item 5).
     python tests/support/fresh_timing.py PATH::FUNC DEVICE [REPS]
 
 prints one JSON object: ``us_per_call`` (median), ``reps``, ``warmup_us_per_call``,
-``cpu`` (the CPU it last ran on).
+``cpu`` (the CPU it last ran on). With KS_FRESH_AS_WORKER=1 the process takes on the two
+things a worker's start leaves behind (TORCHINDUCTOR_BENCHMARK_KERNEL=1, and torch's objects
+collected and frozen out of the garbage collector's reach), to tell them apart from the rest.
 Needs ``server/`` on ``PYTHONPATH`` (the worker's timing module; no msgspec needed).
 """
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import json
+import os
 import sys
 from typing import Any
 
@@ -49,7 +53,14 @@ def last_cpu() -> int:
 
 def main() -> None:
     """Import the workload, build its inputs, warm up and time as the worker does."""
+    as_worker = os.environ.get("KS_FRESH_AS_WORKER") == "1"
+    if as_worker:
+        os.environ["TORCHINDUCTOR_BENCHMARK_KERNEL"] = "1"
     import torch
+
+    if as_worker:
+        gc.collect()
+        gc.freeze()
 
     from kernelscope.worker.program.timing import unprofiled_timing, warm_up
 
