@@ -6,6 +6,7 @@ with no harness code; and every way a program can fail to give the call, with it
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -33,7 +34,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def kernelscope(
-    cwd: Path, *args: str, command: str = "profile"
+    cwd: Path, *args: str, command: str = "profile", **env: str
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "kernelscope", command, *args],
@@ -42,6 +43,7 @@ def kernelscope(
         text=True,
         cwd=cwd,
         timeout=300,
+        env=os.environ | env,
     )
 
 
@@ -214,6 +216,29 @@ def test_in_place_a_module_level_while_loop(project: Path) -> None:
     assert out["lines"] == []  # no line pass in place
     names = {o["name"] for o in out["ops"]}
     assert "Optimizer.step#AdamW.step" in names  # the whole iteration: the optimizer too
+
+
+def test_in_place_long_iterations_are_profiled_fewer_times(project: Path) -> None:
+    """Iterations longer than the profiled budget allows: one active step, no wait, no
+    warm-up, and the schedule says why (an epoch-long iteration piles up events)."""
+    loop = _line_of(project / "train.py", "while True:")
+    out = report(
+        kernelscope(
+            project,
+            f"train.py:{loop}",
+            "--via",
+            TRAIN.replace("=3", "=20"),
+            "--json",
+            KERNELSCOPE_PROFILED_SECONDS="0.000001",
+        )
+    )
+    assert out["call_site"]["modes"] == ["iterations 6-6 profiled, 6-6 active"]
+    steps = out["steps"]
+    assert (steps["wait"], steps["warmup"], steps["active"]) == (0, 0, 1)
+    assert steps["asked"] == [1, 3, 5]
+    assert steps["fitted"].startswith("each iteration takes ")
+    assert "one active step alone" in steps["fitted"]
+    assert out["timing"]["unprofiled_reps"] == 4
 
 
 def test_in_place_a_functions_calls(project: Path) -> None:

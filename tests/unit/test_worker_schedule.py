@@ -56,3 +56,13 @@ def test_the_budget_is_the_users_where_set(worker, monkeypatch: pytest.MonkeyPat
     for bad in ("", "ten", "-1", "0"):
         monkeypatch.setenv("KERNELSCOPE_PROFILED_SECONDS", bad)
         assert budget() == worker["PROFILED_BUDGET_S"]
+
+
+def test_fitted_schedule_names_iterations_in_place(worker: dict[str, Any]) -> None:
+    """In place the steps are a loop's iterations, and the sentence says so."""
+    steps, why = worker["fitted_schedule"]((1, 3, 5), 4_000_000.0, 10.0, "iteration")
+    assert steps == (0, 1, 1)
+    assert why == (
+        "each iteration takes 4.00 s, and the profiled iterations (warm-up and active) are "
+        "kept within 10 s (KERNELSCOPE_PROFILED_SECONDS)"
+    )

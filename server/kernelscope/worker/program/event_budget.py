@@ -51,10 +51,9 @@ def recording(events, active, available, shapes):
     made = "one call makes %s profiler events" % _count(events)
 
     def fewer(fit):
-        return (
-            "%d active step%s, not %d: %s, and more would take over the %.1f GB "
-            "allowed" % (fit, "" if fit == 1 else "s", active, made, room / 1e9)
-        )
+        steps = "%d active step%s" % (fit, "" if fit == 1 else "s")
+        more = "more would take over the %.1f GB allowed" % (room / 1e9)
+        return "%s, not %d: %s, and %s" % (steps, active, made, more)
 
     if shapes:
         fit = int(room // (events * EVENT_BYTES_SHAPED))

@@ -6,6 +6,9 @@ steps run under the profiler's schedule; then the result is sent and the worker 
 locally, this is the worker that never profiled (a warmed profiler slows host code for the
 rest of the process); through a command prefix or a remote, the profiling worker.
 
+Where the steps before the profiler are long, fewer are profiled (as for a long call:
+timing.fitted_schedule).
+
 The only syncs kernelscope adds are the schedule's: before the active window opens and
 before it closes (CUDA events time the steps before, with no sync). There is no line pass
 in place.
@@ -23,7 +26,7 @@ from .devices import profiler_activities
 from .errors import JobError
 from .names import CALL_RANGE, STAGES_PROFILED, TIMING_WORKER_ENV
 from .phases import finished, peak_memory, trace_stem
-from .timing import spread
+from .timing import fitted_schedule, profiled_budget_s, spread
 from .traces import gzip_file
 from .watch import CallWatch
 
@@ -136,6 +139,7 @@ class Steps:
         if self.cuda:
             self.samples = [s.elapsed_time(e) * 1e3 for s, e in self.events if e is not None]
         self.events = []
+        self._fit()
         self.stem = trace_stem(self.job)
         self.trace_tmp = os.path.join(self.job.trace_dir, self.stem + ".pt.trace.json")
         tmp = self.trace_tmp
@@ -150,6 +154,20 @@ class Steps:
         self.prof.__enter__()
         if self.wait + self.warmup == 0:
             self._open_window()
+
+    def _fit(self):
+        """Fewer profiled steps where the steps before took long (fitted_schedule; the job's
+        schedule_note says so): an epoch-long iteration profiled with stacks would pile up
+        its events as a long call does."""
+        if not self.samples:
+            return
+        steps, self.job.schedule_note = fitted_schedule(
+            (self.wait, self.warmup, self.active),
+            statistics.median(self.samples),
+            profiled_budget_s(),
+            self.what,
+        )
+        self.wait, self.warmup, self.active = steps
 
     def _open_window(self):
         self.sync()

@@ -42,10 +42,10 @@ def profiled_budget_s():
     return positive_env(PROFILED_BUDGET_ENV, PROFILED_BUDGET_S)
 
 
-def fitted_schedule(steps, per_call_us, budget_s):
-    """The schedule's (wait, warmup, active) steps, fewer where the calls are long: no wait
-    step, one warm-up and as many active steps as fit in `budget_s` (at least one); with the
-    sentence that says why ("" when as asked)."""
+def fitted_schedule(steps, per_call_us, budget_s, what="call"):
+    """The schedule's (wait, warmup, active) steps, fewer where the calls (or iterations, as
+    `what` names them) are long: no wait step, one warm-up and as many active steps as fit in
+    `budget_s` (at least one); with the sentence that says why ("" when as asked)."""
     _wait, warmup, active = steps
     per_call_s = per_call_us / 1e6
     if per_call_s <= 0 or (warmup + active) * per_call_s <= budget_s:
@@ -55,13 +55,13 @@ def fitted_schedule(steps, per_call_us, budget_s):
     fitted = (0, warmup, max(1, min(active, fit - warmup)))
     if fitted == tuple(steps):
         return steps, ""
-    took = "each call takes " + _seconds(per_call_s)
+    took = "each %s takes %s" % (what, _seconds(per_call_s))
     budget = "%g s (%s)" % (budget_s, PROFILED_BUDGET_ENV)
     if fit == 0:
-        why = "%s, over the %s the profiled calls are kept within: one active step alone"
+        why = "%s, over the %s the profiled %ss are kept within: one active step alone"
     else:
-        why = "%s, and the profiled calls (warm-up and active) are kept within %s"
-    return fitted, why % (took, budget)
+        why = "%s, and the profiled %ss (warm-up and active) are kept within %s"
+    return fitted, why % ((took, budget, what) if fit == 0 else (took, what, budget))
 
 
 def _seconds(s):
