@@ -5,6 +5,7 @@ with no harness code; and every way a program can fail to give the call, with it
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -19,6 +20,7 @@ import pytest
 from support import WORKLOADS
 
 TRAIN = "train.py config/tiny.py --max_iters=3 --eval_interval=2 --device=cpu"
+NO_TIME_FIT = {"KERNELSCOPE_PROFILED_SECONDS": "1000"}  # iterations slow on a busy host
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +47,13 @@ def kernelscope(
         timeout=300,
         env=os.environ | env,
     )
+
+
+def in_place_loop(project: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """train.py's `while True:` loop profiled in place, over 20 iterations, as JSON."""
+    loop = _line_of(project / "train.py", "while True:")
+    command = TRAIN.replace("=3", "=20")
+    return kernelscope(project, f"train.py:{loop}", "--via", command, "--json", **env)
 
 
 def report(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -202,9 +211,7 @@ def test_in_place_a_module_level_while_loop(project: Path) -> None:
     """train.py's `while True:` at module level: its iterations are the steps, with the
     program's own batches (fork DataLoader workers), gradient accumulation and eval."""
     loop = _line_of(project / "train.py", "while True:")
-    out = report(
-        kernelscope(project, f"train.py:{loop}", "--via", TRAIN.replace("=3", "=20"), "--json")
-    )
+    out = report(in_place_loop(project, **NO_TIME_FIT))
     site = out["call_site"]
     assert site["captured"] is False
     assert site["modes"] == ["iterations 6-14 profiled, 10-14 active"]
@@ -219,26 +226,42 @@ def test_in_place_a_module_level_while_loop(project: Path) -> None:
 
 
 def test_in_place_long_iterations_are_profiled_fewer_times(project: Path) -> None:
-    """Iterations longer than the profiled budget allows: one active step, no wait, no
-    warm-up, and the schedule says why (an epoch-long iteration piles up events)."""
-    loop = _line_of(project / "train.py", "while True:")
-    out = report(
-        kernelscope(
-            project,
-            f"train.py:{loop}",
-            "--via",
-            TRAIN.replace("=3", "=20"),
-            "--json",
-            KERNELSCOPE_PROFILED_SECONDS="0.000001",
-        )
-    )
-    assert out["call_site"]["modes"] == ["iterations 6-6 profiled, 6-6 active"]
+    """Iterations longer than the profiled budget allows: the wait step (it counts the
+    events), no warm-up, one active step, and the schedule says why (an epoch-long iteration
+    piles up events)."""
+    out = report(in_place_loop(project, KERNELSCOPE_PROFILED_SECONDS="0.000001"))
+    # iteration 6 is the wait step kept to count the events an iteration makes
+    assert out["call_site"]["modes"] == ["iterations 6-7 profiled, 7-7 active"]
     steps = out["steps"]
-    assert (steps["wait"], steps["warmup"], steps["active"]) == (0, 0, 1)
+    assert (steps["wait"], steps["warmup"], steps["active"]) == (1, 0, 1)
     assert steps["asked"] == [1, 3, 5]
     assert steps["fitted"].startswith("each iteration takes ")
     assert "one active step alone" in steps["fitted"]
     assert out["timing"]["unprofiled_reps"] == 4
+
+
+def test_in_place_the_events_of_an_iteration_are_weighed_before_the_schedule(
+    project: Path,
+) -> None:
+    """The wait step counts the events one iteration makes under a light profiler; where the
+    active steps' would not fit in the memory allowed, they are recorded without shapes (or
+    fewer), and where not one fits, the job is refused before the schedule, not killed."""
+    err = error(in_place_loop(project, KERNELSCOPE_PROFILER_GB="1e-6", **NO_TIME_FIT))
+    assert err["kind"] == "trace_too_large"
+    made = re.search(
+        r"One iteration makes ([\d,]+) profiler events \(a counting step\)", err["message"]
+    )
+    assert made is not None, err["message"]
+    events = int(made[1].replace(",", ""))
+    gb = f"{events * 12_000 / 1e9:.6f}"  # two steps without shapes (5 KB), none with (20 KB)
+    out = report(in_place_loop(project, KERNELSCOPE_PROFILER_GB=gb, **NO_TIME_FIT))
+    steps = out["steps"]
+    assert (steps["wait"], steps["warmup"], steps["active"]) == (1, 3, 2)
+    assert steps["recording"].startswith("recorded without shapes (no FLOPs or bytes per op): ")
+    assert f"one iteration makes {events:,} profiler events" in steps["recording"]
+    assert out["call_site"]["modes"] == ["iterations 6-11 profiled, 10-11 active"]
+    trace = gzip.decompress((project / out["trace"]["path"]).read_bytes())
+    assert b'"Optimizer.step#AdamW.step"' in trace and b'"Input Dims"' not in trace
 
 
 def test_in_place_a_functions_calls(project: Path) -> None:
@@ -252,6 +275,7 @@ def test_in_place_a_functions_calls(project: Path) -> None:
             "--skip",
             "3",
             "--json",
+            **NO_TIME_FIT,
         )
     )
     assert out["call_site"]["modes"] == ["calls 4-12 profiled, 8-12 active"]
@@ -262,11 +286,22 @@ def test_in_place_the_program_runs_to_its_end_with_no_stop_after(project: Path) 
     shutil.rmtree(project / "out", ignore_errors=True)
     command = "train_main.py --max_iters 20 --device cpu --num_workers 0"
     spec = "train_main.py::train_step"
-    stopped = report(kernelscope(project, spec, "--via", command, "--in-place", "--json"))
+    stopped = report(
+        kernelscope(project, spec, "--via", command, "--in-place", "--json", **NO_TIME_FIT)
+    )
     assert stopped["call_site"]["modes"] == ["calls 6-14 profiled, 10-14 active"]
     assert not (project / "out" / "ckpt.pt").exists()  # stopped after call 14 of 21
     out = report(
-        kernelscope(project, spec, "--via", command, "--in-place", "--no-stop-after", "--json")
+        kernelscope(
+            project,
+            spec,
+            "--via",
+            command,
+            "--in-place",
+            "--no-stop-after",
+            "--json",
+            **NO_TIME_FIT,
+        )
     )
     first, then = out["call_site"]["modes"]
     assert first == "calls 6-14 profiled, 10-14 active"

@@ -40,15 +40,16 @@ def room_bytes(available):
     return MEMORY_SHARE * available if available is not None else None
 
 
-def recording(events, active, available, shapes):
+def recording(events, active, available, shapes, what="call"):
     """(active steps, shapes, why) for the schedule: as asked where its events fit in
     room_bytes(); else fewer active steps with shapes, as many as fit; else without shapes
     (no FLOPs or bytes per op), with the sentence that says why ("" when as asked). Raises
-    JobError when not one call fits even so."""
+    JobError when not one step fits even so. `what` is a step: a call, or an iteration
+    (whose events a counting step measured, in place)."""
     room = room_bytes(available)
     if room is None or events <= 0:
         return active, shapes, ""
-    made = "one call makes %s profiler events" % _count(events)
+    made = "one %s makes %s profiler events" % (what, _count(events))
 
     def fewer(fit):
         steps = "%d active step%s" % (fit, "" if fit == 1 else "s")
@@ -65,16 +66,17 @@ def recording(events, active, available, shapes):
         if shapes:
             note = (
                 "recorded without shapes (no FLOPs or bytes per op): %s, which with shapes "
-                "would take ~%.1f GB a call, over the %.1f GB allowed"
-                % (made, events * EVENT_BYTES_SHAPED / 1e9, room / 1e9)
+                "would take ~%.1f GB a %s, over the %.1f GB allowed"
+                % (made, events * EVENT_BYTES_SHAPED / 1e9, what, room / 1e9)
             )
         return min(fit, active), False, note
+    counted = "its cold call" if what == "call" else "a counting step"
     raise JobError(
         "trace_too_large",
-        "%s (its cold call), and profiling one would take ~%.1f GB, over the %.1f GB allowed "
+        "%s (%s), and profiling one would take ~%.1f GB, over the %.1f GB allowed "
         "(half this host's available memory, or KERNELSCOPE_PROFILER_GB): profile a smaller "
         "function that it calls"
-        % (made[0].upper() + made[1:], events * EVENT_BYTES_PLAIN / 1e9, room / 1e9),
+        % (made[0].upper() + made[1:], counted, events * EVENT_BYTES_PLAIN / 1e9, room / 1e9),
     )
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from .devices import profiler_activities
 from .errors import JobError
+from .event_budget import available_bytes, recording
 from .names import CALL_RANGE, STAGES_PROFILED, TIMING_WORKER_ENV
 from .phases import finished, peak_memory, trace_stem
 from .timing import fitted_schedule, profiled_budget_s, spread
@@ -49,6 +50,10 @@ class Steps:
         self.samples = []
         self.events = []
         self.prof: Any = None  # the profiler, once the profiled steps begin
+        self.counting: Any = None  # the light profiler of the step that counts events
+        self.counted = 0  # 1 once a wait step counted the events one step makes
+        self.first = self.skip + 1  # the first profiled step (the counting one too)
+        self.shapes = bool(job.req.get("record_shapes", True))
         self.range: Any = None  # the open step's record_function
         self.marks = {}
         self.done = False
@@ -89,6 +94,10 @@ class Steps:
                 self.events.append([start, None])
             return
         if profiled == 1:
+            self._close_timing()
+            if self.wait >= 1 and not self.counted:
+                self._start_counting()
+                return
             self._start_profiler()
         total = self.wait + self.warmup + self.active
         stage = STAGES_PROFILED[
@@ -119,6 +128,9 @@ class Steps:
             else:
                 self.samples.append((time.perf_counter() - self.t0) * 1e6)
             return
+        if self.counting is not None:
+            self._stop_counting()
+            return
         self.range.__exit__(None, None, None)
         self.range = None
         total = self.wait + self.warmup + self.active
@@ -135,11 +147,6 @@ class Steps:
         from torch.profiler import profile, schedule
 
         req = self.job.req
-        self.sync()  # the steps before: their events are read now
-        if self.cuda:
-            self.samples = [s.elapsed_time(e) * 1e3 for s, e in self.events if e is not None]
-        self.events = []
-        self._fit()
         self.stem = trace_stem(self.job)
         self.trace_tmp = os.path.join(self.job.trace_dir, self.stem + ".pt.trace.json")
         tmp = self.trace_tmp
@@ -147,13 +154,51 @@ class Steps:
             activities=profiler_activities(self.device),
             schedule=schedule(wait=self.wait, warmup=self.warmup, active=self.active, repeat=1),
             on_trace_ready=lambda p: p.export_chrome_trace(tmp),
-            record_shapes=bool(req.get("record_shapes", True)),
+            record_shapes=self.shapes,
             with_stack=bool(req.get("with_stack", True)),
-            with_flops=bool(req.get("record_shapes", True)),
+            with_flops=self.shapes,
         )
         self.prof.__enter__()
         if self.wait + self.warmup == 0:
             self._open_window()
+
+    def _close_timing(self):
+        """The steps before the profiler are over: read their CUDA events, fit the schedule
+        (once: a counting step comes first, where there is one)."""
+        if self.counted:
+            return
+        self.sync()
+        if self.cuda:
+            self.samples = [s.elapsed_time(e) * 1e3 for s, e in self.events if e is not None]
+        self.events = []
+        self._fit()
+
+    def _start_counting(self):
+        """The first wait step runs under a light profiler (no shapes, no stacks): its trace
+        counts the events one step makes, as the cold call's does for a function."""
+        from torch.profiler import profile
+
+        self.job.progress(STAGES_PROFILED[0], 1, self.wait + self.warmup + self.active)
+        self.counting = profile(activities=profiler_activities(self.device))
+        self.counting.__enter__()
+
+    def _stop_counting(self):
+        """Close the counting step; profile fewer active steps, or without shapes, where
+        theirs would not fit in memory (event_budget.recording; JobError where not one
+        does). The next step starts the schedule, one wait step fewer."""
+        self.sync()
+        prof, self.counting = self.counting, None
+        prof.__exit__(None, None, None)
+        tmp = os.path.join(self.job.trace_dir, trace_stem(self.job) + ".count.json")
+        prof.export_chrome_trace(tmp)
+        path, events = gzip_file(tmp)
+        os.unlink(path)
+        self.active, self.shapes, self.job.recording_note = recording(
+            events, self.active, available_bytes(), self.shapes, self.what
+        )
+        self.counted = 1
+        self.skip += 1
+        self.wait -= 1
 
     def _fit(self):
         """Fewer profiled steps where the steps before took long (fitted_schedule; the job's
@@ -167,7 +212,9 @@ class Steps:
             profiled_budget_s(),
             self.what,
         )
-        self.wait, self.warmup, self.active = steps
+        if self.job.schedule_note:  # the fit drops the wait step; one asked for stays, to
+            self.wait = min(self.wait, 1)  # count the events a step makes
+            self.warmup, self.active = steps[1], steps[2]
 
     def _open_window(self):
         self.sync()
@@ -210,7 +257,7 @@ class Steps:
             "trace_path": None,
             "compile_us": None,
         }
-        first = self.skip + 1
+        first = self.first
         last = self.skip + self.wait + self.warmup + self.active
         modes = ["%ss %d-%d profiled, %d-%d active"
                  % (self.what, first, last, last - self.active + 1, last)]  # fmt: skip
@@ -238,7 +285,7 @@ class Steps:
             job,
             stand_in,
             self.device,
-            (self.wait, self.warmup, self.active),
+            (self.wait + self.counted, self.warmup, self.active),
             cold,
             timing,
             trace_path,
@@ -450,6 +497,8 @@ def run_in_place(job):
             watch.disarm()
             if steps.prof is not None and not steps.done:
                 steps.prof.__exit__(None, None, None)
+            if steps.counting is not None:
+                steps.counting.__exit__(None, None, None)
     finally:
         job.worker.fork_hooks.remove(watch.disarm)
     if steps.done:  # --no-stop-after: the program has finished; the result goes now
