@@ -258,7 +258,8 @@ def test_in_place_the_events_of_an_iteration_are_weighed_before_the_schedule(
     steps = out["steps"]
     assert (steps["wait"], steps["warmup"], steps["active"]) == (1, 3, 2)
     assert steps["recording"].startswith("recorded without shapes (no FLOPs or bytes per op): ")
-    assert f"one iteration makes {events:,} profiler events" in steps["recording"]
+    assert re.search(r"one iteration makes [\d,]+ profiler events", steps["recording"])
+    assert steps["recording"].endswith("; and 2 active steps, not 5")
     assert out["call_site"]["modes"] == ["iterations 6-11 profiled, 10-11 active"]
     trace = gzip.decompress((project / out["trace"]["path"]).read_bytes())
     assert b'"Optimizer.step#AdamW.step"' in trace and b'"Input Dims"' not in trace

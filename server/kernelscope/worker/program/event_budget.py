@@ -53,7 +53,7 @@ def recording(events, active, available, shapes, what="call"):
 
     def fewer(fit):
         steps = "%d active step%s" % (fit, "" if fit == 1 else "s")
-        more = "more would take over the %.1f GB allowed" % (room / 1e9)
+        more = "more would take over the %s allowed" % _gb(room)
         return "%s, not %d: %s, and %s" % (steps, active, made, more)
 
     if shapes:
@@ -66,18 +66,25 @@ def recording(events, active, available, shapes, what="call"):
         if shapes:
             note = (
                 "recorded without shapes (no FLOPs or bytes per op): %s, which with shapes "
-                "would take ~%.1f GB a %s, over the %.1f GB allowed"
-                % (made, events * EVENT_BYTES_SHAPED / 1e9, what, room / 1e9)
+                "would take ~%s per %s, over the %s allowed"
+                % (made, _gb(events * EVENT_BYTES_SHAPED), what, _gb(room))
             )
+            if fit < active:
+                note += "; and %d active step%s, not %d" % (fit, "" if fit == 1 else "s", active)
         return min(fit, active), False, note
     counted = "its cold call" if what == "call" else "a counting step"
     raise JobError(
         "trace_too_large",
-        "%s (%s), and profiling one would take ~%.1f GB, over the %.1f GB allowed "
+        "%s (%s), and profiling one would take ~%s, over the %s allowed "
         "(half this host's available memory, or KERNELSCOPE_PROFILER_GB): profile a smaller "
         "function that it calls"
-        % (made[0].upper() + made[1:], counted, events * EVENT_BYTES_PLAIN / 1e9, room / 1e9),
+        % (made[0].upper() + made[1:], counted, _gb(events * EVENT_BYTES_PLAIN), _gb(room)),
     )
+
+
+def _gb(n):
+    """Bytes as GB, with two significant digits under 1 GB (0.012 GB, not 0.0 GB)."""
+    return "%.1f GB" % (n / 1e9) if n >= 1e9 else "%.2g GB" % (n / 1e9)
 
 
 def _count(n):

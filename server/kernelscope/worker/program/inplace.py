@@ -7,11 +7,13 @@ locally, this is the worker that never profiled (a warmed profiler slows host co
 rest of the process); through a command prefix or a remote, the profiling worker.
 
 Where the steps before the profiler are long, fewer are profiled (as for a long call:
-timing.fitted_schedule).
+timing.fitted_schedule). The first wait step runs under a light profiler instead, to count
+the events one step makes and weigh them (event_budget.recording); with no wait step asked
+for, nothing is weighed.
 
-The only syncs kernelscope adds are the schedule's: before the active window opens and
-before it closes (CUDA events time the steps before, with no sync). There is no line pass
-in place.
+kernelscope adds syncs only around the profiler: where the timed steps end, around the
+counting step, before the active window opens and before it closes (CUDA events time the
+steps before, with no sync). There is no line pass in place.
 """
 
 import dis
@@ -28,7 +30,7 @@ from .event_budget import available_bytes, recording
 from .names import CALL_RANGE, STAGES_PROFILED, TIMING_WORKER_ENV
 from .phases import finished, peak_memory, trace_stem
 from .timing import fitted_schedule, profiled_budget_s, spread
-from .traces import gzip_file
+from .traces import count_events, gzip_file
 from .watch import CallWatch
 
 
@@ -103,7 +105,7 @@ class Steps:
         stage = STAGES_PROFILED[
             0 if profiled <= self.wait else 1 if profiled <= self.wait + self.warmup else 2
         ]
-        self.job.progress(stage, profiled, total)
+        self.job.progress(stage, profiled + self.counted, total + self.counted)
         if profiled == self.wait + self.warmup + 1:
             self._open_window()
         from torch.autograd.profiler import record_function
@@ -191,8 +193,8 @@ class Steps:
         prof.__exit__(None, None, None)
         tmp = os.path.join(self.job.trace_dir, trace_stem(self.job) + ".count.json")
         prof.export_chrome_trace(tmp)
-        path, events = gzip_file(tmp)
-        os.unlink(path)
+        events = count_events(tmp)
+        os.unlink(tmp)
         self.active, self.shapes, self.job.recording_note = recording(
             events, self.active, available_bytes(), self.shapes, self.what
         )
@@ -213,8 +215,10 @@ class Steps:
             self.what,
         )
         if self.job.schedule_note:  # the fit drops the wait step; one asked for stays, to
-            self.wait = min(self.wait, 1)  # count the events a step makes
-            self.warmup, self.active = steps[1], steps[2]
+            asked = (self.wait, self.warmup, self.active)  # count the events a step makes
+            self.wait, self.warmup, self.active = min(self.wait, 1), steps[1], steps[2]
+            if (self.wait, self.warmup, self.active) == asked:
+                self.job.schedule_note = ""
 
     def _open_window(self):
         self.sync()
@@ -507,7 +511,8 @@ def run_in_place(job):
         )
         job.worker.conclude(job, steps.conclude)
 
-    need = skip + sum(schedule) + (1 if loop else 0)
+    profiled = steps.skip - skip + steps.wait + steps.warmup + steps.active  # as fitted
+    need = skip + profiled + (1 if loop else 0)
     name = "the loop at line %d" % loop if loop else req["qualname"]
     message = (
         "%s made %d %s%s of %s in %.1f s; in place needs %d (--skip %d, then %d profiled%s)"
@@ -520,7 +525,7 @@ def run_in_place(job):
             time.perf_counter() - steps.started,
             need,
             skip,
-            sum(schedule),
+            profiled,
             ", and one more to end the last" if loop else "",
         )
     )

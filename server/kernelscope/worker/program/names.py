@@ -34,9 +34,9 @@ BENCHMARK_KERNEL_LINE = b"Compiled module path: "
 
 def positive_env(name, default=None):
     """The positive number the user set in environment variable `name`, else `default`
-    (unset, not a number, or not positive)."""
+    (unset, not a number, not positive, or infinite)."""
     try:
         value = float(os.environ.get(name, ""))
     except ValueError:
         return default
-    return value if value > 0 else default
+    return value if 0 < value < float("inf") else default

@@ -15,17 +15,26 @@ def load_json(path):
 
 def gzip_file(path):
     """Gzip a Chrome trace beside it and remove it: the new path, and the trace's events
-    (its ``"ph"`` keys, counted as the bytes pass, without parsing)."""
+    (count_events, as the bytes pass)."""
     out = path + ".gz"
+    with gzip.GzipFile(out, "wb", compresslevel=1) as dst:
+        events = count_events(path, dst)
+    os.unlink(path)
+    return out, events
+
+
+def count_events(path, sink=None):
+    """The events in a Chrome trace: its ``"ph"`` keys, counted without parsing; each chunk
+    read also goes to `sink` where one is given."""
     events, tail = 0, b""
-    with open(path, "rb") as src, gzip.GzipFile(out, "wb", compresslevel=1) as dst:
+    with open(path, "rb") as src:
         while chunk := src.read(1 << 20):
-            dst.write(chunk)
+            if sink is not None:
+                sink.write(chunk)
             # A key split across two chunks is in the 6 bytes around their boundary.
             events += chunk.count(b'"ph"') + (tail + chunk[:3]).count(b'"ph"')
             tail = chunk[-3:]
-    os.unlink(path)
-    return out, events
+    return events
 
 
 def first_kernel_after(events, name):
