@@ -466,6 +466,27 @@ def test_a_function_of_the_script_itself_runs_the_program_again(project: Path) -
     assert "defined in the program's script" in side.timing.replay_note
 
 
+def test_a_capture_holding_the_scripts_own_classes_is_not_kept() -> None:
+    """dcgan's Generator.forward: a capture of a function of the script, or one that holds
+    a __main__.Net, cannot be replayed by another process; the report says it is not kept,
+    and why, instead of promising a replay that would run the program again."""
+
+    def text(spec: str) -> str:
+        proc = kernelscope(WORKLOADS, spec, "--via", "script_class.py", "--no-lines",
+                           "--no-memory")  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "the next profile of this call replays it" not in proc.stdout
+        return proc.stdout
+
+    assert "not kept: the function is defined in the program's script" in text(
+        "script_class.py::Net.forward"
+    )
+    assert "not kept: it holds __main__.Net, defined in the program's script" in text(
+        "script_helper.py::apply"
+    )
+    assert not list((WORKLOADS / ".kernelscope" / "captures").glob("apply-call1.pt"))
+
+
 def test_an_argument_that_cannot_be_saved_is_named() -> None:
     proc = kernelscope(WORKLOADS, "unsaveable_program.py::step", "--via", "unsaveable_program.py",
                        "--save", "--json", "--no-lines")  # fmt: skip

@@ -250,6 +250,13 @@ def save_capture(torch, path, args, kwargs, state, meta, limit=None):
                 str(e).splitlines()[0][:200] if str(e) else "",
             )
     payload = {"args": list(args), "kwargs": kwargs, "state": state.saved(), "meta": meta}
+    script = script_objects(torch, payload) if limit is not None else []  # kept to replay
+    if script:
+        return (
+            "it holds %s, defined in the program's script: another process cannot load "
+            "those (pickle finds them by module, and __main__ is not the script there), so "
+            "the next profile runs the program again" % ", ".join(script[:3])
+        )
     if limit is not None and _storage_bytes(torch, payload) > limit:
         return "%.0f MB of tensors, over the %d MB kept without --save (keep_captures_mb)" % (
             _storage_bytes(torch, payload) / 2**20,
@@ -263,22 +270,46 @@ def save_capture(torch, path, args, kwargs, state, meta, limit=None):
 
 
 def _storage_bytes(torch, obj):
-    """Bytes of the distinct tensor storages reachable from `obj` (containers, modules,
-    optimizers, plain objects' attributes), as torch.save would write them."""
-    seen_storages, seen_objects, total = set(), set(), 0
-    stack = [obj]
-    while stack:
-        o = stack.pop()
-        if id(o) in seen_objects:
-            continue
-        seen_objects.add(id(o))
+    """Bytes of the distinct tensor storages reachable from `obj`, as torch.save would write
+    them."""
+    seen_storages, total = set(), 0
+    for o in _reachable(torch, obj):
         if isinstance(o, torch.Tensor):
             storage = o.untyped_storage()
             key = (storage.data_ptr(), o.device)
             if key not in seen_storages:
                 seen_storages.add(key)
                 total += storage.nbytes()
-        elif isinstance(o, dict):
+    return total
+
+
+def script_objects(torch, obj):
+    """The classes and functions of the script run as ``__main__`` reachable from `obj`
+    (their qualified names): pickle finds them by module, and in another process
+    ``__main__`` is not the script, so a capture that holds them cannot be loaded there."""
+    names = []
+    for o in _reachable(torch, obj):
+        t = o if isinstance(o, (type, types.FunctionType)) else type(o)
+        name = "__main__." + getattr(t, "__qualname__", "?")
+        if getattr(t, "__module__", None) == "__main__" and name not in names:
+            names.append(name)
+    return names
+
+
+def _reachable(torch, obj):
+    """Each distinct object reachable from `obj` (containers, modules, optimizers, plain
+    objects' attributes), as torch.save walks them."""
+    seen = set()
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        yield o
+        if isinstance(o, torch.Tensor):
+            continue
+        if isinstance(o, dict):
             stack.extend(o.values())
         elif isinstance(o, (list, tuple, set, frozenset)):
             stack.extend(o)
@@ -287,7 +318,6 @@ def _storage_bytes(torch, obj):
             stack.extend(p for g in o.param_groups for p in g["params"])
         elif hasattr(o, "__dict__") and not isinstance(o, _OPAQUE):
             stack.extend(vars(o).values())  # a module's parameters, buffers and submodules too
-    return total
 
 
 #: Objects whose attributes torch.save does not walk into (it pickles them by reference).

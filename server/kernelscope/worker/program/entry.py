@@ -140,6 +140,12 @@ def _save(job, args, kwargs, state, call, digest, keep_mb):
         "digest": digest,
         "site": dict(site),
     }
+    if keep_mb is not None and in_script(job):  # kept for a replay: none can be made
+        site["save_error"] = (
+            "the function is defined in the program's script: a replay would import it, "
+            "which runs the program, so the next profile runs the program again"
+        )
+        return
     try:
         limit = None if keep_mb is None else keep_mb * 2**20
         site["save_error"] = save_capture(job.torch, path, args, kwargs, state, meta, limit)
@@ -149,6 +155,13 @@ def _save(job, args, kwargs, state, call, digest, keep_mb):
         site["saved"] = path
         with open(os.path.splitext(path)[0] + ".json", "w", encoding="utf-8") as f:
             json.dump({k: v for k, v in meta.items() if k != "site"}, f)
+
+
+def in_script(job):
+    """Whether the function is defined in the script the program runs (its ``__main__``)."""
+    entry = job.entry
+    script = os.path.abspath(os.path.join(job.entry_cwd, entry["target"].partition("::")[0]))
+    return entry["kind"] == "script" and os.path.realpath(script) == os.path.realpath(job.path)
 
 
 def entry_label(entry):

@@ -2,10 +2,9 @@
 """A saved capture replayed without its program (the clean worker's timing): the target's
 module imported as a provider's would be, the arguments and state loaded from the file."""
 
-import os
 
 from .capture import load_capture, replay
-from .entry import device_of
+from .entry import device_of, in_script
 from .rebatch import resized_call
 from .target import load_module, resolve
 
@@ -14,9 +13,7 @@ def saved_call(job, path):
     """((fn, call, device, sync), the capture's record, None), or (None, None, why the
     program must run again)."""
     torch = job.torch
-    entry = job.entry
-    script = os.path.abspath(os.path.join(job.entry_cwd, entry["target"].partition("::")[0]))
-    if entry["kind"] == "script" and os.path.realpath(script) == os.path.realpath(job.path):
+    if in_script(job):
         return None, None, "the function is defined in the program's script (importing it runs it)"
     try:
         args, kwargs, state, meta = load_capture(torch, path)
