@@ -3,6 +3,7 @@
 reference) and the state that changes what runs, replayed the same way on every call."""
 
 import contextlib
+import functools
 import gc
 import inspect
 import os
@@ -125,29 +126,61 @@ class CallState:
         if self.cuda_rng is not None:
             self.torch.cuda.set_rng_state(self.cuda_rng)
 
+    def differs(self):
+        """What of the state is not the thread's now: None (all is: a timing loop's calls,
+        one after another, where applying it would only add its cost, ~9 us a call on a
+        CPU), ``grad`` (only grad mode), else ``more``."""
+        torch = self.torch
+        if self.inference or self.stream is not None or self._autocast_on:
+            return "more"
+        if torch.get_default_dtype() != self.dtype:
+            return "more"
+        if not all(check() == on for check, on in self._sdpa_checks):
+            return "more"
+        return "grad" if torch.is_grad_enabled() != self.grad else None
+
+    @functools.cached_property
+    def _autocast_on(self):
+        return any(on for on, _ in self.autocast.values())
+
+    @functools.cached_property
+    def _sdpa_checks(self):
+        """(the backend's enabled-check, as captured) for each SDPA backend torch has."""
+        checks = []
+        for backend, on in self.sdpa.items():
+            check = getattr(self.torch.backends.cuda, "%s_sdp_enabled" % backend, None)
+            if check is not None and on is not None:
+                checks.append((check, on))
+        return checks
+
     @contextlib.contextmanager
     def applied(self):
         torch = self.torch
+        grad = not self.inference and torch.is_grad_enabled() != self.grad
+        sdpa = {b: on for b, on in self.sdpa.items() if _sdpa_enabled(torch, b) != on}
+        dtype = torch.get_default_dtype() != self.dtype
+        autocast = self._autocast_on
         with contextlib.ExitStack() as stack:
             if self.inference:
                 stack.enter_context(torch.inference_mode())
-            else:
+            elif grad:
                 stack.enter_context(torch.set_grad_enabled(self.grad))
-            for device, (on, dtype) in self.autocast.items():
+            for device, (on, dtype_) in self.autocast.items():
                 if on:
-                    stack.enter_context(torch.autocast(device, dtype=dtype))
-            if any(on for on, _ in self.autocast.values()):
+                    stack.enter_context(torch.autocast(device, dtype=dtype_))
+            if autocast:
                 # The replays run inside the program's own autocast region, whose cache of
                 # cast weights would outlive each call; the program's calls each left theirs
                 # (bf16 Block.forward on an H200: 8 % faster with the cache kept).
                 stack.callback(torch.clear_autocast_cache)
             if self.stream is not None:
                 stack.enter_context(torch.cuda.stream(self.stream))
-            saved_sdpa = {b: _sdpa_enabled(torch, b) for b in SDPA_BACKENDS}
-            _set_sdpa(torch, self.sdpa)
-            stack.callback(_set_sdpa, torch, saved_sdpa)
-            saved_dtype = torch.get_default_dtype()
-            if saved_dtype != self.dtype:
+            if sdpa:
+                saved_sdpa = {b: not on for b, on in sdpa.items()}
+                _set_sdpa(torch, sdpa)
+                stack.callback(_set_sdpa, torch, saved_sdpa)
+            if dtype:
+                saved_dtype = torch.get_default_dtype()
                 torch.set_default_dtype(self.dtype)
                 stack.callback(torch.set_default_dtype, saved_dtype)
             yield
@@ -192,6 +225,15 @@ def replay(torch, fn, code, args, kwargs, state, compiled=None, wrap=None):
         target = wrap(target)
 
     def call():
+        differs = state.differs()
+        if differs is None:
+            return target(*rest, **kwargs)
+        if differs == "grad":  # an eval pass's no_grad: set and reset, no context stack
+            torch.set_grad_enabled(state.grad)
+            try:
+                return target(*rest, **kwargs)
+            finally:
+                torch.set_grad_enabled(not state.grad)
         with state.applied():
             return target(*rest, **kwargs)
 

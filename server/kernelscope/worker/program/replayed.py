@@ -2,7 +2,6 @@
 """A saved capture replayed without its program (the clean worker's timing): the target's
 module imported as a provider's would be, the arguments and state loaded from the file."""
 
-
 from .capture import load_capture, replay
 from .entry import device_of, in_script
 from .rebatch import resized_call
