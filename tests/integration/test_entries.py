@@ -216,9 +216,11 @@ def test_in_place_a_module_level_while_loop(project: Path) -> None:
     assert site["captured"] is False
     assert site["modes"] == ["iterations 6-14 profiled, 10-14 active"]
     assert out["function"]["line"] == loop
-    assert out["timing"]["unprofiled_process"] == (
-        "before the profiler started, in a worker that never profiled"
-    )
+    process = out["timing"]["unprofiled_process"]
+    assert process.startswith("before the profiler started, in a worker that never profiled")
+    if sys.version_info < (3, 12):  # the tracer that finds the steps slows Python there
+        assert process.endswith("the steps are found by sys.settrace, which slows Python code "
+                                "while it is set (a 90 us loop body read 1.3x)")  # fmt: skip
     assert out["timing"]["unprofiled_reps"] == 4  # iterations 2-5; the first is the cold one
     assert out["lines"] == []  # no line pass in place
     names = {o["name"] for o in out["ops"]}

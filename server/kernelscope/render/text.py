@@ -100,7 +100,8 @@ def render_report(
         f"per step    CPU {fmt_us(t.cpu_us_per_step)}"
         + (f" · CUDA {fmt_us(t.cuda_us_per_step)}" if cuda else "")
         + f" · wall {fmt_us(t.wall_us_per_step)}  (profiled)",
-        f"unprofiled  {fmt_us(t.unprofiled_us_per_call)} per call (median of {t.unprofiled_reps}"
+        f"unprofiled  {fmt_us(t.unprofiled_us_per_call)} per {_step_name(report)} (median of "
+        f"{t.unprofiled_reps}"
         + _spread(t)
         + f", {t.unprofiled_method.replace('_', ' ')}"
         + (
@@ -110,7 +111,8 @@ def render_report(
             else ""
         )
         + ")"
-        + _inflation(report),
+        + _inflation(report)
+        + _traced_note(t),
         f"cold call   {fmt_us(d.first_call_us)}"
         + (f" · entry → first kernel {fmt_us(d.entry_to_first_kernel_us)}" if cuda else "")
         + (f" · compiling {fmt_us(d.compile_us)}" if d.compile_us else "")
@@ -389,6 +391,18 @@ def counters_lines(counters: Counters | None) -> list[str]:
         f"{counters.cache_control}: each kernel from a cold L2, so DRAM bytes are an upper "
         "bound); rows marked measured use its bytes and FLOPs",
     ]
+
+
+def _step_name(report: Report) -> str:
+    """What a step is: a loop's iteration in place, else a call."""
+    site = report.call_site
+    return "iteration" if site and site.modes and site.modes[0].startswith("iterations") else "call"
+
+
+def _traced_note(t: Timing) -> str:
+    """In place on Python before 3.12, that the tracer which found the steps slowed them."""
+    _, sep, note = t.unprofiled_process.partition("; Python before 3.12: ")
+    return f"; {note} (Python before 3.12)" if sep else ""
 
 
 def _spread(t: Timing) -> str:
