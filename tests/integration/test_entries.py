@@ -223,6 +223,8 @@ def test_in_place_a_module_level_while_loop(project: Path) -> None:
                                 "while it is set (a 90 us loop body read 1.3x)")  # fmt: skip
     assert out["timing"]["unprofiled_reps"] == 4  # iterations 2-5; the first is the cold one
     assert out["lines"] == []  # no line pass in place
+    assert "step 12: train loss" in out["output"]  # the program's own output is there ...
+    assert "Python replay stack is empty" not in out["output"]  # ... not the profiler's warning
     names = {o["name"] for o in out["ops"]}
     assert "Optimizer.step#AdamW.step" in names  # the whole iteration: the optimizer too
 

@@ -30,6 +30,8 @@ BENCHMARK_KERNEL_ENV = "TORCHINDUCTOR_BENCHMARK_KERNEL"
 PROFILED_BUDGET_ENV = "KERNELSCOPE_PROFILED_SECONDS"  # timing.PROFILED_BUDGET_S, overridden
 PROFILER_GB_ENV = "KERNELSCOPE_PROFILER_GB"  # event_budget.room_bytes, overridden
 BENCHMARK_KERNEL_LINE = b"Compiled module path: "
+#: torch.profiler's stack tracer, started inside a running frame (in place), warns of it
+PROFILER_STACK_WARNING = b"Python replay stack is empty during pop operation"
 
 
 def positive_env(name, default=None):

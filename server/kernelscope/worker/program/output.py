@@ -19,6 +19,7 @@ class OutputCapture:
         self.lock = threading.Lock()
         self.synced = threading.Event()
         self.dropped = ()
+        self.dropped_within = ()
         threading.Thread(target=self._drain, name="ks-output", daemon=True).start()
 
     def _drain(self):
@@ -46,6 +47,11 @@ class OutputCapture:
         """Leave out of what user code printed the lines that begin with ``start`` (bytes):
         those printed because the worker set something the user did not."""
         self.dropped = (*self.dropped, start)
+
+    def drop_lines_with(self, text):
+        """Leave out the lines that hold ``text`` (bytes) anywhere: a library's warning with
+        a prefix of its own (a time stamp), printed because of what the worker did."""
+        self.dropped_within = (*self.dropped_within, text)
 
     def begin(self):
         self.take()
@@ -78,7 +84,12 @@ class OutputCapture:
             truncated = self.total > OUTPUT_KEEP
         if truncated and b"\n" in kept:  # from the first whole line on
             kept = kept[kept.index(b"\n") + 1 :]
-        if self.dropped:
+        if self.dropped or self.dropped_within:
             lines = kept.splitlines(keepends=True)
-            kept = b"".join(line for line in lines if not line.startswith(self.dropped))
+            kept = b"".join(
+                line
+                for line in lines
+                if not line.startswith(self.dropped)
+                and not any(text in line for text in self.dropped_within)
+            )
         return kept.decode("utf-8", "replace"), truncated

@@ -22,7 +22,12 @@ from .channel import Channel
 from .entry import children_of_program
 from .errors import Cancelled, JobError
 from .job import Job
-from .names import BENCHMARK_KERNEL_ENV, BENCHMARK_KERNEL_LINE, TIMING_WORKER_ENV
+from .names import (
+    BENCHMARK_KERNEL_ENV,
+    BENCHMARK_KERNEL_LINE,
+    PROFILER_STACK_WARNING,
+    TIMING_WORKER_ENV,
+)
 from .output import OutputCapture
 from .profiler_start import skip_inductor_import
 
@@ -121,6 +126,7 @@ class Worker:
         if BENCHMARK_KERNEL_ENV not in os.environ:  # read when Inductor's config first loads
             os.environ[BENCHMARK_KERNEL_ENV] = "1"
             self.capture.drop_lines(BENCHMARK_KERNEL_LINE)
+        self.capture.drop_lines_with(PROFILER_STACK_WARNING)
         # TEARDOWN_CUPTI=1 is left to the user: on torch 2.11 + CUDA 13.0 it lost the GPU
         # activity of every other profiling session and hung the process at exit
         # (docs/h200-run/cupti_probe2.py). DESIGN-NOTES.md has the measurements.
