@@ -352,11 +352,12 @@ def test_usage_errors(project: Path, args: list[str], says: str) -> None:
     ("target", "says"),
     [
         ("train.py:1", "train.py:1 is not a for or while statement"),
+        ("train.py:9999", "train.py:9999 is past the file's end (line "),
         ("train.py:141", "a loop (PATH:LINE) runs in its program: give it with --via"),
     ],
 )
 def test_loop_target_errors(project: Path, target: str, says: str) -> None:
-    args = ["--via", TRAIN] if target.endswith(":1") else []
+    args = ["--via", TRAIN] if not target.endswith(":141") else []
     proc = kernelscope(project, target, *args)
     assert proc.returncode == 2, proc.stderr
     assert says in proc.stderr

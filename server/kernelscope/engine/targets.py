@@ -220,6 +220,9 @@ def _loop_body(target: Target, line: int, source: str | None) -> int:
     for node in ast.walk(tree):
         if isinstance(node, ast.For | ast.AsyncFor | ast.While) and node.lineno == line:
             return node.body[0].lineno
+    count = len(text.splitlines())
+    if line > count:
+        raise TargetError(f"{target.path.name}:{line} is past the file's end (line {count})")
     raise TargetError(
         f"{target.path.name}:{line} is not a for or while statement: name the line of the "
         "loop whose iterations are the steps"

@@ -406,7 +406,8 @@ def _traced_note(t: Timing) -> str:
 
 
 def _spread(t: Timing) -> str:
-    if t.unprofiled_p10_us is None or t.unprofiled_p90_us is None:
+    """The timing's p10–p90, from five calls on (of fewer they say nothing)."""
+    if t.unprofiled_p10_us is None or t.unprofiled_p90_us is None or t.unprofiled_reps < 5:
         return ""
     return f", p10–p90 {fmt_us(t.unprofiled_p10_us)}–{fmt_us(t.unprofiled_p90_us)}"
 

@@ -1,0 +1,33 @@
+"""The unprofiled line of the text report: its spread only where the calls say something,
+and a loop's figure per iteration."""
+
+from __future__ import annotations
+
+import msgspec
+
+from kernelscope.protocol import CallSite
+from kernelscope.render.text import render_report
+from kernelscope.report.schema import Report
+
+from support import FIXTURES
+
+
+def unprofiled_line(report: Report) -> str:
+    return next(x for x in render_report(report).splitlines() if x.startswith("unprofiled"))
+
+
+def test_the_spread_needs_five_calls_and_a_loop_reads_per_iteration() -> None:
+    report = msgspec.json.decode(
+        (FIXTURES / "matmul_add_8192" / "report.json").read_bytes(), type=Report
+    )
+    t = report.timing
+    many = msgspec.structs.replace(t, unprofiled_reps=20, unprofiled_p10_us=1.0,
+                                   unprofiled_p90_us=2.0)  # fmt: skip
+    line = unprofiled_line(msgspec.structs.replace(report, timing=many))
+    assert " per call (median of 20, p10–p90 " in line
+    two = msgspec.structs.replace(many, unprofiled_reps=2)
+    line = unprofiled_line(msgspec.structs.replace(report, timing=two))
+    assert " per call (median of 2, " in line and "p10" not in line
+    site = CallSite("train.py", 6, modes=["iterations 6-14 profiled, 10-14 active"], captured=False)
+    line = unprofiled_line(msgspec.structs.replace(report, timing=many, call_site=site))
+    assert " per iteration (median of 20" in line
