@@ -58,6 +58,17 @@ def test_a_line_holding_most_of_the_peak_is_named_with_what_to_try() -> None:
     assert f.evidence["kind"] == "activations"
 
 
+def test_temporaries_get_inference_mode_offered_only_where_no_backward_runs() -> None:
+    """pytorch/examples' word_language_model: KS131 on a training step's decoder output
+    offered torch.inference_mode(); a call whose memory pass saw a backward trains."""
+    temporaries = [MemoryLine("/p/model.py", 14, "", 60 * MiB, {"temporaries": 60 * MiB})]
+    (f,) = findings(memory_pass(lines=temporaries), Code.MEMORY_HEAVY_LINE)
+    assert any("inference_mode" in t for t in f.try_)
+    backward = MemoryLine("/p/model.py", 14, "backward", 10 * MiB, {"temporaries": 10 * MiB})
+    (f,) = findings(memory_pass(lines=[*temporaries, backward]), Code.MEMORY_HEAVY_LINE)
+    assert f.try_ and not any("inference_mode" in t for t in f.try_)
+
+
 def test_fragmentation_needs_a_large_unused_reserve() -> None:
     assert not findings(memory_pass(reserved_at_peak_bytes=110 * MiB), Code.MEMORY_FRAGMENTED)
     (f,) = findings(memory_pass(reserved_at_peak_bytes=600 * MiB), Code.MEMORY_FRAGMENTED)

@@ -20,6 +20,8 @@ FRAGMENTED_SHARE, FRAGMENTED_MIN_BYTES = 0.25, 256 << 20
 DEVICE_MEMORY_CALLS = ("cudaMalloc", "cudaFree", "cuMemCreate", "cuMemMap", "cuMemUnmap",
                        "cuMemRelease", "cuMemAddressReserve", "hipMalloc", "hipFree")  # fmt: skip
 
+#: Not offered where the call runs a backward (its memory pass saw one): a training step.
+NO_GRAD_TRY = "torch.inference_mode() if no gradient is needed here"
 #: What to try for a heavy line, by the kind that dominates it.
 TRY_BY_KIND = {
     "activations": [
@@ -30,7 +32,7 @@ TRY_BY_KIND = {
     ],
     "temporaries": [
         "an in-place op (add_, mul_, relu(inplace=True)) where the input is not needed again",
-        "torch.inference_mode() if no gradient is needed here",
+        NO_GRAD_TRY,
         "torch.compile: fused kernels do not materialize the intermediates",
         "del large intermediates (or let them go out of scope) before the next big allocation",
     ],
@@ -65,6 +67,7 @@ def heavy_lines(memory: MemoryPass) -> Iterable[Finding]:
     peak = memory.trace_peak_bytes or memory.peak_allocated_bytes
     if peak <= 0:
         return
+    trains = any(r.via == "backward" or r.kinds.get("gradients") for r in memory.lines)
     for row in memory.lines:
         if not row.path or row.live_at_peak_bytes < max(HEAVY_SHARE * peak, HEAVY_MIN_BYTES):
             continue
@@ -78,7 +81,7 @@ def heavy_lines(memory: MemoryPass) -> Iterable[Finding]:
             f"{share:.0%} of {fmt_bytes(peak)} ({kinds_text(row.kinds)})",
             path=row.path,
             line=row.line,
-            try_=list(TRY_BY_KIND.get(kind, [])),
+            try_=[t for t in TRY_BY_KIND.get(kind, []) if not (trains and t == NO_GRAD_TRY)],
             evidence={
                 "live_at_peak_bytes": row.live_at_peak_bytes,
                 "peak_bytes": peak,
