@@ -28,7 +28,7 @@ from .devices import profiler_activities
 from .errors import JobError
 from .event_budget import available_bytes, recording
 from .names import CALL_RANGE, STAGES_PROFILED, TIMING_WORKER_ENV
-from .phases import finished, peak_memory, trace_stem
+from .phases import finished, peak_memory, profiler_schedule, trace_stem
 from .timing import fitted_schedule, profiled_budget_s, spread
 from .traces import count_events, gzip_file
 from .watch import CallWatch
@@ -147,7 +147,7 @@ class Steps:
 
     # the profiler ----------------------------------------------------------------------
     def _start_profiler(self):
-        from torch.profiler import profile, schedule
+        from torch.profiler import profile
 
         req = self.job.req
         self.stem = trace_stem(self.job)
@@ -155,7 +155,7 @@ class Steps:
         tmp = self.trace_tmp
         self.prof = profile(
             activities=profiler_activities(self.device),
-            schedule=schedule(wait=self.wait, warmup=self.warmup, active=self.active, repeat=1),
+            schedule=profiler_schedule(self.wait, self.warmup, self.active),
             on_trace_ready=lambda p: p.export_chrome_trace(tmp),
             record_shapes=self.shapes,
             with_stack=bool(req.get("with_stack", True)),

@@ -7,6 +7,7 @@ import os
 import platform
 import socket
 import time
+import warnings
 
 from .block_masks import block_masks
 from .devices import device_properties, profiler_activities
@@ -123,9 +124,19 @@ def fit_recording(job, events, steps):
     return (steps[0], steps[1], active), shapes
 
 
+def profiler_schedule(wait, warmup, active):
+    """torch.profiler's schedule of one window, without its warning for no warm-up step
+    (a long call's fitted schedule has none, and the warning would read as the program's)."""
+    from torch.profiler import schedule
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Profiler won't be using warmup")
+        return schedule(wait=wait, warmup=warmup, active=active, repeat=1)
+
+
 def warmed_schedule(job, call, sync, activities, stem, device, steps, shapes=True):
     """Profile wait + warmup + active calls; return the trace file and the active window."""
-    from torch.profiler import profile, record_function, schedule
+    from torch.profiler import profile, record_function
 
     torch = job.torch
     req = job.req
@@ -136,7 +147,7 @@ def warmed_schedule(job, call, sync, activities, stem, device, steps, shapes=Tru
     marks = {}
     with profile(
         activities=activities,
-        schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
+        schedule=profiler_schedule(wait, warmup, active),
         on_trace_ready=lambda p: p.export_chrome_trace(trace_tmp),
         record_shapes=shapes,
         with_stack=bool(req.get("with_stack", True)),

@@ -1,0 +1,83 @@
+"""The in-place step machine (worker/program/inplace.py Steps), driven step by step with
+the real torch profiler on the CPU: the timed steps, the counting step that weighs one
+step's events, the schedule fitted to long steps, and when it is done."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+
+from kernelscope.worker.program.errors import JobError
+from kernelscope.worker.program.inplace import Steps
+
+
+def job(tmp_path: Path) -> Any:
+    sent: list[tuple[str, int, int]] = []
+    return SimpleNamespace(
+        torch=torch,
+        req={"qualname": "loop", "record_shapes": True, "with_stack": False},
+        id="t",
+        trace_dir=str(tmp_path),
+        schedule_note="",
+        recording_note="",
+        sent=sent,
+        progress=lambda stage, step=0, total=0: sent.append((stage, step, total)),
+    )
+
+
+def run(steps: Steps, n: int) -> None:
+    x = torch.ones(64)
+    for _ in range(n):
+        steps.begin()
+        for _ in range(20):
+            x = x * 1.0001
+        steps.end()
+
+
+def test_the_first_wait_step_counts_the_events_then_the_schedule_runs(tmp_path: Path) -> None:
+    j = job(tmp_path)
+    steps = Steps(j, 3, (1, 1, 2), "loop", 1, "iteration")
+    run(steps, 3 + 1 + 1 + 2 - 1)
+    assert not steps.done and steps.counted == 1
+    run(steps, 1)
+    assert steps.done and len(steps.samples) == 2  # steps 2-3: the first is the cold one
+    assert (steps.first, steps.skip, steps.wait, steps.warmup, steps.active) == (4, 4, 0, 1, 2)
+    assert j.recording_note == "" and j.schedule_note == ""
+    profiled = [s for s in j.sent if s[0] in ("wait", "warmup", "active")]
+    assert profiled == [("wait", 1, 4), ("warmup", 2, 4), ("active", 3, 4), ("active", 4, 4)]
+    assert Path(steps.trace_tmp).is_file()
+
+
+def test_long_steps_keep_the_counting_wait_step_and_profile_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recwarn: pytest.WarningsRecorder
+) -> None:
+    monkeypatch.setenv("KERNELSCOPE_PROFILED_SECONDS", "0.000001")
+    j = job(tmp_path)
+    steps = Steps(j, 3, (1, 3, 5), "loop", 1, "iteration")
+    run(steps, 3 + 1 + 1)
+    assert steps.done and (steps.wait + steps.counted, steps.warmup, steps.active) == (1, 0, 1)
+    assert j.schedule_note.startswith("each iteration takes ")
+    # no warm-up step: torch's warning of it would read as the program's own output
+    assert not [w for w in recwarn if "warmup" in str(w.message)]
+
+
+def test_without_a_wait_step_nothing_is_counted(tmp_path: Path) -> None:
+    steps = Steps(job(tmp_path), 2, (0, 1, 1), "loop", 1, "iteration")
+    run(steps, 2 + 2)
+    assert steps.done and steps.counted == 0
+
+
+def test_a_step_whose_events_do_not_fit_is_refused_before_the_schedule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KERNELSCOPE_PROFILER_GB", "1e-9")
+    steps = Steps(job(tmp_path), 2, (1, 1, 1), "loop", 1, "iteration")
+    run(steps, 2)
+    steps.begin()
+    with pytest.raises(JobError, match=r"One iteration makes [\d,]+ profiler events \(a counting"):
+        steps.end()
+    assert steps.counting is None and steps.prof is None
