@@ -66,3 +66,12 @@ def test_fitted_schedule_names_iterations_in_place(worker: dict[str, Any]) -> No
         "each iteration takes 4.00 s, and the profiled iterations (warm-up and active) are "
         "kept within 10 s (KERNELSCOPE_PROFILED_SECONDS)"
     )
+
+
+def test_in_place_the_fit_keeps_one_wait_step_asked_for(worker: dict[str, Any]) -> None:
+    """In place the wait step counts a step's events: the fit keeps one where asked, and a
+    schedule the fit leaves as asked says no reason."""
+    fit = worker["fitted_schedule"]
+    assert fit((2, 3, 5), 4_000_000.0, 10.0, "iteration", keep_wait=True)[0] == (1, 1, 1)
+    assert fit((0, 3, 5), 4_000_000.0, 10.0, "iteration", keep_wait=True)[0] == (0, 1, 1)
+    assert fit((1, 0, 1), 40_000_000.0, 10.0, "iteration", keep_wait=True) == ((1, 0, 1), "")

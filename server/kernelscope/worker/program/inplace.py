@@ -209,17 +209,13 @@ class Steps:
         its events as a long call does."""
         if not self.samples:
             return
-        steps, self.job.schedule_note = fitted_schedule(
+        (self.wait, self.warmup, self.active), self.job.schedule_note = fitted_schedule(
             (self.wait, self.warmup, self.active),
             statistics.median(self.samples),
             profiled_budget_s(),
             self.what,
+            keep_wait=True,  # the wait step asked for counts the events a step makes
         )
-        if self.job.schedule_note:  # the fit drops the wait step; one asked for stays, to
-            asked = (self.wait, self.warmup, self.active)  # count the events a step makes
-            self.wait, self.warmup, self.active = min(self.wait, 1), steps[1], steps[2]
-            if (self.wait, self.warmup, self.active) == asked:
-                self.job.schedule_note = ""
 
     def _open_window(self):
         self.sync()

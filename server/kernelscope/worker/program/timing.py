@@ -42,17 +42,18 @@ def profiled_budget_s():
     return positive_env(PROFILED_BUDGET_ENV, PROFILED_BUDGET_S)
 
 
-def fitted_schedule(steps, per_call_us, budget_s, what="call"):
+def fitted_schedule(steps, per_call_us, budget_s, what="call", keep_wait=False):
     """The schedule's (wait, warmup, active) steps, fewer where the calls (or iterations, as
-    `what` names them) are long: no wait step, one warm-up and as many active steps as fit in
+    `what` names them) are long: no wait step (one, where asked for and `keep_wait`: in
+    place it counts a step's events), one warm-up and as many active steps as fit in
     `budget_s` (at least one); with the sentence that says why ("" when as asked)."""
-    _wait, warmup, active = steps
+    wait, warmup, active = steps
     per_call_s = per_call_us / 1e6
     if per_call_s <= 0 or (warmup + active) * per_call_s <= budget_s:
         return steps, ""
     fit = int(budget_s // per_call_s)
     warmup = min(warmup, 1) if fit >= 2 else 0
-    fitted = (0, warmup, max(1, min(active, fit - warmup)))
+    fitted = (min(wait, 1) if keep_wait else 0, warmup, max(1, min(active, fit - warmup)))
     if fitted == tuple(steps):
         return steps, ""
     took = "each %s takes %s" % (what, _seconds(per_call_s))
