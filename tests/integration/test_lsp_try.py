@@ -45,7 +45,7 @@ async def test_try_after_a_profile_shows_each_variant_measured(
     )
     assert reply["ok"], reply
     assert reply["summaries"][0].startswith("torch.compile: ")
-    assert "results equal" in reply["summaries"][0]
+    assert "results equal" in reply["summaries"][0], reply["summaries"]
     what_if = [d for d in client.diagnostics[uri] if d.code == "KS801"]
     assert len(what_if) == 1 and what_if[0].range.start.line == def_line
     assert what_if[0].message == reply["summaries"][0]

@@ -12,6 +12,7 @@ from typing import Any
 from support import WORKLOADS
 
 WHAT_IF = WORKLOADS / "what_if.py"
+CHANGES = "not compared: the function's results change from call to call (its first two calls "
 
 
 def run_try(spec: str, *args: str) -> tuple[int, dict[str, Any], str]:
@@ -69,7 +70,7 @@ def test_a_training_step_is_not_compared_and_channels_last_needs_a_4d_input() ->
     )
     assert rc == 0, err
     by = {v["name"]: v for v in out["variants"]}
-    assert by["bf16"]["results"] == "not compared: the function's results change from call to call"
+    assert by["bf16"]["results"].startswith(CHANGES)
     assert by["channels_last"]["status"] == "skipped"
     rc, out, err = run_try(f"{WHAT_IF}::conv", "--variants", "channels_last", "--budget", "0.2")
     assert rc == 0, err
@@ -99,7 +100,7 @@ def test_channels_last_copies_the_model_its_optimizer_and_grad_scaler_together()
     assert rc == 0, err
     (v,) = out["variants"]
     assert v["status"] == "ok", v
-    assert v["results"] == "not compared: the function's results change from call to call"
+    assert v["results"].startswith(CHANGES)
     assert v["speedup"] > 0 and v["us_per_call"] > 0
 
 

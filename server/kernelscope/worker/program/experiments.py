@@ -103,6 +103,16 @@ def compare_outputs(torch, reference, outputs):
     }
 
 
+def _drift(comparison):
+    """How the function's first two calls differed, for the reader of a "not compared"."""
+    if "why_changed" in comparison:
+        return "its first two calls: %s" % comparison["why_changed"]
+    return (
+        "its first two calls differ by up to %.3g relative to the result's scale"
+        % (comparison["max_rel_err"])
+    )
+
+
 def channels_last(torch, args, kwargs):
     """Copies of the call's arguments, made together (one ``copy.deepcopy`` memo, so an
     optimizer or a GradScaler among them steps the copied model's parameters), with 4-d
@@ -247,7 +257,8 @@ def _try(job, fn, base, device, sync):
     sync()
     again = detach_outputs(torch, base())
     sync()
-    steady = compare_outputs(torch, reference, again)["equal"]
+    first_two = compare_outputs(torch, reference, again)
+    steady = first_two["equal"]
     per_call = {"baseline": warm_up(job, base, sync, stage=None)}
     candidates = [("baseline", base, 1)]
     variants = []
@@ -264,7 +275,10 @@ def _try(job, fn, base, device, sync):
                 built.update(compare_outputs(torch, reference, built.pop("outputs")))
             else:
                 built.pop("outputs")
-                built["results"] = "not compared: the function's results change from call to call"
+                built["results"] = (
+                    "not compared: the function's results change from call to call (%s)"
+                    % _drift(first_two)
+                )
         else:
             built.pop("outputs", None)
             built.setdefault("results", "not compared: other inputs")
