@@ -300,6 +300,11 @@ class UnprofiledTiming(msgspec.Struct):
     """For a program's call timed in a clean worker: ``saved capture`` (loaded from the file)
     or ``program run again`` (no capture, or it could not be loaded: ``replay_note`` says)."""
     replay_note: str = ""
+    traced: str = ""
+    """In place on Python before 3.12, how the tracer that found the steps slowed them."""
+    window_s: list[float] = []
+    """When the timed calls ran (start, end), in seconds of the worker host's monotonic clock
+    (``time.monotonic()``): to line the figure up with other measurements of that host."""
 
 
 class LineStat(msgspec.Struct):
@@ -360,6 +365,8 @@ class CallSite(msgspec.Struct):
     so it did not run."""
     kept: bool = False
     """`saved` / `save_error` are of the automatic keep (no --save)."""
+    step: str = "call"
+    """What one step is: a ``call`` of the function, or an ``iteration`` of a loop."""
 
     @property
     def label(self) -> str:

@@ -215,12 +215,16 @@ def test_in_place_a_module_level_while_loop(project: Path) -> None:
     site = out["call_site"]
     assert site["captured"] is False
     assert site["modes"] == ["iterations 6-14 profiled, 10-14 active"]
+    assert site["step"] == "iteration"
     assert out["function"]["line"] == loop
     process = out["timing"]["unprofiled_process"]
-    assert process.startswith("before the profiler started, in a worker that never profiled")
+    assert process == "before the profiler started, in a worker that never profiled"
+    traced = out["timing"]["unprofiled_traced"]
     if sys.version_info < (3, 12):  # the tracer that finds the steps slows Python there
-        assert process.endswith("the steps are found by sys.settrace, which slows Python code "
-                                "while it is set (a 90 us loop body read 1.3x)")  # fmt: skip
+        assert traced == ("the steps are found by sys.settrace, which slows Python code "
+                          "while it is set (a 90 us loop body read 1.3x)")  # fmt: skip
+    else:
+        assert traced == ""
     assert out["timing"]["unprofiled_reps"] == 4  # iterations 2-5; the first is the cold one
     assert out["lines"] == []  # no line pass in place
     assert "step 12: train loss" in out["output"]  # the program's own output is there ...

@@ -1,5 +1,5 @@
 """The unprofiled line of the text report: its spread only where the calls say something,
-and a loop's figure per iteration."""
+a loop's figure per iteration, and the in-place tracer's cost named."""
 
 from __future__ import annotations
 
@@ -28,6 +28,12 @@ def test_the_spread_needs_five_calls_and_a_loop_reads_per_iteration() -> None:
     two = msgspec.structs.replace(many, unprofiled_reps=2)
     line = unprofiled_line(msgspec.structs.replace(report, timing=two))
     assert " per call (median of 2, " in line and "p10" not in line
-    site = CallSite("train.py", 6, modes=["iterations 6-14 profiled, 10-14 active"], captured=False)
+    site = CallSite("train.py", 6, modes=["iterations 6-14 profiled, 10-14 active"],
+                    captured=False, step="iteration")  # fmt: skip
     line = unprofiled_line(msgspec.structs.replace(report, timing=many, call_site=site))
-    assert " per iteration (median of 20" in line
+    assert " per iteration (median of 20" in line and "sys.settrace" not in line
+    traced = msgspec.structs.replace(many, unprofiled_traced="the steps are found by "
+                                     "sys.settrace, which slows Python code")  # fmt: skip
+    line = unprofiled_line(msgspec.structs.replace(report, timing=traced, call_site=site))
+    assert line.endswith("; the steps are found by sys.settrace, which slows Python code "
+                         "(Python before 3.12)")  # fmt: skip

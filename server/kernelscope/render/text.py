@@ -396,13 +396,12 @@ def counters_lines(counters: Counters | None) -> list[str]:
 def _step_name(report: Report) -> str:
     """What a step is: a loop's iteration in place, else a call."""
     site = report.call_site
-    return "iteration" if site and site.modes and site.modes[0].startswith("iterations") else "call"
+    return site.step if site else "call"
 
 
 def _traced_note(t: Timing) -> str:
     """In place on Python before 3.12, that the tracer which found the steps slowed them."""
-    _, sep, note = t.unprofiled_process.partition("; Python before 3.12: ")
-    return f"; {note} (Python before 3.12)" if sep else ""
+    return f"; {t.unprofiled_traced} (Python before 3.12)" if t.unprofiled_traced else ""
 
 
 def _spread(t: Timing) -> str:

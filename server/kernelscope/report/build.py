@@ -88,6 +88,8 @@ def build_report(
             profiling_worker_us_per_call=side.timing.profiling_worker_us_per_call,
             replayed_from=side.timing.replayed_from,
             replay_note=side.timing.replay_note,
+            unprofiled_traced=side.timing.traced,
+            unprofiled_window_s=side.timing.window_s,
         ),
         dead_window=DeadWindow(
             first_call_us=side.cold.first_call_us,

@@ -79,6 +79,10 @@ class Timing(msgspec.Struct):
     replayed_from: str = ""
     """A program's call timed in the clean worker: ``saved capture`` or ``program run again``."""
     replay_note: str = ""
+    unprofiled_traced: str = ""
+    """In place on Python before 3.12, how the tracer that found the steps slowed them."""
+    unprofiled_window_s: list[float] = []
+    """When the timed calls ran (start, end), on the worker host's ``time.monotonic()``."""
 
 
 class DeadWindow(msgspec.Struct):

@@ -247,15 +247,15 @@ class Steps:
                 "before the profiler started, in a worker that never profiled"
                 if os.environ.get(TIMING_WORKER_ENV)
                 else "before the profiler started, in a worker whose profiler was warmed"
-            )
-            + (
-                "; Python before 3.12: the steps are found by sys.settrace, which slows "
-                "Python code while it is set (a 90 us loop body read 1.3x)"
-                if self.settrace
-                else ""
             ),
             "replayed_from": "",
             "replay_note": "",
+            "traced": (
+                "the steps are found by sys.settrace, which slows Python code while it is "
+                "set (a 90 us loop body read 1.3x)"
+                if self.settrace
+                else ""
+            ),
         }
         cold = {
             "first_call_us": self.cold_us or 0.0,
@@ -283,6 +283,7 @@ class Steps:
             "saved": None,
             "save_error": None,
             "reused": False,
+            "step": self.what,
         }
         job.progress("done")
         stand_in = types.SimpleNamespace(

@@ -147,6 +147,7 @@ def time_unprofiled(job, call, sync, cuda, device, reps):
     # Calls slower than the warm-up said (a stall, a new epoch) stop the timing at twice
     # TIMING_MAX_S; with ranks every rank makes every call (each may hold a collective).
     alone = job.ranks.dist is None
+    began = time.monotonic()
     if cuda:
         torch = job.torch
         events = [
@@ -178,6 +179,7 @@ def time_unprofiled(job, call, sync, cuda, device, reps):
                 break
         host_us = (time.perf_counter() - t0) * 1e6 / len(samples)
         method = "perf_counter"
+    window = [began, time.monotonic()]
     gpu = sampler.stop() if sampler is not None else None
     p10, p90 = spread(samples)
     return {
@@ -192,6 +194,7 @@ def time_unprofiled(job, call, sync, cuda, device, reps):
         "process": "profiling worker",
         "replayed_from": "",
         "replay_note": "",
+        "window_s": window,
     }
 
 
