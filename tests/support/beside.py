@@ -1,7 +1,7 @@
 """Fresh processes timing a call *beside* a job, for the truth of its unprofiled figure.
 
 On the lent H200 host a host-bound call's speed swings ~1.5x for seconds at a time on every
-CPU at once (docs/h200-run/timing/cores_2026-12-04.txt: the same CPU read 746 and 1237 µs
+CPU at once (docs/h200-run/timing/cores_2026-12-03.txt: the same CPU read 746 and 1237 µs
 in two rounds). Fresh processes run one after another meet other spells than the worker did,
 so they are no yardstick for it. These run at the same time as the job, each timing the call
 back to back as the worker does (tests/support/fresh_timing.py --stream), and only their

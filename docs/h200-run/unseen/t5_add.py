@@ -1,0 +1,120 @@
+"""T5 training's aten::add_ row (99.8 % of the datasheet bandwidth, t5_2026-12-03.txt) against
+Nsight Compute: which of its bytes came from DRAM and which from L2.
+
+    python3 t5_add.py list OUT.json   # step 4 under torch.profiler: each kernel and its op
+    ncu --clock-control none --profile-from-start off --csv --kernel-name regex:elementwise \
+      --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum \
+      python3 t5_add.py ncu > ncu.csv  # step 4 inside cudaProfilerStart/Stop
+    python3 t5_add.py merge OUT.json ncu.csv
+
+Two processes, one step each: the kernels of a step come in the same order (the names are
+checked), so the n-th elementwise kernel of one is the n-th of the other.
+"""
+
+import csv
+import json
+import sys
+from collections import defaultdict
+
+sys.path.insert(0, "fixtures/workloads")
+
+
+def step_fn():
+    import torch
+    from unseen import t5_train, t5_train_inputs
+
+    args = t5_train_inputs(device="cuda")
+    for _ in range(3):
+        t5_train(*args)
+    torch.cuda.synchronize()
+    return torch, lambda: t5_train(*args)
+
+
+def listing(out):
+    import torch
+
+    _, step = step_fn()
+    with torch.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    ) as prof:
+        step()
+        torch.cuda.synchronize()
+    prof.export_chrome_trace("/tmp/t5_add.json")
+    with open("/tmp/t5_add.json") as f:
+        events = json.load(f)["traceEvents"]
+    ops = {}
+    for e in events:
+        if e.get("cat") == "cpu_op":
+            ops.setdefault(e["args"].get("External id"), []).append(e)
+    kernels = []
+    for e in sorted((e for e in events if e.get("cat") == "kernel"), key=lambda e: e["ts"]):
+        owners = ops.get(e["args"].get("External id"), [])
+        # the innermost op of that id: the shortest
+        op = min(owners, key=lambda o: o.get("dur", 0))["name"] if owners else "?"
+        kernels.append({"name": e["name"], "op": op, "us": e.get("dur", 0)})
+    with open(out, "w") as f:
+        json.dump(kernels, f)
+    print(len(kernels), "kernels;", sum(k["op"] == "aten::add_" for k in kernels), "of aten::add_")
+
+
+def ncu():
+    torch, step = step_fn()
+    torch.cuda.cudart().cudaProfilerStart()
+    step()
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStop()
+
+
+def merge(listing_path, csv_path):
+    with open(listing_path) as f:
+        kernels = [k for k in json.load(f) if "elementwise" in k["name"]]
+    rows = defaultdict(dict)
+    names = {}
+    with open(csv_path) as f:
+        lines = [line for line in f if line.startswith('"')]
+    for r in csv.DictReader(lines):
+        i = int(r["ID"])
+        names[i] = r["Kernel Name"]
+        v = float(r["Metric Value"].replace(",", ""))
+        unit = r["Metric Unit"]
+        scale = {
+            "byte": 1,
+            "Kbyte": 1e3,
+            "Mbyte": 1e6,
+            "Gbyte": 1e9,
+            "nsecond": 1e-3,
+            "usecond": 1,
+            "msecond": 1e3,
+        }.get(unit, 1)
+        rows[i][r["Metric Name"]] = v * scale
+    ids = sorted(rows)
+    print(len(kernels), "elementwise kernels listed,", len(ids), "measured")
+    pairs = list(zip(kernels, ids, strict=False))
+    mismatched = sum(
+        1 for k, i in pairs if k["name"][:40] not in names[i] and names[i][:40] not in k["name"]
+    )
+    print("names that differ by position:", mismatched)
+    total = defaultdict(float)
+    for k, i in pairs:
+        if k["op"] != "aten::add_":
+            continue
+        m = rows[i]
+        total["n"] += 1
+        total["dram"] += m.get("dram__bytes_read.sum", 0) + m.get("dram__bytes_write.sum", 0)
+        total["l2"] += m.get("lts__t_bytes.sum", 0)
+        total["us"] += m.get("gpu__time_duration.sum", 0)
+        total["trace_us"] += k["us"]
+    rate = total["dram"] / max(total["us"], 1e-9) / 1e6
+    print(
+        f"aten::add_ kernels {total['n']:.0f}: DRAM {total['dram'] / 1e9:.3f} GB, "
+        f"L2 {total['l2'] / 1e9:.3f} GB, ncu {total['us']:.1f} us "
+        f"(trace {total['trace_us']:.1f} us), DRAM rate {rate:.2f} TB/s"
+    )
+
+
+if __name__ == "__main__":
+    {
+        "list": lambda: listing(sys.argv[2]),
+        "ncu": ncu,
+        "merge": lambda: merge(sys.argv[2], sys.argv[3]),
+    }[sys.argv[1]]()
