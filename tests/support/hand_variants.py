@@ -68,35 +68,17 @@ print(json.dumps({"us": med, "speedup": {k: med["baseline"] / med[k] for k in me
 """
 
 
-#: Host-bound workloads: their two measurements run at the same time. That host's speed
-#: swings ~1.5x for seconds at a time (docs/h200-run/timing/cores_2026-12-03.txt) and a
-#: host-bound call's speedup moves with it; GPU-bound ones run one after the other, as two
-#: processes' kernels on one GPU would slow each other.
-BESIDE = {"tiny_loop"}
-
-
 def compare(name: str, variants: str) -> dict[str, Any]:
-    """Both measurements of one workload: {"hand": ..., "try": ...} or {"error": ...}."""
-    argv = [sys.executable, "-m", "kernelscope", "try", f"{W}::{name}", "--device", "cuda"]
-    runs = [
+    """Both measurements of one workload: {"hand": ..., "try": ..., "error": ...}."""
+    hand = subprocess.run(
         [sys.executable, "-c", HAND, f"{W}::{name}", variants],
+        capture_output=True, text=True, timeout=150, check=False,
+    )  # fmt: skip
+    argv = [sys.executable, "-m", "kernelscope", "try", f"{W}::{name}", "--device", "cuda"]
+    ks = subprocess.run(
         [*argv, "--variants", variants, "--json"],
-    ]
-    if name in BESIDE:
-        procs = [
-            subprocess.Popen(a, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for a in runs
-        ]
-        outs = [p.communicate(timeout=200) for p in procs]
-        codes = [p.returncode for p in procs]
-    else:
-        done = [
-            subprocess.run(a, capture_output=True, text=True, timeout=200, check=False)
-            for a in runs
-        ]
-        outs = [(d.stdout, d.stderr) for d in done]
-        codes = [d.returncode for d in done]
-    (hand_out, hand_err), (ks_out, ks_err) = outs
-    if any(codes):
-        return {"error": hand_err[-800:] + ks_err[-800:]}
-    return {"hand": json.loads(hand_out.strip().splitlines()[-1]), "try": json.loads(ks_out)}
+        capture_output=True, text=True, timeout=200, check=False,
+    )  # fmt: skip
+    if hand.returncode or ks.returncode:
+        return {"error": hand.stderr[-800:] + ks.stderr[-800:]}
+    return {"hand": json.loads(hand.stdout.strip().splitlines()[-1]), "try": json.loads(ks.stdout)}
