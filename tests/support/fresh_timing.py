@@ -6,8 +6,9 @@ reference the worker's unprofiled figure must match (issue 24, item 5).
     python tests/support/fresh_timing.py PATH::FUNC DEVICE --stream STOP OUT
 
 prints one JSON object: ``us_per_call`` (median), ``reps``, ``warmup_us_per_call``,
-``cpu`` (the CPU it last ran on). With ``--stream`` it prints ``ready`` once warmed up, then
-times calls back to back (as the worker does, in blocks of ~50 ms) until the file STOP
+``cpu`` (the CPU it last ran on), ``window_s`` (when the timed calls ran, on
+``time.monotonic()``). With ``--stream`` it prints ``ready`` once warmed up, then times calls
+back to back (as the worker does, in blocks of ~50 ms) until the file STOP
 exists, and writes every call's ``[start, us]`` to OUT (start on ``time.monotonic()``): run
 beside a worker, the calls inside the worker's timing window met the same host.
 
@@ -135,6 +136,7 @@ def main() -> None:
         return
     timing = unprofiled_timing(job, call, sync, device, per_call)
     out = {"us_per_call": timing["us_per_call"], "reps": timing["reps"], "cpu": last_cpu()}
+    out["window_s"] = timing["window_s"]
     print(json.dumps(out | {"warmup_us_per_call": per_call}))
 
 
