@@ -1,17 +1,19 @@
-"""Fresh processes timing a call *beside* a job, for the truth of its unprofiled figure.
+"""A host-speed probe running beside sequential timings, for the truth of a host-bound
+unprofiled figure (issue 24, item 5).
 
 On the lent H200 host a host-bound call's speed swings ~1.5x for seconds at a time on every
 CPU at once (docs/h200-run/timing/cores_2026-12-03.txt: the same CPU read 746 and 1237 µs
-in two rounds). Fresh processes run one after another meet other spells than the worker did,
-so they are no yardstick for it. These run at the same time as the job, each timing the call
-back to back as the worker does (tests/support/fresh_timing.py --stream), and only their
-calls inside the worker's timing window (``window_s``) count: the same host, the same spell.
+in two rounds), so fresh processes run one after another meet other spells than the worker
+did. Fresh processes cannot time the call at the same time as the worker: on one GPU their
+contexts are time-sliced, and a host-bound call's CUDA events then run back to back
+(docs/h200-run/timing/beside_2026-12-03.txt). The probe (tests/support/host_probe.py) never
+touches the GPU; its level inside each timing's window (``window_s``) says how fast the host
+was then, and each figure is read against it.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -23,59 +25,35 @@ from pathlib import Path
 
 from support import REPO_ROOT
 
-FRESH = REPO_ROOT / "tests" / "support" / "fresh_timing.py"
+PROBE = REPO_ROOT / "tests" / "support" / "host_probe.py"
 
 
 @dataclass
-class Beside:
-    """The fresh processes' calls; `within` picks those of a window."""
+class Probe:
+    """The probe's blocks: [monotonic start, µs, cumulative steal ticks]."""
 
-    samples: list[list[list[float]]] = field(default_factory=lambda: [])
-    """Per process, every call's [monotonic start, µs]."""
+    blocks: list[list[float]] = field(default_factory=lambda: [])
 
-    def within(self, window: list[float]) -> list[list[float]]:
-        """Per process, the µs of its calls that started inside `window` (start, end)."""
+    def within(self, window: list[float]) -> list[float]:
+        """The µs of the blocks that started inside `window` (start, end)."""
         start, end = window
-        return [[us for t, us in calls if start <= t <= end] for calls in self.samples]
+        return [us for t, us, _ in self.blocks if start <= t <= end]
 
-    def median(self, window: list[float]) -> float:
-        """The median over all the processes' calls inside `window`."""
-        return statistics.median(us for calls in self.within(window) for us in calls)
+    def level(self, window: list[float]) -> float:
+        """The median block inside `window`: how slow the host was then."""
+        return statistics.median(self.within(window))
 
 
 @contextmanager
-def fresh_beside(spec: str, device: str, processes: int) -> Iterator[Beside]:
-    """Start `processes` fresh processes streaming `spec`'s calls, wait until each is warm,
-    yield; on exit stop them and fill the Beside with their calls."""
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "server")}
-    beside = Beside()
+def probe_beside() -> Iterator[Probe]:
+    """Run the probe while the body runs; on exit stop it and fill the Probe's blocks."""
+    probe = Probe()
     with tempfile.TemporaryDirectory() as tmp:
-        stop = Path(tmp) / "stop"
-        outs = [Path(tmp) / f"calls_{i}.json" for i in range(processes)]
-        argv = [sys.executable, str(FRESH), spec, device, "--stream", str(stop)]
-        errs = [out.with_suffix(".err") for out in outs]
-        # stderr to files: a pipe nobody reads could fill and stall the child
-        handles = [err.open("w") for err in errs]
-        procs = [
-            subprocess.Popen(
-                [*argv, str(out)], stdout=subprocess.PIPE, stderr=h, text=True, env=env
-            )
-            for out, h in zip(outs, handles, strict=True)
-        ]
+        stop, out = Path(tmp) / "stop", Path(tmp) / "blocks.json"
+        proc = subprocess.Popen([sys.executable, str(PROBE), str(stop), str(out)])
         try:
-            for proc, err in zip(procs, errs, strict=True):
-                assert proc.stdout is not None
-                if proc.stdout.readline().strip() != "ready":
-                    proc.wait(timeout=60)
-                    raise RuntimeError(f"a fresh process did not start: {err.read_text()[-2000:]}")
-            yield beside
+            yield probe
         finally:
             stop.touch()
-            for proc in procs:
-                proc.wait(timeout=120)
-                if proc.stdout is not None:
-                    proc.stdout.close()
-            for h in handles:
-                h.close()
-        for out in outs:
-            beside.samples.append(json.loads(out.read_text())["samples"])
+            proc.wait(timeout=60)
+        probe.blocks = json.loads(out.read_text())

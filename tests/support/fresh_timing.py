@@ -3,14 +3,10 @@ timing functions, the same count of calls), with nothing of the worker around it
 reference the worker's unprofiled figure must match (issue 24, item 5).
 
     python tests/support/fresh_timing.py PATH::FUNC DEVICE [REPS]
-    python tests/support/fresh_timing.py PATH::FUNC DEVICE --stream STOP OUT
 
 prints one JSON object: ``us_per_call`` (median), ``reps``, ``warmup_us_per_call``,
 ``cpu`` (the CPU it last ran on), ``window_s`` (when the timed calls ran, on
-``time.monotonic()``). With ``--stream`` it prints ``ready`` once warmed up, then times calls
-back to back (as the worker does, in blocks of ~50 ms) until the file STOP
-exists, and writes every call's ``[start, us]`` to OUT (start on ``time.monotonic()``): run
-beside a worker, the calls inside the worker's timing window met the same host.
+``time.monotonic()``).
 
 With KS_FRESH_AS_WORKER=1 the process takes on the two things a worker's start leaves
 behind (TORCHINDUCTOR_BENCHMARK_KERNEL=1, and torch's objects collected and frozen out of the
@@ -25,11 +21,7 @@ import importlib.util
 import json
 import os
 import sys
-import time
 from typing import Any
-
-STREAM_BLOCK_S = 0.05
-STREAM_MAX_S = 600.0
 
 
 class Alone:
@@ -62,37 +54,6 @@ def last_cpu() -> int:
         return -1
 
 
-def stream_calls(
-    torch: Any, call: Any, sync: Any, cuda: bool, per_call_us: float, stop: str
-) -> list[list[float]]:
-    """Every call's [monotonic start, µs] until `stop` exists (at most STREAM_MAX_S)."""
-    block = max(1, int(STREAM_BLOCK_S * 1e6 / max(per_call_us, 1.0)))
-    pairs = block if cuda else 0
-    events = [
-        (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-        for _ in range(pairs)
-    ]
-    samples: list[list[float]] = []
-    deadline = time.monotonic() + STREAM_MAX_S
-    while not os.path.exists(stop) and time.monotonic() < deadline:
-        starts = []
-        if cuda:
-            for start, end in events:
-                starts.append(time.monotonic())
-                start.record()
-                call()
-                end.record()
-            sync()
-            timed = zip(starts, events, strict=True)
-            samples += [[t, s.elapsed_time(e) * 1e3] for t, (s, e) in timed]
-        else:
-            for _ in range(block):
-                t = time.monotonic()
-                call()
-                samples.append([t, (time.monotonic() - t) * 1e6])
-    return samples
-
-
 def main() -> None:
     """Import the workload, build its inputs, warm up and time as the worker does."""
     as_worker = os.environ.get("KS_FRESH_AS_WORKER") == "1"
@@ -107,8 +68,7 @@ def main() -> None:
     from kernelscope.worker.program.timing import unprofiled_timing, warm_up
 
     spec, device_name = sys.argv[1], sys.argv[2]
-    stream = sys.argv[3:4] == ["--stream"]
-    reps = int(sys.argv[3]) if len(sys.argv) > 3 and not stream else 0
+    reps = int(sys.argv[3]) if len(sys.argv) > 3 else 0
     path, qualname = spec.split("::")
     module_spec = importlib.util.spec_from_file_location("workload", path)
     assert module_spec is not None and module_spec.loader is not None
@@ -128,12 +88,6 @@ def main() -> None:
 
     job = TimingJob(torch, reps)
     per_call = warm_up(job, call, sync)
-    if stream:
-        print("ready", flush=True)
-        samples = stream_calls(torch, call, sync, cuda, per_call, sys.argv[4])
-        with open(sys.argv[5], "w") as f:
-            json.dump({"samples": samples, "warmup_us_per_call": per_call, "cpu": last_cpu()}, f)
-        return
     timing = unprofiled_timing(job, call, sync, device, per_call)
     out = {"us_per_call": timing["us_per_call"], "reps": timing["reps"], "cpu": last_cpu()}
     out["window_s"] = timing["window_s"]

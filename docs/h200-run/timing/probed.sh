@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 24 item 5 (~3.5 min): the CLI's clean worker and fresh processes, one after the
-# other, with a CPU-only host-speed probe (probe.py) running beside all of them. Each
+# other, with a CPU-only host-speed probe (tests/support/host_probe.py) beside them. Each
 # figure comes with its timing window; probed.py prints the raw ratio of medians and the
 # ratio with each figure divided by the probe's level in its window.
 #   bash docs/h200-run/timing/probed.sh [ROUNDS] [workload ...]
@@ -10,7 +10,7 @@ W=fixtures/workloads/host_timing.py
 ROUNDS=${1:-3}; shift || true
 LOG=$OUT/probed.jsonl; : > "$LOG"
 rm -f /tmp/probe.stop
-python3 docs/h200-run/timing/probe.py /tmp/probe.stop "$OUT/probe.json" &
+python3 tests/support/host_probe.py /tmp/probe.stop "$OUT/probe.json" &
 PROBE=$!
 for r in $(seq "$ROUNDS"); do
   for fn in "${@:-churn graph_break}"; do

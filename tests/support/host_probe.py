@@ -5,7 +5,7 @@ and /proc/stat's cumulative steal (ticks) to OUT. Run beside sequential measurem
 level inside each one's window says how fast the host was then, without the GPU
 time-slicing that processes running CUDA work beside each other cause.
 
-    python3 probe.py STOP OUT
+    python3 tests/support/host_probe.py STOP OUT
 """
 
 from __future__ import annotations
