@@ -242,3 +242,32 @@ def test_the_line_pass_takes_the_tracers_own_cost_out_of_pure_python_lines(
     report = report_for_job(result.finished, str(spec), "rows", result.ready)
     assert report.line_tracer == cost
     assert "corrected: the tracer's own" in render_report(report)
+
+
+def test_the_clean_worker_keeps_to_a_fresh_processs_state(
+    driver: LauncherDriver, tmp_path: Path
+) -> None:
+    """No Inductor benchmark harness and no frozen garbage collector in the worker that
+    stands in for the user's process; the profiling worker keeps both (Inductor's FLOPs, and
+    collections that skip torch's objects)."""
+    seen = tmp_path / "seen.txt"
+    source = tmp_path / "state.py"
+    source.write_text(
+        "import gc, os\n\n\n"
+        "def state():\n"
+        f"    with open({str(seen)!r}, 'a') as f:\n"
+        "        env = os.environ.get('TORCHINDUCTOR_BENCHMARK_KERNEL')\n"
+        "        f.write(f'{os.getpid()} {env} {gc.get_freeze_count()}\\n')\n"
+    )
+    driver.launcher.clean_timing = "always"
+    try:
+        ok(driver.run(f"{source}::state", line_pass=False))
+    finally:
+        driver.launcher.clean_timing = "auto"
+    timer = driver.launcher._timer  # pyright: ignore[reportPrivateUsage]
+    assert timer is not None
+    by_pid = {pid: (env, int(frozen)) for pid, env, frozen in
+              (line.split() for line in seen.read_text().splitlines())}  # fmt: skip
+    env, frozen = by_pid[str(driver.launcher.worker.pid)]  # type: ignore[union-attr]
+    assert env == "1" and frozen > 0
+    assert by_pid[str(timer.pid)] == ("None", 0)

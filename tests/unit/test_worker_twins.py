@@ -54,6 +54,7 @@ def test_the_call_range_is_the_one_the_server_finds_calls_by(worker) -> None:
 
 def test_the_timing_worker_env_is_the_one_the_launcher_sets(worker) -> None:
     assert worker["TIMING_WORKER_ENV"] == launcher.TIMING_WORKER_ENV
+    assert worker["CLEAN_WORKER"] == launcher.CLEAN_WORKER
 
 
 def test_the_rank_variables_are_the_ones_the_engine_sets(worker) -> None:

@@ -59,6 +59,8 @@ _WORKER_KINDS = frozenset(
 )
 #: Set in the environment of the worker that only times calls: it never starts the profiler.
 TIMING_WORKER_ENV = "KERNELSCOPE_TIMING_WORKER"
+#: Its value for the worker that times host-bound calls again: kept to a fresh process's state
+CLEAN_WORKER = "clean"
 #: A call whose host takes this share of its unprofiled time or more is timed again in the
 #: clean worker: a profiling session leaves host-bound code 1.3-2.1x slower in its process
 #: (H200, torch 2.11), GPU-bound code unchanged.
@@ -450,7 +452,7 @@ class Launcher:
             and (self._timer is None or self._timer.state is WorkerState.DEAD)
         ):
             env = dict(os.environ if self.env is None else self.env)
-            env[TIMING_WORKER_ENV] = "1"
+            env[TIMING_WORKER_ENV] = CLEAN_WORKER
             self._timer = WorkerProcess(self.argv, env)
             self._timer_starting = asyncio.create_task(self._timer.start(self.start_timeout))
             self._timer_starting.add_done_callback(_seen)
