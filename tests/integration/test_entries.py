@@ -226,6 +226,8 @@ def test_in_place_a_module_level_while_loop(project: Path) -> None:
     else:
         assert traced == ""
     assert out["timing"]["unprofiled_reps"] == 4  # iterations 2-5; the first is the cold one
+    start, end = out["timing"]["unprofiled_window_s"]  # iteration 2's begin to 5's end
+    assert 0 < end - start < out["call_site"]["entry_s"]
     assert out["lines"] == []  # no line pass in place
     assert "step 12: train loss" in out["output"]  # the program's own output is there ...
     assert "Python replay stack is empty" not in out["output"]  # ... not the profiler's warning

@@ -92,6 +92,7 @@ def run_to_call(job, then):
                 "save_error": None,
                 "reused": False,
                 "kept": not entry.get("save"),
+                "step": "call",
             }
             if digest is not None:
                 limit = None if entry.get("save") else keep_mb

@@ -50,6 +50,7 @@ class Steps:
         self.t0 = 0.0
         self.cold_us = None
         self.samples = []
+        self.window = []  # the timed steps' first begin and last end, on time.monotonic()
         self.events = []
         self.prof: Any = None  # the profiler, once the profiled steps begin
         self.counting: Any = None  # the light profiler of the step that counts events
@@ -91,6 +92,8 @@ class Steps:
         if n == 1 or profiled < 1:
             self.job.progress("cold" if n == 1 else "timing", n, self.skip)
             self.t0 = time.perf_counter()
+            if n == 2:
+                self.window = [time.monotonic(), time.monotonic()]
             if self.cuda and n > 1:
                 start = self.torch.cuda.Event(enable_timing=True)
                 start.record()
@@ -124,6 +127,7 @@ class Steps:
             self.cold_us = (time.perf_counter() - self.t0) * 1e6
             return
         if profiled < 1:
+            self.window[1] = time.monotonic()
             if self.cuda:
                 end = self.torch.cuda.Event(enable_timing=True)
                 end.record()
@@ -250,6 +254,7 @@ class Steps:
             ),
             "replayed_from": "",
             "replay_note": "",
+            "window_s": self.window,
             "traced": (
                 "the steps are found by sys.settrace, which slows Python code while it is "
                 "set (a 90 us loop body read 1.3x)"
@@ -283,6 +288,7 @@ class Steps:
             "saved": None,
             "save_error": None,
             "reused": False,
+            "kept": False,
             "step": self.what,
         }
         job.progress("done")

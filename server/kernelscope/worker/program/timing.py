@@ -194,6 +194,7 @@ def time_unprofiled(job, call, sync, cuda, device, reps):
         "process": "profiling worker",
         "replayed_from": "",
         "replay_note": "",
+        "traced": "",
         "window_s": window,
     }
 
