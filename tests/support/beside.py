@@ -57,14 +57,23 @@ class Probe:
 
 @contextmanager
 def probe_beside() -> Iterator[Probe]:
-    """Run the probe while the body runs; on exit stop it and fill the Probe's blocks."""
+    """Run the probe while the body runs (from its first block on); on exit stop it and fill
+    the Probe's blocks."""
     probe = Probe()
     with tempfile.TemporaryDirectory() as tmp:
         stop, out = Path(tmp) / "stop", Path(tmp) / "blocks.json"
-        proc = subprocess.Popen([sys.executable, str(PROBE), str(stop), str(out)])
+        proc = subprocess.Popen(
+            [sys.executable, str(PROBE), str(stop), str(out)], stdout=subprocess.PIPE, text=True
+        )
+        assert proc.stdout is not None
+        # Not before its first block: importing torch takes seconds, and a warm worker's job
+        # can be timed within them (loader_step's was, on the H200 on 2026-12-03).
+        if proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("the host-speed probe did not start")
         try:
             yield probe
         finally:
             stop.touch()
             proc.wait(timeout=60)
+            proc.stdout.close()
         probe.blocks = json.loads(out.read_text())

@@ -8,9 +8,10 @@ prints one JSON object: ``us_per_call`` (median), ``reps``, ``warmup_us_per_call
 ``cpu`` (the CPU it last ran on), ``window_s`` (when the timed calls ran, on
 ``time.monotonic()``).
 
-With KS_FRESH_AS_WORKER=1 the process takes on the two things a worker's start leaves
-behind (TORCHINDUCTOR_BENCHMARK_KERNEL=1, and torch's objects collected and frozen out of the
-garbage collector's reach), to tell them apart from the rest.
+With KS_FRESH_AS_WORKER=1 the process takes on the two things the profiling worker's start
+leaves behind (TORCHINDUCTOR_BENCHMARK_KERNEL=1, and torch's objects collected and frozen out
+of the garbage collector's reach; the clean worker has neither since 2026-12-03), to tell
+them apart from the rest.
 Needs ``server/`` on ``PYTHONPATH`` (the worker's timing module; no msgspec needed).
 """
 
