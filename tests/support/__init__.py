@@ -12,6 +12,7 @@ anywhere under tests/ imports these as `support` and `support.<module>`:
 - `support.traces`: builders of hand-made Kineto traces, and the traces several files use;
 - `support.png`: a reader of the PNG charts `kernelscope scale` draws;
 - `support.mcp`: a client of `kernelscope mcp` over stdio (the MCP SDK's own).
+- `support.beside`: a CPU-only host-speed probe run beside timings (`support.host_probe`).
 """
 
 from __future__ import annotations

@@ -55,6 +55,16 @@ def last_cpu() -> int:
         return -1
 
 
+def load_workload(spec: str, device: str) -> tuple[Any, Any]:
+    """PATH::FUNC's function and the arguments its ``FUNC_inputs(device=...)`` builds."""
+    path, qualname = spec.split("::")
+    module_spec = importlib.util.spec_from_file_location("workload", path)
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return getattr(module, qualname), getattr(module, qualname + "_inputs")(device=device)
+
+
 def main() -> None:
     """Import the workload, build its inputs, warm up and time as the worker does."""
     as_worker = os.environ.get("KS_FRESH_AS_WORKER") == "1"
@@ -70,13 +80,7 @@ def main() -> None:
 
     spec, device_name = sys.argv[1], sys.argv[2]
     reps = int(sys.argv[3]) if len(sys.argv) > 3 else 0
-    path, qualname = spec.split("::")
-    module_spec = importlib.util.spec_from_file_location("workload", path)
-    assert module_spec is not None and module_spec.loader is not None
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    fn = getattr(module, qualname)
-    args = getattr(module, qualname + "_inputs")(device=device_name)
+    fn, args = load_workload(spec, device_name)
     device = torch.device(device_name)
     cuda = device.type == "cuda"
 

@@ -5,12 +5,11 @@ CPU it may run on (os.sched_setaffinity), settles 0.1 s there and times 0.3 s of
 to back (CUDA events per call, as the worker does). A level that follows the CPU, the same
 in every round, is the host's, not the process's; one that follows the round is a spell.
 
-    python3 cores.py PATH::FUNC DEVICE [ROUNDS]
+    python3 cores.py PATH::FUNC DEVICE [ROUNDS]   (tests/ on PYTHONPATH: env.sh puts it there)
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import statistics
 import sys
@@ -20,15 +19,12 @@ import time
 def main() -> None:
     import torch
 
+    from support.fresh_timing import load_workload
+
     spec, device_name = sys.argv[1], sys.argv[2]
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
-    path, qualname = spec.split("::")
-    module_spec = importlib.util.spec_from_file_location("workload", path)
-    assert module_spec is not None and module_spec.loader is not None
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    fn = getattr(module, qualname)
-    args = getattr(module, qualname + "_inputs")(device=device_name)
+    qualname = spec.split("::")[1]
+    fn, args = load_workload(spec, device_name)
     cuda = device_name.startswith("cuda")
 
     def sync() -> None:

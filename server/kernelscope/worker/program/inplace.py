@@ -93,7 +93,7 @@ class Steps:
             self.job.progress("cold" if n == 1 else "timing", n, self.skip)
             self.t0 = time.perf_counter()
             if n == 2:
-                self.window = [time.monotonic(), time.monotonic()]
+                self.window = [time.monotonic()] * 2
             if self.cuda and n > 1:
                 start = self.torch.cuda.Event(enable_timing=True)
                 start.record()
