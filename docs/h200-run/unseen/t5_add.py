@@ -13,6 +13,7 @@ checked), so the n-th elementwise kernel of one is the n-th of the other.
 
 import csv
 import json
+import re
 import sys
 from collections import defaultdict
 
@@ -50,8 +51,10 @@ def listing(out):
     for e in sorted((e for e in events if e.get("cat") == "kernel"), key=lambda e: e["ts"]):
         owners = ops.get(e["args"].get("External id"), [])
         # the innermost op of that id: the shortest
-        op = min(owners, key=lambda o: o.get("dur", 0))["name"] if owners else "?"
-        kernels.append({"name": e["name"], "op": op, "us": e.get("dur", 0)})
+        inner = min(owners, key=lambda o: o.get("dur", 0)) if owners else {}
+        op = inner.get("name", "?")
+        dims = str(inner.get("args", {}).get("Input Dims", ""))
+        kernels.append({"name": e["name"], "op": op, "dims": dims, "us": e.get("dur", 0)})
     with open(out, "w") as f:
         json.dump(kernels, f)
     print(len(kernels), "kernels;", sum(k["op"] == "aten::add_" for k in kernels), "of aten::add_")
@@ -83,6 +86,7 @@ def merge(listing_path, csv_path):
             "Mbyte": 1e6,
             "Gbyte": 1e9,
             "nsecond": 1e-3,
+            "ns": 1e-3,
             "usecond": 1,
             "msecond": 1e3,
         }.get(unit, 1)
@@ -90,15 +94,20 @@ def merge(listing_path, csv_path):
     ids = sorted(rows)
     print(len(kernels), "elementwise kernels listed,", len(ids), "measured")
     pairs = list(zip(kernels, ids, strict=False))
-    mismatched = sum(
-        1 for k, i in pairs if k["name"][:40] not in names[i] and names[i][:40] not in k["name"]
-    )
+    mismatched = sum(1 for k, i in pairs if _words(k["name"]) != _words(names[i]))
     print("names that differ by position:", mismatched)
     total = defaultdict(float)
+    groups = defaultdict(lambda: defaultdict(float))
     for k, i in pairs:
         if k["op"] != "aten::add_":
             continue
         m = rows[i]
+        g = groups[k["dims"]]
+        g["n"] += 1
+        g["dram"] += m.get("dram__bytes_read.sum", 0) + m.get("dram__bytes_write.sum", 0)
+        g["l2"] += m.get("lts__t_bytes.sum", 0)
+        g["us"] += m.get("gpu__time_duration.sum", 0)
+        g["trace_us"] += k["us"]
         total["n"] += 1
         total["dram"] += m.get("dram__bytes_read.sum", 0) + m.get("dram__bytes_write.sum", 0)
         total["l2"] += m.get("lts__t_bytes.sum", 0)
@@ -109,6 +118,21 @@ def merge(listing_path, csv_path):
         f"aten::add_ kernels {total['n']:.0f}: DRAM {total['dram'] / 1e9:.3f} GB, "
         f"L2 {total['l2'] / 1e9:.3f} GB, ncu {total['us']:.1f} us "
         f"(trace {total['trace_us']:.1f} us), DRAM rate {rate:.2f} TB/s"
+    )
+    print("by input dims, costliest first (trace us):")
+    for dims, g in sorted(groups.items(), key=lambda kv: -kv[1]["trace_us"])[:12]:
+        print(
+            f"  {g['n']:3.0f}x trace {g['trace_us']:8.1f} us ncu {g['us']:8.1f} us  DRAM "
+            f"{g['dram'] / 1e6:8.1f} MB  L2 {g['l2'] / 1e6:8.1f} MB  {dims[:90]}"
+        )
+
+
+def _words(name):
+    """A kernel's identifiers that name the kernel and its functor: the trace and ncu
+    demangle the same name differently (at::native::(anonymous namespace) / unnamed)."""
+    keep = ("kernel", "functor", "impl")
+    return sorted(
+        {w for w in re.findall(r"[A-Za-z_]\w*", name) if any(k in w.lower() for k in keep)}
     )
 
 
