@@ -280,6 +280,21 @@ class GpuSample(msgspec.Struct):
     """NVML's clocks-event (throttle) reasons seen in any reading, as a bit mask."""
 
 
+class SlowedSpells(msgspec.Struct):
+    """The timed calls the host slowed: blocks whose pure-Python reference loop, run in the
+    same thread right after them, ran SLOWED times slower than the fastest block's."""
+
+    share: float
+    """Of the timed calls."""
+    factor: float
+    """How much slower the reference loop ran in those blocks (median)."""
+    us_per_call: float
+    """The median of those calls."""
+    reps: int
+    left_out: bool
+    """Whether they were left out of the median (they are, unless too few calls remain)."""
+
+
 class UnprofiledTiming(msgspec.Struct):
     """The same call timed without the profiler (median of reps)."""
 
@@ -305,6 +320,8 @@ class UnprofiledTiming(msgspec.Struct):
     window_s: list[float] = []
     """When the timed calls ran (start, end), in seconds of the worker host's monotonic clock
     (``time.monotonic()``): to line the figure up with other measurements of that host."""
+    slowed: SlowedSpells | None = None
+    """Calls timed while the host ran this thread's CPU slower, apart from the median."""
 
 
 class LineStat(msgspec.Struct):

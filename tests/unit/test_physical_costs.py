@@ -112,6 +112,41 @@ def test_embedding_and_index_select_read_the_rows_they_pick() -> None:
     assert columns == 10 * 8 + 2 * 10 * 50257 * 4
 
 
+def test_grid_sampling_reads_the_points_it_weighs_not_the_whole_input() -> None:
+    """RAFT's correlation lookup on the H200 (fourth held-out set, raft_small): cuDNN's
+    bilinear sampler over 11,408 maps of 46×62, a 7×7 window per map. Counted as an
+    elementwise op (the whole input read and written), its 12 calls read 3.18 GB in 83 µs:
+    383 % of the L2 roof. It weighs 4 elements per point: 8.9 MB of the 130 MB input, with
+    the 4.5 MB grid read and the 2.2 MB output written."""
+    source, grid = ([11408, 1, 46, 62], F32), ([11408, 7, 7, 2], F32)
+    points = 11408 * 7 * 7
+    forward = op_bytes("aten::cudnn_grid_sampler", inputs(source, grid))
+    assert forward == grid_bytes(grid) + points * 4 * 4 + points * 4
+    assert 12 * forward / 83.263e-6 < 4.8e12  # under HBM's roof, let alone L2's
+    nearest = op_bytes(
+        "aten::grid_sampler_2d", inputs(source, grid, SCALAR, SCALAR, SCALAR), ["", "", "1", "0"]
+    )
+    assert nearest == grid_bytes(grid) + points * 4 + points * 4
+    volume = op_bytes(  # trilinear: 8 corners, but never more than the whole input
+        "aten::grid_sampler_3d",
+        inputs(([2, 3, 4, 4, 4], F32), ([2, 8, 8, 8, 3], F32), SCALAR, SCALAR, SCALAR),
+        ["", "", "0", "0"],
+    )
+    assert volume == 2 * 8 * 8 * 8 * 3 * 4 + 2 * 3 * 64 * 4 + 2 * 512 * 3 * 4
+    backward = op_bytes(
+        "aten::cudnn_grid_sampler_backward", inputs(source, grid, ([11408, 1, 7, 7], F32))
+    )
+    assert backward == points * 4 + 2 * grid_bytes(grid) + 3 * points * 4 * 4
+    assert kind_of("aten::cudnn_grid_sampler") == "copy"
+
+
+def grid_bytes(tensor: tuple[list[int], str]) -> int:
+    n = 1
+    for d in tensor[0]:
+        n *= d
+    return n * 4
+
+
 def test_a_loss_reads_the_class_it_picks_per_target_not_every_logit() -> None:
     """GPT-2's training loss (heldout gpt2_train on the H200, unseen/unseen_models.txt): 4096
     targets over 50,257 fp32 logits. The row counted all 823 MB of logits for a kernel that

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
-from kernelscope.protocol import CallSite
+from kernelscope.protocol import CallSite, SlowedSpells
 from kernelscope.render.text import render_report
 from kernelscope.report.schema import Report
 
@@ -37,3 +37,22 @@ def test_the_spread_needs_five_calls_and_a_loop_reads_per_iteration() -> None:
     line = unprofiled_line(msgspec.structs.replace(report, timing=traced, call_site=site))
     assert line.endswith("; the steps are found by sys.settrace, which slows Python code "
                          "(Python before 3.12)")  # fmt: skip
+
+
+def test_calls_the_host_slowed_are_named_under_the_figure() -> None:
+    report = msgspec.json.decode(
+        (FIXTURES / "matmul_add_8192" / "report.json").read_bytes(), type=Report
+    )
+    slowed = SlowedSpells(share=0.32, factor=1.7, us_per_call=1020.0, reps=876, left_out=True)
+    t = msgspec.structs.replace(report.timing, unprofiled_reps=2738, unprofiled_slowed=slowed)
+    lines = render_report(msgspec.structs.replace(report, timing=t)).splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("unprofiled"))
+    assert " (median of 1862 of 2738" in lines[at]
+    assert lines[at + 1].strip() == (
+        "the host ran this thread's CPU 1.7x slower during 32% of the timed calls (a "
+        "pure-Python loop timed beside them); those 876 took 1.02 ms (median), left out"
+    )
+    kept = msgspec.structs.replace(slowed, left_out=False)
+    t = msgspec.structs.replace(t, unprofiled_slowed=kept)
+    text = render_report(msgspec.structs.replace(report, timing=t))
+    assert " (median of 2738" in text and "kept in: too few calls ran at full speed" in text

@@ -61,3 +61,52 @@ def test_calls_far_slower_than_the_warm_up_said_stop_the_timing(
     )
     assert time.perf_counter() - t < 0.5
     assert 5 <= out["reps"] < 20 and len(out["samples_us"]) == out["reps"]
+
+
+def slowed_host(
+    timing: Any, monkeypatch: pytest.MonkeyPatch, spell: range
+) -> tuple[dict[str, Any], int]:
+    """Time 1 ms calls where calls in `spell` run 1.7 ms, as the H200's host ran a thread's
+    CPU ~1.7x slower in spells (docs/h200-run/fourth/clocks.txt), and the reference loop
+    reads the thread's speed (the real loop cannot be slowed on demand here)."""
+    made = [0]
+
+    def call() -> None:
+        made[0] += 1
+        time.sleep(0.0017 if made[0] in spell else 0.001)
+
+    monkeypatch.setattr(timing, "reference_us", lambda: 70.0 if made[0] in spell else 40.0)
+    out = timing.time_unprofiled(TimingJob(torch, 0), call, lambda: None, False, None, 600)
+    return out, made[0]
+
+
+def test_calls_the_host_slowed_are_left_out_and_reported_apart(
+    timing: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out, made = slowed_host(timing, monkeypatch, range(200, 400))
+    slowed = out["slowed"]
+    assert made == 600 and slowed is not None and slowed["left_out"]
+    assert 1.6 < slowed["factor"] < 1.9 and 0.2 < slowed["share"] < 0.45
+    assert slowed["us_per_call"] >= 1700 and out["us_per_call"] < 1600
+    assert out["reps"] == 600 and len(out["samples_us"]) == 200
+    assert out["p90_us"] < 1600  # the spread of the calls kept
+
+
+def test_a_host_slow_almost_throughout_keeps_every_call(
+    timing: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(timing, "TIMING_BLOCK_S", 0.02)  # ~19 calls a block: one fast block
+    out, _ = slowed_host(timing, monkeypatch, range(25, 10_000))
+    slowed = out["slowed"]
+    assert slowed is not None and not slowed["left_out"] and slowed["share"] > 0.9
+    assert out["us_per_call"] >= 1700  # the median of all calls, and the report says why
+
+
+def test_a_steady_host_leaves_every_call_in(timing: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    out, _ = slowed_host(timing, monkeypatch, range(0))
+    assert out["slowed"] is None and out["reps"] == 600
+
+
+def test_the_reference_loop_reads_this_threads_speed(timing: Any) -> None:
+    ref = timing.reference_us()
+    assert 0 < ref < 50_000  # ~40 µs on the H200's host: a real loop, not a constant

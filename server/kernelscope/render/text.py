@@ -101,7 +101,7 @@ def render_report(
         + (f" · CUDA {fmt_us(t.cuda_us_per_step)}" if cuda else "")
         + f" · wall {fmt_us(t.wall_us_per_step)}  (profiled)",
         f"unprofiled  {fmt_us(t.unprofiled_us_per_call)} per {_step_name(report)} (median of "
-        f"{t.unprofiled_reps}"
+        + _counted(t)
         + _spread(t)
         + f", {t.unprofiled_method.replace('_', ' ')}"
         + (
@@ -113,6 +113,7 @@ def render_report(
         + ")"
         + _inflation(report)
         + _traced_note(t),
+        *_slowed(t),
         f"cold call   {fmt_us(d.first_call_us)}"
         + (f" · entry → first kernel {fmt_us(d.entry_to_first_kernel_us)}" if cuda else "")
         + (f" · compiling {fmt_us(d.compile_us)}" if d.compile_us else "")
@@ -402,6 +403,27 @@ def _step_name(report: Report) -> str:
 def _traced_note(t: Timing) -> str:
     """In place on Python before 3.12, that the tracer which found the steps slowed them."""
     return f"; {t.unprofiled_traced} (Python before 3.12)" if t.unprofiled_traced else ""
+
+
+def _counted(t: Timing) -> str:
+    """The calls the median is of: all timed, or those the host did not slow."""
+    slowed = t.unprofiled_slowed
+    if slowed is not None and slowed.left_out:
+        return f"{t.unprofiled_reps - slowed.reps} of {t.unprofiled_reps}"
+    return f"{t.unprofiled_reps}"
+
+
+def _slowed(t: Timing) -> list[str]:
+    """The calls timed while the host slowed this thread's CPU, if any."""
+    s = t.unprofiled_slowed
+    if s is None:
+        return []
+    fate = "left out" if s.left_out else "kept in: too few calls ran at full speed"
+    return [
+        f"            the host ran this thread's CPU {s.factor:.1f}x slower during {s.share:.0%} "
+        f"of the timed calls (a pure-Python loop timed beside them); those "
+        f"{s.reps} took {fmt_us(s.us_per_call)} (median), {fate}"
+    ]
 
 
 def _spread(t: Timing) -> str:

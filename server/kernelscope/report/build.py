@@ -90,6 +90,7 @@ def build_report(
             replay_note=side.timing.replay_note,
             unprofiled_traced=side.timing.traced,
             unprofiled_window_s=side.timing.window_s,
+            unprofiled_slowed=side.timing.slowed,
         ),
         dead_window=DeadWindow(
             first_call_us=side.cold.first_call_us,

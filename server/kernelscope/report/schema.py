@@ -12,7 +12,15 @@ from kernelscope.analysis.ops import OpStat
 from kernelscope.analysis.roofline import OpRoof
 from kernelscope.analysis.verdict import Verdict
 from kernelscope.findings import Finding
-from kernelscope.protocol import CallSite, Counters, GpuSample, LineStat, LineTracerCost, MemoryPass
+from kernelscope.protocol import (
+    CallSite,
+    Counters,
+    GpuSample,
+    LineStat,
+    LineTracerCost,
+    MemoryPass,
+    SlowedSpells,
+)
 
 
 class FunctionRef(msgspec.Struct):
@@ -83,6 +91,8 @@ class Timing(msgspec.Struct):
     """In place on Python before 3.12, how the tracer that found the steps slowed them."""
     unprofiled_window_s: list[float] = []
     """When the timed calls ran (start, end), on the worker host's ``time.monotonic()``."""
+    unprofiled_slowed: SlowedSpells | None = None
+    """The timed calls the host slowed (this thread's CPU ran slower), kept apart."""
 
 
 class DeadWindow(msgspec.Struct):

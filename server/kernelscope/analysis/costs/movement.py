@@ -1,5 +1,5 @@
-"""Memory movement: copies, fills, gathers, ``index_select`` and embeddings. No FLOPs; bytes
-are what the kernel really touches:
+"""Memory movement: copies, fills, gathers, ``index_select``, embeddings and grid sampling
+(costs/sampling.py). No FLOPs; bytes are what the kernel really touches:
 
 - a copy reads its source's distinct elements (a broadcast, stride-0 dimension once) and
   writes the destination; ``_to_copy``, ``clone`` and ``contiguous`` read the input and write
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from kernelscope.analysis.costs.sampling import SAMPLING, sampling_bytes
 from kernelscope.analysis.costs.tensors import (
     DTYPE_BYTES,
     SCALAR_TYPE_BYTES,
@@ -50,7 +51,7 @@ GATHERS = frozenset({"aten::gather", "aten::index_select", "aten::embedding"}) |
 #: reduction, ignore_index, total_weight): a class's element picked per target.
 CLASS_PICKS = frozenset({"aten::nll_loss_forward", "aten::nll_loss2d_forward"})
 CLASS_PICKS_BACKWARD = frozenset({"aten::nll_loss_backward", "aten::nll_loss2d_backward"})
-MOVEMENT = COPIES | FILLS | GATHERS | CLASS_PICKS | CLASS_PICKS_BACKWARD
+MOVEMENT = COPIES | FILLS | GATHERS | CLASS_PICKS | CLASS_PICKS_BACKWARD | SAMPLING
 _INDEX_BYTES = 8  # an offset2bag entry: a long
 #: What one scattered element read costs in DRAM traffic: two 32 B sectors. Measured on the
 #: H200 (fixtures/counters_probe, gather_dim0): 176 MB for 3.1 M fp32 elements, 56 B each.
@@ -76,6 +77,8 @@ def movement_bytes(
         return _embedding_bag(args, concrete)
     if name in CLASS_PICKS or name in CLASS_PICKS_BACKWARD:
         return _class_pick(name in CLASS_PICKS_BACKWARD, args, concrete)
+    if name in SAMPLING:
+        return sampling_bytes(name, args, concrete)
     return _gather(name, args, strides, concrete)
 
 

@@ -30,6 +30,17 @@ TIMING_MAX_CALLS = 100_000
 #: 0.4-2.4 s inside one process (docs/h200-run/timing/modes_2026-12-02.txt), so 0.5 s of
 #: calls could land inside one spell and decide the figure; the median over 2 s does not.
 CLEAN_TIMING_MIN_S = 2.0
+#: A pure-Python reference loop runs after every TIMING_BLOCK_S of timed calls, in the same
+#: thread (the fastest of REFERENCE_RUNS loops of REFERENCE_LOOP iterations, ~40 µs each on
+#: the H200). On that host a thread's CPU ran ~1.7x slower in spells of 0.2-2 s, which a
+#: reference loop in the same thread read at the same moments, and a probe process on
+#: another CPU did not (docs/h200-run/fourth/clocks.txt): a block whose reference ran SLOWED
+#: times slower than the fastest one ran in such a spell, and its calls are left out of the
+#: median (reported apart) when enough remain.
+TIMING_BLOCK_S = 0.05
+REFERENCE_RUNS = 3
+REFERENCE_LOOP = 1000
+SLOWED = 1.3
 #: The warmed schedule's profiled calls (warm-up and active steps) are kept near this much of
 #: the call's unprofiled time: profiled with stacks, a call of seconds (minGPT's whole
 #: ``Trainer.run``, 21 s on the CPU) piled up ~0.4 GB of events a second, and five active
@@ -139,14 +150,15 @@ def unprofiled_timing(job, call, sync, device, per_call_us, min_s=TIMING_MIN_S):
 
 def time_unprofiled(job, call, sync, cuda, device, reps):
     """Median of `reps` calls back to back (CUDA events on a GPU), their spread, and NVML's
-    view of the GPU around them (read before and after: no thread runs while they do)."""
-    samples = []
+    view of the GPU around them (read before and after: no thread runs while they do); the
+    calls of blocks the host slowed (see SLOWED) left out of the median where enough remain."""
     sampler = GpuSampler(job.torch, device) if cuda else None
     if sampler is not None:
         sampler.start()
     # Calls slower than the warm-up said (a stall, a new epoch) stop the timing at twice
     # TIMING_MAX_S; with ranks every rank makes every call (each may hold a collective).
     alone = job.ranks.dist is None
+    blocks = Blocks()
     began = time.monotonic()
     if cuda:
         torch = job.torch
@@ -162,28 +174,36 @@ def time_unprofiled(job, call, sync, cuda, device, reps):
             call()
             end.record()
             done += 1
-            if alone and time.perf_counter() > deadline:
+            now = time.perf_counter()
+            blocks.after_call(done, now)
+            if alone and now > deadline:
                 break
-        host_us = (time.perf_counter() - t0) * 1e6 / done
+        blocks.close(done)
+        host_us = (time.perf_counter() - t0 - blocks.reference_s) * 1e6 / done
         sync()
         samples = [s.elapsed_time(e) * 1e3 for s, e in events[:done]]
         method = "cuda_events"
     else:
+        samples = []
         t0 = time.perf_counter()
         deadline = t0 + 2 * TIMING_MAX_S
         for _ in range(reps):
             t = time.perf_counter()
             call()
-            samples.append((time.perf_counter() - t) * 1e6)
+            now = time.perf_counter()
+            samples.append((now - t) * 1e6)
+            blocks.after_call(len(samples), now)
             if alone and t > deadline:
                 break
-        host_us = (time.perf_counter() - t0) * 1e6 / len(samples)
+        blocks.close(len(samples))
+        host_us = (time.perf_counter() - t0 - blocks.reference_s) * 1e6 / len(samples)
         method = "perf_counter"
     window = [began, time.monotonic()]
     gpu = sampler.stop() if sampler is not None else None
-    p10, p90 = spread(samples)
+    kept, slowed = blocks.unslowed(samples)
+    p10, p90 = spread(kept)
     return {
-        "us_per_call": statistics.median(samples),
+        "us_per_call": statistics.median(kept),
         "method": method,
         "reps": len(samples),
         "samples_us": samples[:200],
@@ -196,7 +216,73 @@ def time_unprofiled(job, call, sync, cuda, device, reps):
         "replay_note": "",
         "traced": "",
         "window_s": window,
+        "slowed": slowed,
     }
+
+
+def reference_us():
+    """The fastest of REFERENCE_RUNS pure-Python loops (µs): this thread's CPU speed now."""
+    best = float("inf")
+    for _ in range(REFERENCE_RUNS):
+        t = time.perf_counter()
+        total = 0
+        for i in range(REFERENCE_LOOP):
+            total += i * i
+        best = min(best, time.perf_counter() - t)
+    return best * 1e6
+
+
+class Blocks:
+    """The timed calls cut into blocks of TIMING_BLOCK_S, each closed by a reference loop."""
+
+    def __init__(self):
+        self.ends = []  # calls done when each block closed
+        self.refs = []  # its reference loop (µs)
+        self.reference_s = 0.0  # time the reference loops took, out of the host's per call
+        self.due = time.perf_counter() + TIMING_BLOCK_S
+
+    def after_call(self, done, now):
+        if now >= self.due:
+            self._reference(done)
+
+    def close(self, done):
+        if done and (not self.ends or self.ends[-1] < done):
+            self._reference(done)
+
+    def _reference(self, done):
+        t = time.perf_counter()
+        self.refs.append(reference_us())
+        self.ends.append(done)
+        now = time.perf_counter()
+        self.reference_s += now - t
+        self.due = now + TIMING_BLOCK_S
+
+    def unslowed(self, samples):
+        """The samples of the blocks the host did not slow (all of them where too few
+        remain), and what the slowed blocks were (None when none was)."""
+        if len(self.refs) < 2:
+            return samples, None
+        fastest = min(self.refs)
+        kept, slowed, factors = [], [], []
+        begin = 0
+        for end, ref in zip(self.ends, self.refs):
+            block = samples[begin:end]
+            begin = end
+            if ref > SLOWED * fastest:
+                slowed.extend(block)
+                factors.append(ref / fastest)
+            else:
+                kept.extend(block)
+        if not slowed:
+            return samples, None
+        left_out = len(kept) >= max(TIMING_FLOOR_CALLS, len(samples) // 10)
+        return (kept if left_out else samples), {
+            "share": len(slowed) / len(samples),
+            "factor": statistics.median(factors),
+            "us_per_call": statistics.median(slowed),
+            "reps": len(slowed),
+            "left_out": left_out,
+        }
 
 
 def spread(samples):
