@@ -36,6 +36,7 @@ def no_calibrated_peaks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iter
 
 
 RECORDED = sorted(FIXTURES.glob("*/trace.json.gz")) + sorted(FIXTURES.glob("*/raw.json.gz"))
+RECORDED += sorted(FIXTURES.glob("*/raw_trace.json.gz"))  # a raw trace alone (raft_small)
 
 
 @pytest.mark.parametrize("path", RECORDED, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -138,6 +139,10 @@ def test_grid_sampling_reads_the_points_it_weighs_not_the_whole_input() -> None:
     )
     assert backward == points * 4 + 2 * grid_bytes(grid) + 3 * points * 4 * 4
     assert kind_of("aten::cudnn_grid_sampler") == "copy"
+    recorded = analyze(load_trace(FIXTURES / "raft_small" / "raw_trace.json.gz"), None)
+    rows = [r for r in recorded.roofline if r.name == "aten::cudnn_grid_sampler"]
+    assert len(rows) == 4  # one per pyramid level, each now well under HBM's roof
+    assert all(r.efficiency is not None and 0.2 < r.efficiency < 0.6 for r in rows)
 
 
 def grid_bytes(tensor: tuple[list[int], str]) -> int:
