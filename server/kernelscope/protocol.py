@@ -743,6 +743,9 @@ class TryFinished(Message, tag="try_finished"):
     variants: list[VariantOutcome]
     output: str = ""
     worker_ends: bool = False
+    slowed_rounds: int = 0
+    """Rounds left out: the host slowed the timing thread's CPU during one of their blocks
+    (a pure-Python loop after each block ran 1.3x slower than the fastest)."""
     call_site: CallSite | None = None
     """With a program (--via): the call the variants were tried on."""
 

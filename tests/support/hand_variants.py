@@ -1,6 +1,7 @@
 """`kernelscope try` against the same variants written by hand and timed in a fresh process
 as a user's loop times them (warm-up, then rounds of 20 calls back to back between two CUDA
-events, variants in turns; the median per call): issue 24, item 6. Used by
+events, variants in turns; the median per call), the rounds of spells when the host slowed
+the thread's CPU left out as try leaves them out: issue 24, item 6. Used by
 tests/gpu/test_try_gpu.py and docs/h200-run/timing/try_vs_hand.py (GPU only)."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ CASES = {  # workload: the variants tried on it
 }
 
 HAND = r"""
-import copy, json, runpy, statistics, sys, torch
+import copy, json, runpy, statistics, sys, time, torch
 where, variants = sys.argv[1].split("::"), sys.argv[2].split(",")
 names = runpy.run_path(where[0])
 fn, args = names[where[1]], names[where[1] + "_inputs"](device="cuda")
@@ -62,9 +63,31 @@ def block_us(call, n=20):
 for call in calls.values():
     block_us(call)  # the warm-up: 20 calls back to back
 order = list(calls.items())
-rounds = [[(k, block_us(c)) for k, c in (order if r % 2 == 0 else order[::-1])] for r in range(15)]
+def reference_us():  # this thread's CPU speed now: the fastest of 3 pure-Python loops
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        total = 0
+        for i in range(1000):
+            total += i * i
+        best = min(best, time.perf_counter() - t)
+    return best * 1e6
+
+rounds, refs = [], []
+for r in range(15):
+    rnd, ref = [], 0.0
+    for k, c in order if r % 2 == 0 else order[::-1]:
+        rnd.append((k, block_us(c)))
+        ref = max(ref, reference_us())
+    rounds.append(rnd)
+    refs.append(ref)
+# the rounds of a spell in which the host slowed this thread's CPU 1.3x or more, left out
+# where at least 5 remain (as the worker leaves them out: timing.SLOWED, unslowed_rounds)
+keep = [rnd for rnd, ref in zip(rounds, refs) if ref <= 1.3 * min(refs)]
+rounds = keep if len(keep) >= 5 else rounds
 med = {k: statistics.median(us for rnd in rounds for name, us in rnd if name == k) for k in calls}
-print(json.dumps({"us": med, "speedup": {k: med["baseline"] / med[k] for k in med}}))
+print(json.dumps({"us": med, "speedup": {k: med["baseline"] / med[k] for k in med},
+                  "rounds": len(rounds), "slowed_rounds": 15 - len(rounds)}))
 """
 
 

@@ -78,3 +78,32 @@ def test_what_a_verdict_suggests() -> None:
     assert suggested(compute16, [], "cuda") == ["batch2"]
     assert suggested(Verdict(bound="memory", summary=""), [], "cuda") == ["compile", "batch2"]
     assert suggested(Verdict(bound="host", summary=""), [], "cpu") == ["compile", "batch2"]
+
+
+def test_rounds_the_host_slowed_are_left_out_whole_and_counted() -> None:
+    """The worker drops whole rounds (each variant stays paired with the baseline) whose
+    reference loop ran 1.3x slower than the fastest (the H200's host slowed a thread ~1.7x
+    in spells: docs/h200-run/fourth/clocks.txt); the summary says how many."""
+    from kernelscope.render.summary import experiments_summary
+
+    from support.worker import worker_modules
+
+    unslowed_rounds = worker_modules()["experiments"].unslowed_rounds
+    out = {"baseline": [100.0, 170.0, 101.0, 99.0, 168.0, 100.0],
+           "compile": [50.0, 85.0, 51.0, 49.0, 84.0, 50.0]}  # fmt: skip
+    refs = [40.0, 69.0, 41.0, 40.5, 70.0, 40.2]
+    kept, slowed = unslowed_rounds(out, refs)
+    assert slowed == 2
+    assert kept == {"baseline": [100.0, 101.0, 99.0, 100.0], "compile": [50.0, 51.0, 49.0, 50.0]}
+    assert unslowed_rounds(out, [40.0] * 6) == (out, 0)  # a steady host: all kept
+    assert unslowed_rounds(out, [40.0] + [70.0] * 5) == (out, 0)  # one round would remain
+    finished = TryFinished(
+        job_id="j", device_type="cuda", device_name="NVIDIA H200", method="cuda_events",
+        baseline_rounds_us=kept["baseline"], variants=[outcome("compile", kept["compile"])],
+        slowed_rounds=slowed,
+    )  # fmt: skip
+    e = judge(finished, "m.py", "f", 3)
+    assert e.rounds == 4 and e.slowed_rounds == 2
+    assert "4 rounds in turns (2 more left out: the host ran this thread's CPU slower" in (
+        experiments_summary(e)
+    )

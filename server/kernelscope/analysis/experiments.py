@@ -73,6 +73,8 @@ class Experiments(msgspec.Struct):
     """The fastest variant that is faster beyond the noise, results equal first."""
     call: str = ""
     """With a program (--via): which call the variants were tried on (CallSite.label)."""
+    slowed_rounds: int = 0
+    """Rounds left out besides ``rounds``: the host slowed the timing thread's CPU."""
 
 
 def judge(finished: TryFinished, path: str, qualname: str, line: int | None) -> Experiments:
@@ -90,6 +92,7 @@ def judge(finished: TryFinished, path: str, qualname: str, line: int | None) -> 
         device=finished.device_name or finished.device_type,
         method=finished.method,
         rounds=len(base),
+        slowed_rounds=finished.slowed_rounds,
         baseline_us=statistics.median(base) if base else 0.0,
         baseline_p10_us=deciles[0] if base else 0.0,
         baseline_p90_us=deciles[-1] if base else 0.0,

@@ -69,13 +69,23 @@ def findings_lines(findings: Sequence[Finding], top: int = TOP_FINDINGS) -> list
     return out
 
 
+def _slowed(e: Experiments) -> str:
+    """The rounds left out because the host slowed the timing thread's CPU, if any."""
+    if not e.slowed_rounds:
+        return ""
+    return (
+        f" ({e.slowed_rounds} more left out: the host ran this thread's CPU slower during "
+        "them, by a pure-Python loop timed after each block)"
+    )
+
+
 def experiments_summary(e: Experiments) -> str:
     """A try: the best variant first, then each variant's speedup or why it has none."""
     best = next((v for v in e.variants if v.name == e.best), None)
     lines = [
         f"best: {best.summary}" if best else "best: none is faster beyond the noise",
         f"{e.qualname} ({_where(e.path, e.line)}) on {e.device}: "
-        f"{fmt_us(e.baseline_us)} per call, {e.rounds} rounds in turns",
+        f"{fmt_us(e.baseline_us)} per call, {e.rounds} rounds in turns" + _slowed(e),
         *([e.call] if e.call else []),
     ]
     for v in e.variants:

@@ -7,6 +7,7 @@ import platform
 import sys
 import time
 
+from . import timing
 from .capture import replay
 from .dynamo import compile_seconds, dynamo_frames
 from .errors import Cancelled, JobError
@@ -286,7 +287,7 @@ def _try(job, fn, base, device, sync):
         per_call[name] = entry[2]
         variants.append(built)
     job.progress("timing")
-    rounds, grew = timed_rounds(job, candidates, per_call, sync, cuda)
+    rounds, grew, slowed = timed_rounds(job, candidates, per_call, sync, cuda)
     by_name = {v["name"]: v for v in variants}
     for name, _call, items in candidates[1:]:
         v = by_name[name]
@@ -309,6 +310,7 @@ def _try(job, fn, base, device, sync):
         else platform.processor() or "cpu",
         "method": "cuda_events" if cuda else "perf_counter",
         "baseline_rounds_us": rounds["baseline"],
+        "slowed_rounds": slowed,
         "variants": variants,
         "call_site": job.call_site if job.entry else None,
     }
@@ -471,8 +473,10 @@ def timed_rounds(job, candidates, per_call_us, sync, cuda):
     rounds = job.ranks.agree(rounds)
     out = {name: [] for name, _, _ in candidates}
     recompiles = {}  # name -> compiles seen during its timed blocks
+    refs = []  # each round's slowest reference loop (see timing.SLOWED)
     for r in range(rounds):
         order = candidates if r % 2 == 0 else candidates[::-1]
+        refs.append(0.0)
         for name, call, _ in order:
             n = calls[name]
             frames = dynamo_frames()
@@ -494,7 +498,23 @@ def timed_rounds(job, candidates, per_call_us, sync, cuda):
                     call()
                 block_us = (time.perf_counter() - t) * 1e6
             out[name].append(block_us / n)
+            refs[-1] = max(refs[-1], timing.reference_us())
             if dynamo_frames() > frames:
                 recompiles[name] = recompiles.get(name, 0) + dynamo_frames() - frames
         job.progress("timing", r + 1, rounds)
-    return out, recompiles
+    out, slowed = unslowed_rounds(out, refs)
+    return out, recompiles, slowed
+
+
+def unslowed_rounds(out, refs):
+    """The rounds in which the host did not slow this thread's CPU (a block's reference loop
+    ran timing.SLOWED times slower than the fastest), all of them where fewer than a third
+    (or 3) would remain; and how many were left out. Whole rounds go, so each variant's
+    rounds stay paired with the baseline's."""
+    if len(refs) < 2:
+        return out, 0
+    fastest = min(refs)
+    keep = [i for i, ref in enumerate(refs) if ref <= timing.SLOWED * fastest]
+    if len(keep) == len(refs) or len(keep) < max(3, len(refs) // 3):
+        return out, 0
+    return {name: [us[i] for i in keep] for name, us in out.items()}, len(refs) - len(keep)
