@@ -206,3 +206,18 @@ def test_ks701_says_its_figures_were_measured() -> None:
     assert "(bf16 989 TFLOP/s, measured)" in slow.message
     row = next(r for r in after.roofline if r.name == "aten::mm")
     assert row.measured and row.flops_per_step == flops and row.bytes_per_step == 1.4e9
+
+
+def test_a_call_longer_than_the_launch_count_says_only_its_first_kernels_were_measured() -> None:
+    """Qwen2's decode step (358 kernels) on the H200: ncu measured its first 64, none of its
+    costliest rows (docs/h200-run/fourth/counters.txt); the line says so."""
+    from kernelscope.render.text import counters_lines
+
+    kernels = [KernelCounters(name="vectorized_elementwise_kernel", duration_us=2.0)] * 64
+    counters = Counters(kernels=kernels, seconds=49.1, launch_count=64)
+    cut = counters_lines(counters, 358.0)[1]
+    assert "measured the first 64 of the call's 358 kernels (one warm call) in 49.1 s" in cut
+    assert cut.endswith("; rows of the later kernels are the model's")
+    whole = counters_lines(Counters(kernels=kernels[:29], seconds=35.0, launch_count=64), 29.0)
+    assert "measured 29 kernels of one warm call in 35.0 s" in whole[1]
+    assert "later kernels" not in whole[1]

@@ -135,7 +135,7 @@ def render_report(
     out += communication_lines(report.communication)
     out += _verdict(report.verdict.summary if report.verdict else None, report.findings)
     out += _roofline(report.roofline)
-    out += counters_lines(report.counters)
+    out += counters_lines(report.counters, report.verdict.kernels_per_step if report.verdict else 0)
     steps = report.steps.active
     out += ["", f"ops (totals over {steps} active step{'s' if steps != 1 else ''})"]
     out += _ops_table(report.ops, cuda, max_ops)
@@ -378,19 +378,26 @@ def _achieved(r: OpRoof) -> str:
     return "bytes unreliable (no model)" if r.estimate == "unreliable" else DASH
 
 
-def counters_lines(counters: Counters | None) -> list[str]:
-    """What ``--counters`` measured, how, and how long it took; or why it measured nothing."""
+def counters_lines(counters: Counters | None, kernels_per_call: float = 0.0) -> list[str]:
+    """What ``--counters`` measured, how, and how long it took; or why it measured nothing.
+    `kernels_per_call` (the profile's) says when the launch count cut the call short."""
     if counters is None:
         return []
     if counters.error:
         return ["", f"counters    not measured: {counters.error}"]
     n = len(counters.kernels)
+    cut = n >= counters.launch_count and kernels_per_call > n
+    what = (
+        f"the first {n} of the call's {kernels_per_call:.0f} kernels (one warm call)"
+        if cut
+        else f"{n} kernel{'s' if n != 1 else ''} of one warm call"
+    )
     return [
         "",
-        f"counters    Nsight Compute measured {n} kernel{'s' if n != 1 else ''} of one warm "
-        f"call in {counters.seconds:.1f} s (at most {counters.launch_count}; cache-control "
-        f"{counters.cache_control}: each kernel from a cold L2, so DRAM bytes are an upper "
-        "bound); rows marked measured use its bytes and FLOPs",
+        f"counters    Nsight Compute measured {what} in {counters.seconds:.1f} s (at most "
+        f"{counters.launch_count}; cache-control {counters.cache_control}: each kernel from a "
+        "cold L2, so DRAM bytes are an upper bound); rows marked measured use its bytes and "
+        "FLOPs" + ("; rows of the later kernels are the model's" if cut else ""),
     ]
 
 
