@@ -479,6 +479,9 @@ class Counters(msgspec.Struct):
     """At most this many kernels of the call were measured (ncu's --launch-count)."""
     missing_metrics: list[str] = []
     """Metrics of NCU_METRICS this GPU does not have."""
+    functions: list[str] = []
+    """For a call of more kernels than ``launch_count``: the kernel functions measured, its
+    costliest by the profile's own kernel times; empty: its first ``launch_count`` kernels."""
 
 
 class MemoryStats(msgspec.Struct):

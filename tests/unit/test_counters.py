@@ -221,3 +221,15 @@ def test_a_call_longer_than_the_launch_count_says_only_its_first_kernels_were_me
     whole = counters_lines(Counters(kernels=kernels[:29], seconds=35.0, launch_count=64), 29.0)
     assert "measured 29 kernels of one warm call in 35.0 s" in whole[1]
     assert "later kernels" not in whole[1]
+
+
+def test_the_costliest_functions_measured_are_named() -> None:
+    from kernelscope.render.text import counters_lines
+
+    kernels = [KernelCounters(name="gemv2T_kernel_val", duration_us=9.0)] * 40
+    functions = ["CatArrayBatchedCopy", "gemv2T_kernel_val", "indexSelectSmallIndex", "Kernel2"]
+    counters = Counters(kernels=kernels, seconds=30.2, launch_count=64, functions=functions)
+    line = counters_lines(counters, 358.0)[1]
+    assert "measured 40 kernels of 358 of one warm call, those of its costliest functions " in line
+    assert "(CatArrayBatchedCopy, gemv2T_kernel_val, indexSelectSmallIndex, …: 4 by " in line
+    assert "later kernels" not in line

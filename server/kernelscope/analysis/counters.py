@@ -166,6 +166,29 @@ def one_call_kernels(events: Sequence[GpuEvent], steps: int) -> list[GpuEvent]:
     return kernels
 
 
+def costliest_functions(events: Sequence[GpuEvent], steps: int, launch_count: int) -> list[str]:
+    """The kernel functions (``base_name``) for Nsight Compute to measure when one call has
+    more kernels than ``launch_count``: by their summed time in the call, costliest first,
+    each whose every launch still fits (so their rows are measured whole); [] when the
+    call's kernels all fit, or none does (then its first ones are measured)."""
+    kernels = one_call_kernels(events, steps)
+    if len(kernels) <= launch_count:
+        return []
+    spent: dict[str, float] = {}
+    launches: dict[str, int] = {}
+    for g in kernels:
+        name = base_name(g.name)
+        spent[name] = spent.get(name, 0.0) + g.dur
+        launches[name] = launches.get(name, 0) + 1
+    chosen: list[str] = []
+    room = launch_count
+    for name in sorted(spent, key=lambda n: -spent[n]):
+        if launches[name] <= room and re.fullmatch(r"\w+", name):
+            chosen.append(name)
+            room -= launches[name]
+    return sorted(chosen)
+
+
 def pair_kernels(
     traced: Sequence[GpuEvent], measured: Sequence[KernelCounters]
 ) -> list[tuple[GpuEvent, KernelCounters]]:

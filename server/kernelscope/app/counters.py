@@ -4,11 +4,15 @@ report's roofline rows find it."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
+from pathlib import Path
 
 import msgspec
 
-from kernelscope.analysis.counters import CountersError, parse_ncu_csv
+from kernelscope.analysis.counters import CountersError, costliest_functions, parse_ncu_csv
+from kernelscope.analysis.timeline import build_timeline
+from kernelscope.analysis.trace_model import TraceError, load_trace
 from kernelscope.engine.counters import (
     DEFAULT_KERNELS,
     CountersUnavailable,
@@ -49,10 +53,12 @@ async def measure_counters(
             request = msgspec.structs.replace(
                 request, entry=msgspec.structs.replace(entry, capture=site.saved)
             )
+    functions = await asyncio.to_thread(_costliest, result, launch_count)
     try:
         run = await run_under_ncu(
-            request, python or sys.executable, timeout, launch_count, ncu_path
-        )
+            request, python or sys.executable, timeout, launch_count, ncu_path,
+            functions=functions,
+        )  # fmt: skip
     except CountersUnavailable as e:
         return Counters(error=str(e))
     except JobFailed as e:
@@ -66,4 +72,16 @@ async def measure_counters(
         seconds=run.seconds,
         launch_count=run.launch_count,
         missing_metrics=run.missing,
+        functions=functions,
     )
+
+
+def _costliest(result: JobResult, launch_count: int) -> list[str]:
+    """The kernel functions to measure, from the profile's own trace (costliest_functions);
+    [] where the trace cannot be read (then the call's first kernels are measured)."""
+    try:
+        trace = load_trace(Path(result.finished.trace_path))
+    except (TraceError, OSError):
+        return []
+    timeline = build_timeline(trace)
+    return costliest_functions(timeline.events, timeline.steps, launch_count)

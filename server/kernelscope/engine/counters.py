@@ -81,11 +81,25 @@ def find_ncu(path: str | None = None) -> str:
     return ncu
 
 
+def kernel_filter(functions: Sequence[str] = ()) -> str:
+    """ncu's ``--kernel-name``: these functions (their names with or without a namespace,
+    whether ncu searches or matches whole names), else every function but NCCL's."""
+    if not functions:
+        return NOT_NCCL
+    return f"regex:^(.*::)?({'|'.join(functions)})$"
+
+
 def ncu_argv(
-    ncu: str, python: str, log_file: str, metrics: Sequence[str], launch_count: int
+    ncu: str,
+    python: str,
+    log_file: str,
+    metrics: Sequence[str],
+    launch_count: int,
+    functions: Sequence[str] = (),
 ) -> list[str]:
     """The command line of a worker under ncu: ranged by cudaProfilerStart/Stop, clocks left
-    as they run, caches flushed before each kernel (NCU_CACHE_CONTROL), raw CSV to log_file."""
+    as they run, caches flushed before each kernel (NCU_CACHE_CONTROL), raw CSV to log_file;
+    only `functions`' kernels where given (kernel_filter)."""
     return [
         ncu,
         "--profile-from-start",
@@ -101,7 +115,7 @@ def ncu_argv(
         "--print-kernel-base",
         "demangled",
         "--kernel-name",
-        NOT_NCCL,
+        kernel_filter(functions),
         "--launch-count",
         str(launch_count),
         "--csv",
@@ -163,6 +177,7 @@ async def run_under_ncu(
     launch_count: int = DEFAULT_KERNELS,
     ncu_path: str | None = None,
     start_timeout: float = 120.0,
+    functions: Sequence[str] = (),
 ) -> NcuRun:
     """The request's call, warmed then ranged once, in a worker started under ncu; waits for
     ncu to exit and returns its log. CountersUnavailable (no ncu, no access, a timeout) or
@@ -174,7 +189,7 @@ async def run_under_ncu(
     env[TIMING_WORKER_ENV] = "1"  # never starts torch.profiler: CUPTI is ncu's here
     with tempfile.TemporaryDirectory(prefix="kernelscope-ncu-") as tmp:
         log_file = str(Path(tmp) / "ncu.csv")
-        argv = ncu_argv(ncu, python, log_file, metrics, launch_count)
+        argv = ncu_argv(ncu, python, log_file, metrics, launch_count, functions)
         worker = _NcuWorker(argv, env)
         job = msgspec.convert(
             msgspec.structs.asdict(request) | {"job_id": request.job_id + "-c"}, RunCounters

@@ -386,12 +386,19 @@ def counters_lines(counters: Counters | None, kernels_per_call: float = 0.0) -> 
     if counters.error:
         return ["", f"counters    not measured: {counters.error}"]
     n = len(counters.kernels)
-    cut = n >= counters.launch_count and kernels_per_call > n
-    what = (
-        f"the first {n} of the call's {kernels_per_call:.0f} kernels (one warm call)"
-        if cut
-        else f"{n} kernel{'s' if n != 1 else ''} of one warm call"
-    )
+    kernels = f"{n} kernel{'s' if n != 1 else ''}"
+    cut = not counters.functions and n >= counters.launch_count and kernels_per_call > n
+    if counters.functions:
+        shown = ", ".join(counters.functions[:3]) + (", …" if len(counters.functions) > 3 else "")
+        of = f" of {kernels_per_call:.0f}" if kernels_per_call > n else ""
+        what = (
+            f"{kernels}{of} of one warm call, those of its costliest functions ({shown}: "
+            f"{len(counters.functions)} by the profile's kernel times)"
+        )
+    elif cut:
+        what = f"the first {n} of the call's {kernels_per_call:.0f} kernels (one warm call)"
+    else:
+        what = f"{kernels} of one warm call"
     return [
         "",
         f"counters    Nsight Compute measured {what} in {counters.seconds:.1f} s (at most "
