@@ -322,6 +322,9 @@ class UnprofiledTiming(msgspec.Struct):
     (``time.monotonic()``): to line the figure up with other measurements of that host."""
     slowed: SlowedSpells | None = None
     """Calls timed while the host ran this thread's CPU slower, apart from the median."""
+    reference_us: float | None = None
+    """The fastest reference loop of the timing (µs): the timing thread's CPU speed at its
+    best, comparable between processes on one host (~40 µs on the lent H200's)."""
 
 
 class LineStat(msgspec.Struct):

@@ -256,6 +256,7 @@ class Steps:
             "replay_note": "",
             "window_s": self.window,
             "slowed": None,
+            "reference_us": None,
             "traced": (
                 "the steps are found by sys.settrace, which slows Python code while it is "
                 "set (a 90 us loop body read 1.3x)"

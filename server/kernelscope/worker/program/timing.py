@@ -217,6 +217,7 @@ def time_unprofiled(job, call, sync, cuda, device, reps):
         "traced": "",
         "window_s": window,
         "slowed": slowed,
+        "reference_us": min(blocks.refs) if blocks.refs else None,
     }
 
 
