@@ -281,18 +281,19 @@ class GpuSample(msgspec.Struct):
 
 
 class SlowedSpells(msgspec.Struct):
-    """The timed calls the host slowed: blocks whose pure-Python reference loop, run in the
-    same thread right after them, ran SLOWED times slower than the fastest block's."""
+    """The timed calls the host slowed: blocks beside a pure-Python reference loop (run in
+    the same thread between blocks) that ran more than SLOWED (1.3) times the thread's best."""
 
     share: float
     """Of the timed calls."""
     factor: float
-    """How much slower the reference loop ran in those blocks (median)."""
+    """How much slower than its best the reference loop ran beside those blocks (their
+    median)."""
     us_per_call: float
     """The median of those calls."""
     reps: int
     left_out: bool
-    """Whether they were left out of the median (they are, unless too few calls remain)."""
+    """Whether they were left out of the median (they are while they are the fewer)."""
 
 
 class UnprofiledTiming(msgspec.Struct):
@@ -751,7 +752,7 @@ class TryFinished(Message, tag="try_finished"):
     worker_ends: bool = False
     slowed_rounds: int = 0
     """Rounds left out: the host slowed the timing thread's CPU during one of their blocks
-    (a pure-Python loop after each block ran 1.3x slower than the fastest)."""
+    (a pure-Python loop after one of their blocks ran more than 1.3x the thread's best)."""
     call_site: CallSite | None = None
     """With a program (--via): the call the variants were tried on."""
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -271,3 +273,33 @@ def test_measured_kernels_of_some_functions_pair_with_their_own_in_order() -> No
     measured = [KernelCounters(name="gemv_k", duration_us=float(i)) for i in range(3)]
     pairs = pair_kernels(traced, measured)
     assert [(g.ts, m.duration_us) for g, m in pairs] == [(1.0, 0.0), (3.0, 1.0), (5.0, 2.0)]
+
+
+def test_names_ncu_matched_none_of_fall_back_to_the_calls_first_kernels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """GPT-2's prefill (219 kernels a call): its costliest functions are asked for first;
+    where ncu's log holds no kernel (the names matched none of its own), the call is measured
+    again with every function but NCCL's. ncu itself cannot run here: the runs are stood in
+    for by their logs (the probe's raw CSV as the second one)."""
+    import kernelscope.app.counters as app_counters
+    from kernelscope.engine.counters import NcuRun
+
+    asked: list[list[str]] = []
+    csv = (FIXTURES / "counters_probe" / "ncu_raw_cache_all.csv").read_text()
+
+    async def run(*args: Any, functions: Sequence[str] = (), **kwargs: Any) -> NcuRun:
+        asked.append(list(functions))
+        log = "==PROF== Disconnected from process 1\n" if functions else csv
+        return NcuRun(log, 12.0, 64, [])
+
+    monkeypatch.setattr(app_counters, "run_under_ncu", run)
+    side = msgspec.json.decode(
+        (FIXTURES / "gpt2_prefill" / "sidecar.json").read_bytes(), type=Sidecar
+    )
+    trace = str(FIXTURES / "gpt2_prefill" / "trace.json.gz")
+    result = JobResult(ProfileFinished(job_id="j", trace_path=trace, sidecar=side),
+                       _gpu_result().ready)  # fmt: skip
+    counters = asyncio.run(measure_counters(_request(), result))
+    assert len(asked) == 2 and "Kernel2" in asked[0] and asked[1] == []
+    assert counters.kernels and counters.functions == [] and not counters.error

@@ -91,12 +91,14 @@ def test_rounds_the_host_slowed_are_left_out_whole_and_counted() -> None:
     unslowed_rounds = worker_modules()["experiments"].unslowed_rounds
     out = {"baseline": [100.0, 170.0, 101.0, 99.0, 168.0, 100.0],
            "compile": [50.0, 85.0, 51.0, 49.0, 84.0, 50.0]}  # fmt: skip
-    refs = [40.0, 69.0, 41.0, 40.5, 70.0, 40.2]
+    # per round, the loop after each of its two blocks: one slowed block slows its round
+    refs = [[40.0, 41.0], [41.0, 69.0], [41.0, 40.0], [40.5, 40.1], [70.0, 70.0], [40.2, 40.0]]
     kept, slowed = unslowed_rounds(out, refs)
     assert slowed == 2
     assert kept == {"baseline": [100.0, 101.0, 99.0, 100.0], "compile": [50.0, 51.0, 49.0, 50.0]}
-    assert unslowed_rounds(out, [40.0] * 6) == (out, 0)  # a steady host: all kept
-    assert unslowed_rounds(out, [40.0] + [70.0] * 5) == (out, 0)  # one round would remain
+    assert unslowed_rounds(out, [[40.0, 40.0]] * 6) == (out, 0)  # a steady host: all kept
+    mostly = [[40.0, 40.0], [40.0, 70.0], [70.0, 70.0], [70.0, 40.0], [40.0, 40.0], [70.0, 70.0]]
+    assert unslowed_rounds(out, mostly) == (out, 0)  # the slowed rounds the most: all kept
     finished = TryFinished(
         job_id="j", device_type="cuda", device_name="NVIDIA H200", method="cuda_events",
         baseline_rounds_us=kept["baseline"], variants=[outcome("compile", kept["compile"])],

@@ -134,10 +134,17 @@ def test_grid_sampling_reads_the_points_it_weighs_not_the_whole_input() -> None:
         ["", "", "0", "0"],
     )
     assert volume == 2 * 8 * 8 * 8 * 3 * 4 + 2 * 3 * 64 * 4 + 2 * 512 * 3 * 4
-    backward = op_bytes(
+    backward = op_bytes(  # cuDNN writes the input's gradient whole (beta 0, no zeroing op)
         "aten::cudnn_grid_sampler_backward", inputs(source, grid, ([11408, 1, 7, 7], F32))
     )
-    assert backward == points * 4 + 2 * grid_bytes(grid) + 3 * points * 4 * 4
+    assert backward == points * 4 + 2 * grid_bytes(grid) + points * 4 * 4 + grid_bytes(source)
+    native = inputs(([11408, 1, 7, 7], F32), source, grid, SCALAR, SCALAR, SCALAR, SCALAR)
+    both = op_bytes("aten::grid_sampler_2d_backward", native,
+                    ["", "", "", "0", "0", "False", "[True, True]"])  # fmt: skip
+    assert both == points * 4 + 2 * grid_bytes(grid) + 3 * points * 4 * 4  # adds into grad
+    grid_only = op_bytes("aten::grid_sampler_2d_backward", native,
+                         ["", "", "", "0", "0", "False", "[False, True]"])  # fmt: skip
+    assert grid_only == points * 4 + 2 * grid_bytes(grid) + points * 4 * 4
     assert kind_of("aten::cudnn_grid_sampler") == "copy"
     recorded = analyze(load_trace(FIXTURES / "raft_small" / "raw_trace.json.gz"), None)
     rows = [r for r in recorded.roofline if r.name == "aten::cudnn_grid_sampler"]

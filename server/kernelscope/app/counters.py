@@ -12,7 +12,7 @@ import msgspec
 
 from kernelscope.analysis.counters import CountersError, costliest_functions, parse_ncu_csv
 from kernelscope.analysis.timeline import build_timeline
-from kernelscope.analysis.trace_model import TraceError, load_trace
+from kernelscope.analysis.trace_model import load_trace
 from kernelscope.engine.counters import (
     DEFAULT_KERNELS,
     CountersUnavailable,
@@ -36,9 +36,12 @@ async def measure_counters(
     timeout: float = 300.0,
     launch_count: int = DEFAULT_KERNELS,
     ncu_path: str | None = None,
+    choose: bool = True,
 ) -> Counters:
     """The counters of the profiled call, or a Counters whose ``error`` says in one line why
-    there are none (never raises for a machine that cannot measure)."""
+    there are none (never raises for a machine that cannot measure). A call of more kernels
+    than `launch_count` has its costliest functions measured (`choose`), and its first
+    kernels where ncu found none of those names."""
     side = result.finished.sidecar
     if side.device_type != "cuda":
         return Counters(error=NEEDS_CUDA)
@@ -53,7 +56,7 @@ async def measure_counters(
             request = msgspec.structs.replace(
                 request, entry=msgspec.structs.replace(entry, capture=site.saved)
             )
-    functions = await asyncio.to_thread(_costliest, result, launch_count)
+    functions = await asyncio.to_thread(_costliest, result, launch_count) if choose else []
     try:
         run = await run_under_ncu(
             request, python or sys.executable, timeout, launch_count, ncu_path,
@@ -66,6 +69,10 @@ async def measure_counters(
     try:
         kernels = parse_ncu_csv(run.log)
     except CountersError as e:
+        if functions and ncu_failure(run.log) is None:  # the names matched none: the first
+            return await measure_counters(
+                request, result, python, remote, timeout, launch_count, ncu_path, choose=False
+            )
         return Counters(error=ncu_failure(run.log) or str(e), seconds=run.seconds)
     return Counters(
         kernels=kernels,
@@ -80,8 +87,7 @@ def _costliest(result: JobResult, launch_count: int) -> list[str]:
     """The kernel functions to measure, from the profile's own trace (costliest_functions);
     [] where the trace cannot be read (then the call's first kernels are measured)."""
     try:
-        trace = load_trace(Path(result.finished.trace_path))
-    except (TraceError, OSError):
+        timeline = build_timeline(load_trace(Path(result.finished.trace_path)))
+        return costliest_functions(timeline.events, timeline.steps, launch_count)
+    except Exception:  # any trace it cannot read: the first kernels are measured, as before
         return []
-    timeline = build_timeline(trace)
-    return costliest_functions(timeline.events, timeline.steps, launch_count)

@@ -390,9 +390,13 @@ def counters_lines(counters: Counters | None, kernels_per_call: float = 0.0) -> 
     cut = not counters.functions and n >= counters.launch_count and kernels_per_call > n
     if counters.functions:
         shown = ", ".join(counters.functions[:3]) + (", …" if len(counters.functions) > 3 else "")
-        of = f" of {kernels_per_call:.0f}" if kernels_per_call > n else ""
+        of = (
+            f"{n} of one warm call's {kernels_per_call:.0f} kernels"
+            if kernels_per_call > n
+            else f"{kernels} of one warm call"
+        )
         what = (
-            f"{kernels}{of} of one warm call, those of its costliest functions ({shown}: "
+            f"{of}, those of its costliest functions ({shown}: "
             f"{len(counters.functions)} by the profile's kernel times)"
         )
     elif cut:
@@ -419,12 +423,19 @@ def _traced_note(t: Timing) -> str:
     return f"; {t.unprofiled_traced} (Python before 3.12)" if t.unprofiled_traced else ""
 
 
-def _counted(t: Timing) -> str:
-    """The calls the median is of: all timed, or those the host did not slow."""
+def _kept(t: Timing) -> int:
+    """The calls the median and the spread are of: all timed, or those the host did not slow."""
     slowed = t.unprofiled_slowed
-    if slowed is not None and slowed.left_out:
-        return f"{t.unprofiled_reps - slowed.reps} of {t.unprofiled_reps}"
-    return f"{t.unprofiled_reps}"
+    return (
+        t.unprofiled_reps - slowed.reps
+        if slowed is not None and slowed.left_out
+        else (t.unprofiled_reps)
+    )
+
+
+def _counted(t: Timing) -> str:
+    kept = _kept(t)
+    return f"{kept} of {t.unprofiled_reps}" if kept < t.unprofiled_reps else f"{kept}"
 
 
 def _slowed(t: Timing) -> list[str]:
@@ -432,7 +443,7 @@ def _slowed(t: Timing) -> list[str]:
     s = t.unprofiled_slowed
     if s is None:
         return []
-    fate = "left out" if s.left_out else "kept in: too few calls ran at full speed"
+    fate = "left out" if s.left_out else "kept in: most calls ran slowed"
     return [
         f"            the host ran this thread's CPU {s.factor:.1f}x slower during {s.share:.0%} "
         f"of the timed calls (a pure-Python loop timed beside them); those "
@@ -442,7 +453,7 @@ def _slowed(t: Timing) -> list[str]:
 
 def _spread(t: Timing) -> str:
     """The timing's p10–p90, from five calls on (of fewer they say nothing)."""
-    if t.unprofiled_p10_us is None or t.unprofiled_p90_us is None or t.unprofiled_reps < 5:
+    if t.unprofiled_p10_us is None or t.unprofiled_p90_us is None or _kept(t) < 5:
         return ""
     return f", p10–p90 {fmt_us(t.unprofiled_p10_us)}–{fmt_us(t.unprofiled_p90_us)}"
 

@@ -51,11 +51,12 @@ def find_unsteady_timing(facts: Facts, options: Options) -> Iterable[Finding]:
     spread = (t.p90_us - t.p10_us) / t.us_per_call
     if spread <= UNSTEADY:
         return
+    calls = t.reps - t.slowed.reps if t.slowed is not None and t.slowed.left_out else t.reps
     yield Finding(
         Code.UNSTEADY_TIMING,
         Severity.INFO,
         f"the unprofiled timing is unsteady: p10–p90 {fmt(t.p10_us)}–{fmt(t.p90_us)} around a "
-        f"median of {fmt(t.us_per_call)} over {t.reps} calls ({spread:.0%} wide); differences "
+        f"median of {fmt(t.us_per_call)} over {calls} calls ({spread:.0%} wide); differences "
         "between runs smaller than that are noise",
         path=facts.function_path,
         line=facts.function_line,
@@ -63,7 +64,7 @@ def find_unsteady_timing(facts: Facts, options: Options) -> Iterable[Finding]:
             "profile again; close other GPU and CPU work on this host",
             "host-bound code varies between processes: compare medians of several runs",
         ],
-        evidence={"spread": round(spread, 3), "reps": t.reps},
+        evidence={"spread": round(spread, 3), "reps": calls},
     )
 
 

@@ -5,8 +5,10 @@ the bytes are what the kernel touches:
   interpolation weighs (bilinear 4, trilinear 8, nearest 1, bicubic 16; at most the whole
   input), and writes the output;
 - the backward reads the output's gradient, the grid and those input elements (the grid's
-  gradient weighs them), adds into as many elements of the input's gradient (a read and a
-  write each; the gradient's zeroing is an op of its own) and writes the grid's gradient.
+  gradient weighs them) and writes the grid's gradient; ATen's adds into as many elements of
+  the input's gradient (a read and a write each; its zeroing is an op of its own), and none
+  where ``output_mask`` asks for no input gradient; cuDNN's writes the input's gradient
+  whole (``cudnnSpatialTfSamplerBackward`` with beta 0 into an empty tensor).
 
 The input is never counted whole: RAFT's correlation lookup samples a 7×7 window per pixel
 from a 46×62 pyramid level (11,408 maps), 8.9 MB of a 130 MB input; counted whole, its row
@@ -19,9 +21,11 @@ from typing import Any
 
 from kernelscope.analysis.costs.tensors import (
     DTYPE_BYTES,
+    FLAGS,
     Tensor,
     arg_at,
     concrete_ints,
+    concrete_value,
     numel,
     size_of,
 )
@@ -34,11 +38,11 @@ SAMPLERS: dict[str, tuple[int, int, int | None]] = {
     "aten::grid_sampler_3d": (0, 1, 2),
     "aten::cudnn_grid_sampler": (0, 1, None),
 }
-#: (grad_output, input, grid, interpolation mode) of the backward ops.
-SAMPLERS_BACKWARD: dict[str, tuple[int, int, int, int | None]] = {
-    "aten::grid_sampler_2d_backward": (0, 1, 2, 3),
-    "aten::grid_sampler_3d_backward": (0, 1, 2, 3),
-    "aten::cudnn_grid_sampler_backward": (2, 0, 1, None),
+#: (grad_output, input, grid, interpolation mode, output_mask) of the backward ops.
+SAMPLERS_BACKWARD: dict[str, tuple[int, int, int, int | None, int | None]] = {
+    "aten::grid_sampler_2d_backward": (0, 1, 2, 3, 6),
+    "aten::grid_sampler_3d_backward": (0, 1, 2, 3, 6),
+    "aten::cudnn_grid_sampler_backward": (2, 0, 1, None, None),
 }
 SAMPLING = frozenset(SAMPLERS) | frozenset(SAMPLERS_BACKWARD)
 _BILINEAR, _NEAREST, _BICUBIC = 0, 1, 2
@@ -46,11 +50,12 @@ _BILINEAR, _NEAREST, _BICUBIC = 0, 1, 2
 
 def sampling_bytes(name: str, args: list[Tensor | None], concrete: list[Any]) -> float:
     """Bytes one call of a SAMPLING op reads and writes."""
+    at_mask = None
     if name in SAMPLERS:
         at_input, at_grid, at_mode = SAMPLERS[name]
         at_grad = None
     else:
-        at_grad, at_input, at_grid, at_mode = SAMPLERS_BACKWARD[name]
+        at_grad, at_input, at_grid, at_mode, at_mask = SAMPLERS_BACKWARD[name]
     source, grid = arg_at(args, at_input), arg_at(args, at_grid)
     if source is None or grid is None or len(source[0]) < 2 or len(grid[0]) < 2:
         return 0.0
@@ -63,7 +68,12 @@ def sampling_bytes(name: str, args: list[Tensor | None], concrete: list[Any]) ->
     touched = min(points * channels * weighed, numel(source[0])) * width
     if at_grad is None:
         return float(size_of(grid) + touched + points * channels * width)
-    return float(size_of(arg_at(args, at_grad)) + 2 * size_of(grid) + 3 * touched)
+    read = size_of(arg_at(args, at_grad)) + 2 * size_of(grid) + touched  # grid grad written
+    if name == "aten::cudnn_grid_sampler_backward":
+        return float(read + size_of(source))
+    mask = FLAGS.findall(concrete_value(concrete, at_mask)) if at_mask is not None else []
+    wants_input = not mask or mask[0] == "True"
+    return float(read + (2 * touched if wants_input else 0))
 
 
 def _corners(mode: int, spatial: int) -> int:

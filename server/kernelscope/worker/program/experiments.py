@@ -458,8 +458,9 @@ def timed_rounds(job, candidates, per_call_us, sync, cuda):
     (CUDA events on a GPU, ``perf_counter`` on the CPU), over the number of calls: events
     around each call cost a host-bound call 7-15 us more on the H200 (a compiled function's
     speedup read 0.77-0.90 of the same variant timed by hand). The median over rounds drops
-    a block with a recompile or a stall. Returns ({name: [us, ...]}, {name: compiles seen
-    during its timed blocks})."""
+    a block with a recompile or a stall; rounds the host slowed are left out (unslowed_rounds).
+    Returns ({name: [us, ...]}, {name: compiles seen during its timed blocks}, rounds left
+    out)."""
     torch = job.torch
     budget = float(job.req.get("budget_s") or TRY_BUDGET_S)
     min_rounds = int(job.req.get("rounds") or TRY_MIN_ROUNDS)
@@ -473,10 +474,10 @@ def timed_rounds(job, candidates, per_call_us, sync, cuda):
     rounds = job.ranks.agree(rounds)
     out = {name: [] for name, _, _ in candidates}
     recompiles = {}  # name -> compiles seen during its timed blocks
-    refs = []  # each round's slowest reference loop (see timing.SLOWED)
+    refs = []  # per round, the reference loop after each of its blocks (see timing.SLOWED)
     for r in range(rounds):
         order = candidates if r % 2 == 0 else candidates[::-1]
-        refs.append(0.0)
+        refs.append([])
         for name, call, _ in order:
             n = calls[name]
             frames = dynamo_frames()
@@ -498,7 +499,7 @@ def timed_rounds(job, candidates, per_call_us, sync, cuda):
                     call()
                 block_us = (time.perf_counter() - t) * 1e6
             out[name].append(block_us / n)
-            refs[-1] = max(refs[-1], timing.reference_us())
+            refs[-1].append(timing.reference_us())
             if dynamo_frames() > frames:
                 recompiles[name] = recompiles.get(name, 0) + dynamo_frames() - frames
         job.progress("timing", r + 1, rounds)
@@ -507,14 +508,16 @@ def timed_rounds(job, candidates, per_call_us, sync, cuda):
 
 
 def unslowed_rounds(out, refs):
-    """The rounds in which the host did not slow this thread's CPU (a block's reference loop
-    ran timing.SLOWED times slower than the fastest), all of them where fewer than a third
-    (or 3) would remain; and how many were left out. Whole rounds go, so each variant's
-    rounds stay paired with the baseline's."""
-    if len(refs) < 2:
+    """The rounds in which the host did not slow this thread's CPU (no reference loop after
+    one of their blocks ran more than timing.SLOWED times the thread's best: the second
+    fastest of all), and how many were left out; none is left out unless the slowed rounds
+    are the fewer and 3 remain (0 then, as when none was slowed). Whole rounds go, so each
+    variant's rounds stay paired with the baseline's."""
+    every = sorted(ref for block_refs in refs for ref in block_refs)
+    if len(refs) < 3 or len(every) < 2:
         return out, 0
-    fastest = min(refs)
-    keep = [i for i, ref in enumerate(refs) if ref <= timing.SLOWED * fastest]
-    if len(keep) == len(refs) or len(keep) < max(3, len(refs) // 3):
+    best = every[1]
+    keep = [i for i, block_refs in enumerate(refs) if max(block_refs) <= timing.SLOWED * best]
+    if len(keep) == len(refs) or len(keep) < max(3, (len(refs) + 1) // 2):
         return out, 0
     return {name: [us[i] for i in keep] for name, us in out.items()}, len(refs) - len(keep)

@@ -34,13 +34,17 @@ CLEAN_TIMING_MIN_S = 2.0
 #: thread (the fastest of REFERENCE_RUNS loops of REFERENCE_LOOP iterations, ~40 µs each on
 #: the H200). On that host a thread's CPU ran ~1.7x slower in spells of 0.2-2 s, which a
 #: reference loop in the same thread read at the same moments, and a probe process on
-#: another CPU did not (docs/h200-run/fourth/clocks.txt): a block whose reference ran SLOWED
-#: times slower than the fastest one ran in such a spell, and its calls are left out of the
-#: median (reported apart) when enough remain.
+#: another CPU did not (docs/h200-run/fourth/clocks.txt): a block next to a reference that
+#: ran more than SLOWED times the thread's best ran in such a spell, and its calls are left
+#: out of the median (reported apart) while they are the fewer.
 TIMING_BLOCK_S = 0.05
 REFERENCE_RUNS = 3
 REFERENCE_LOOP = 1000
 SLOWED = 1.3
+#: On a GPU a timing is host-bound (the calls of a slowed block slowed there too) when the
+#: host's time per call is at least this share of the events' median (as the launcher's
+#: CLEAN_TIMING_BELOW sends a call to the clean worker).
+HOST_BOUND = 0.8
 #: The warmed schedule's profiled calls (warm-up and active steps) are kept near this much of
 #: the call's unprofiled time: profiled with stacks, a call of seconds (minGPT's whole
 #: ``Trainer.run``, 21 s on the CPU) piled up ~0.4 GB of events a second, and five active
@@ -151,14 +155,13 @@ def unprofiled_timing(job, call, sync, device, per_call_us, min_s=TIMING_MIN_S):
 def time_unprofiled(job, call, sync, cuda, device, reps):
     """Median of `reps` calls back to back (CUDA events on a GPU), their spread, and NVML's
     view of the GPU around them (read before and after: no thread runs while they do); the
-    calls of blocks the host slowed (see SLOWED) left out of the median where enough remain."""
+    calls of blocks the host slowed (see SLOWED) left out while they are the fewer."""
     sampler = GpuSampler(job.torch, device) if cuda else None
     if sampler is not None:
         sampler.start()
     # Calls slower than the warm-up said (a stall, a new epoch) stop the timing at twice
     # TIMING_MAX_S; with ranks every rank makes every call (each may hold a collective).
     alone = job.ranks.dist is None
-    blocks = Blocks()
     began = time.monotonic()
     if cuda:
         torch = job.torch
@@ -166,8 +169,8 @@ def time_unprofiled(job, call, sync, cuda, device, reps):
             (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
             for _ in range(reps)
         ]
-        t0 = time.perf_counter()
-        deadline = t0 + 2 * TIMING_MAX_S
+        blocks = Blocks()
+        deadline = blocks.began + 2 * TIMING_MAX_S
         done = 0
         for start, end in events:
             start.record()
@@ -179,14 +182,13 @@ def time_unprofiled(job, call, sync, cuda, device, reps):
             if alone and now > deadline:
                 break
         blocks.close(done)
-        host_us = (time.perf_counter() - t0 - blocks.reference_s) * 1e6 / done
         sync()
         samples = [s.elapsed_time(e) * 1e3 for s, e in events[:done]]
         method = "cuda_events"
     else:
         samples = []
-        t0 = time.perf_counter()
-        deadline = t0 + 2 * TIMING_MAX_S
+        blocks = Blocks()
+        deadline = blocks.began + 2 * TIMING_MAX_S
         for _ in range(reps):
             t = time.perf_counter()
             call()
@@ -196,11 +198,15 @@ def time_unprofiled(job, call, sync, cuda, device, reps):
             if alone and t > deadline:
                 break
         blocks.close(len(samples))
-        host_us = (time.perf_counter() - t0 - blocks.reference_s) * 1e6 / len(samples)
         method = "perf_counter"
     window = [began, time.monotonic()]
     gpu = sampler.stop() if sampler is not None else None
-    kept, slowed = blocks.unslowed(samples)
+    # Left out only where the host decides the calls' time (on a GPU the calls of a block run
+    # there later, behind the queue) and one process times them (ranks stall on each other).
+    host_bound = not cuda or blocks.host_us() >= HOST_BOUND * statistics.median(samples)
+    kept, host_us, slowed = (
+        blocks.unslowed(samples) if alone and host_bound else (samples, blocks.host_us(), None)
+    )
     p10, p90 = spread(kept)
     return {
         "us_per_call": statistics.median(kept),
@@ -217,7 +223,7 @@ def time_unprofiled(job, call, sync, cuda, device, reps):
         "traced": "",
         "window_s": window,
         "slowed": slowed,
-        "reference_us": min(blocks.refs) if blocks.refs else None,
+        "reference_us": blocks.baseline(),
     }
 
 
@@ -234,56 +240,78 @@ def reference_us():
 
 
 class Blocks:
-    """The timed calls cut into blocks of TIMING_BLOCK_S, each closed by a reference loop."""
+    """The timed calls cut into blocks of TIMING_BLOCK_S, each closed by a reference loop;
+    a block's host time is its calls' (the loops' own left out)."""
 
     def __init__(self):
         self.ends = []  # calls done when each block closed
-        self.refs = []  # its reference loop (µs)
-        self.reference_s = 0.0  # time the reference loops took, out of the host's per call
-        self.due = time.perf_counter() + TIMING_BLOCK_S
+        self.refs = []  # the reference loop that closed it (µs)
+        self.host_s = []  # the host's time in it
+        self.began = time.perf_counter()
+        self._opened = self.began
 
     def after_call(self, done, now):
-        if now >= self.due:
-            self._reference(done)
+        if now - self._opened >= TIMING_BLOCK_S:
+            self._close_block(done, now)
 
     def close(self, done):
         if done and (not self.ends or self.ends[-1] < done):
-            self._reference(done)
+            self._close_block(done, time.perf_counter())
 
-    def _reference(self, done):
-        t = time.perf_counter()
+    def _close_block(self, done, now):
+        self.host_s.append(now - self._opened)
         self.refs.append(reference_us())
         self.ends.append(done)
-        now = time.perf_counter()
-        self.reference_s += now - t
-        self.due = now + TIMING_BLOCK_S
+        self._opened = time.perf_counter()
+
+    def baseline(self):
+        """This thread's CPU at its best: the second-fastest loop (one fast reading alone
+        does not set it), or the only one; None before any block."""
+        return sorted(self.refs)[min(1, len(self.refs) - 1)] if self.refs else None
+
+    def host_us(self, keep=None):
+        """The host's µs per call over the blocks `keep` says (all by default)."""
+        keep = keep or [True] * len(self.ends)
+        calls = sum(self.ends[i] - (self.ends[i - 1] if i else 0) for i, k in enumerate(keep) if k)
+        spent = sum(s for s, k in zip(self.host_s, keep) if k)
+        return spent * 1e6 / max(calls, 1)
+
+    def slowed_blocks(self):
+        """Per block, whether the host slowed it: the loop before it (the previous block's)
+        or the one after it ran more than SLOWED times the baseline."""
+        base = self.baseline()
+        if base is None or len(self.refs) < 3:
+            return [False] * len(self.refs)
+        return [
+            max(self.refs[max(i - 1, 0)], ref) > SLOWED * base for i, ref in enumerate(self.refs)
+        ]
 
     def unslowed(self, samples):
-        """The samples of the blocks the host did not slow (all of them where too few
-        remain), and what the slowed blocks were (None when none was)."""
-        if len(self.refs) < 2:
-            return samples, None
-        fastest = min(self.refs)
+        """The samples of the blocks the host did not slow, the host's µs per call over
+        them, and what the slowed blocks were (None when none was). All are kept where the
+        slowed ones are the most (a host whose turbo fades after a first burst reads so)."""
+        flags = self.slowed_blocks()
+        if not any(flags):
+            return samples, self.host_us(), None
+        base = self.baseline()
         kept, slowed, factors = [], [], []
         begin = 0
-        for end, ref in zip(self.ends, self.refs):
-            block = samples[begin:end]
+        for i, (end, flag) in enumerate(zip(self.ends, flags)):
+            (slowed if flag else kept).extend(samples[begin:end])
+            if flag:
+                factors.append(max(self.refs[max(i - 1, 0)], self.refs[i]) / base)
             begin = end
-            if ref > SLOWED * fastest:
-                slowed.extend(block)
-                factors.append(ref / fastest)
-            else:
-                kept.extend(block)
-        if not slowed:
-            return samples, None
-        left_out = len(kept) >= max(TIMING_FLOOR_CALLS, len(samples) // 10)
-        return (kept if left_out else samples), {
+        left_out = len(kept) >= max(TIMING_FLOOR_CALLS, len(samples) // 2)
+        info = {
             "share": len(slowed) / len(samples),
             "factor": statistics.median(factors),
             "us_per_call": statistics.median(slowed),
             "reps": len(slowed),
             "left_out": left_out,
         }
+        if not left_out:
+            return samples, self.host_us(), info
+        return kept, self.host_us([not f for f in flags]), info
 
 
 def spread(samples):
