@@ -293,7 +293,7 @@ class SlowedSpells(msgspec.Struct):
     """The median of those calls."""
     reps: int
     left_out: bool
-    """Whether they were left out of the median (they are while they are the fewer)."""
+    """Whether they were left out of the median (they are while a quarter of the calls remain)."""
 
 
 class UnprofiledTiming(msgspec.Struct):

@@ -96,11 +96,11 @@ def test_calls_the_host_slowed_are_left_out_and_reported_apart(
 def test_a_host_slow_for_most_of_the_timing_keeps_every_call_and_says_so(
     timing: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Left out only while the slowed calls are the fewer: a laptop whose turbo fades after
+    """Left out only while a quarter of the calls remain: a laptop whose turbo fades after
     a first burst reads as a host slow after its first blocks."""
-    out, _ = slowed_host(timing, monkeypatch, range(150, 10_000))
+    out, _ = slowed_host(timing, monkeypatch, range(100, 10_000))
     slowed = out["slowed"]
-    assert slowed is not None and not slowed["left_out"] and slowed["share"] > 0.5
+    assert slowed is not None and not slowed["left_out"] and slowed["share"] > 0.75
     assert out["us_per_call"] >= 1700  # the median of all calls, and the report says why
 
 

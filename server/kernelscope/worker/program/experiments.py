@@ -511,13 +511,13 @@ def unslowed_rounds(out, refs):
     """The rounds in which the host did not slow this thread's CPU (no reference loop after
     one of their blocks ran more than timing.SLOWED times the thread's best: the second
     fastest of all), and how many were left out; none is left out unless the slowed rounds
-    are the fewer and 3 remain (0 then, as when none was slowed). Whole rounds go, so each
+    leave a quarter of the rounds and 3 (0 then, as when none was slowed). Whole rounds go, so each
     variant's rounds stay paired with the baseline's."""
     every = sorted(ref for block_refs in refs for ref in block_refs)
     if len(refs) < 3 or len(every) < 2:
         return out, 0
     best = every[1]
     keep = [i for i, block_refs in enumerate(refs) if max(block_refs) <= timing.SLOWED * best]
-    if len(keep) == len(refs) or len(keep) < max(3, (len(refs) + 1) // 2):
+    if len(keep) == len(refs) or len(keep) < max(3, len(refs) // 4):
         return out, 0
     return {name: [us[i] for i in keep] for name, us in out.items()}, len(refs) - len(keep)

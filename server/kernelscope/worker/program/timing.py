@@ -36,7 +36,7 @@ CLEAN_TIMING_MIN_S = 2.0
 #: reference loop in the same thread read at the same moments, and a probe process on
 #: another CPU did not (docs/h200-run/fourth/clocks.txt): a block next to a reference that
 #: ran more than SLOWED times the thread's best ran in such a spell, and its calls are left
-#: out of the median (reported apart) while they are the fewer.
+#: out of the median (reported apart) while a quarter of the calls remain.
 TIMING_BLOCK_S = 0.05
 REFERENCE_RUNS = 3
 REFERENCE_LOOP = 1000
@@ -155,7 +155,7 @@ def unprofiled_timing(job, call, sync, device, per_call_us, min_s=TIMING_MIN_S):
 def time_unprofiled(job, call, sync, cuda, device, reps):
     """Median of `reps` calls back to back (CUDA events on a GPU), their spread, and NVML's
     view of the GPU around them (read before and after: no thread runs while they do); the
-    calls of blocks the host slowed (see SLOWED) left out while they are the fewer."""
+    calls of blocks the host slowed (see SLOWED) left out while a quarter of the calls remain."""
     sampler = GpuSampler(job.torch, device) if cuda else None
     if sampler is not None:
         sampler.start()
@@ -289,7 +289,7 @@ class Blocks:
     def unslowed(self, samples):
         """The samples of the blocks the host did not slow, the host's µs per call over
         them, and what the slowed blocks were (None when none was). All are kept where the
-        slowed ones are the most (a host whose turbo fades after a first burst reads so)."""
+        others are under a quarter (a host whose turbo fades after a first burst reads so)."""
         flags = self.slowed_blocks()
         if not any(flags):
             return samples, self.host_us(), None
@@ -301,7 +301,7 @@ class Blocks:
             if flag:
                 factors.append(max(self.refs[max(i - 1, 0)], self.refs[i]) / base)
             begin = end
-        left_out = len(kept) >= max(TIMING_FLOOR_CALLS, len(samples) // 2)
+        left_out = len(kept) >= max(TIMING_FLOOR_CALLS, len(samples) // 4)
         info = {
             "share": len(slowed) / len(samples),
             "factor": statistics.median(factors),
