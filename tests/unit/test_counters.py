@@ -233,3 +233,23 @@ def test_the_costliest_functions_measured_are_named() -> None:
     assert "measured 40 of one warm call's 358 kernels, those of its costliest functions " in line
     assert "(CatArrayBatchedCopy, gemv2T_kernel_val, indexSelectSmallIndex, …: 4 by " in line
     assert "later kernels" not in line
+
+
+def test_a_kernel_name_with_a_return_type_gives_its_function() -> None:
+    """cuBLAS's GEMV kernels are named after a SFINAE return type: the function is the last
+    name before the parameters (ncu selects them by it under --counters)."""
+    from kernelscope.analysis.counters import base_name
+
+    gemv = (
+        "std::enable_if<!(false), void>::type internal::gemvx::kernel<int, int, float, float, "
+        "float, float, false, true, true, false, 7, false, cublasGemvParamsEx<int, "
+        "cublasGemvTensorStridedBatched<float const>, float> >(cublasGemvParamsEx<int, "
+        "cublasGemvTensorStridedBatched<float const>, float>)"
+    )
+    assert base_name(gemv) == "kernel"
+    ncu = (
+        "void vectorized_elementwise_kernel<4, void unnamed>::pow_tensor_scalar_kernel_impl<float,"
+        " float>(TensorIteratorBase &, T2)::[lambda(float) (instance 1)], std::array<char *, 2>>"
+        "(int, T2, T3)"
+    )
+    assert base_name(ncu) == "vectorized_elementwise_kernel"  # its brackets do not balance

@@ -38,6 +38,9 @@ _SCALE = {
 _BASE_NAME = re.compile(r"^(?:void\s+)?([\w:]+)")
 _TEMPLATE_NAME = re.compile(r"\b([A-Za-z_]\w*)\b(?!::|\w)")
 _KEYWORDS = frozenset({"void", "const", "unsigned", "signed", "struct", "class", "typename"})
+#: What a kernel's name can start with before its function: a SFINAE return type (cuBLAS's
+#: ``std::enable_if<…>::type internal::gemvx::kernel<…>(…)``).
+_RETURN_TYPES = frozenset({"enable_if", "enable_if_t", "conditional", "type"})
 
 
 class CountersError(Exception):
@@ -130,10 +133,32 @@ def nvtx_range(cell: str) -> str:
 
 
 def base_name(kernel: str) -> str:
-    """A kernel's function name without namespaces, template arguments or parameters."""
+    """A kernel's function name without namespaces, template arguments, parameters or a
+    return type (``std::enable_if<…>::type internal::gemvx::kernel<…>(…)``: ``kernel``)."""
     text = kernel.replace("(anonymous namespace)", "anon").replace("<unnamed>", "anon")
     m = _BASE_NAME.match(text.strip())
-    return m.group(1).rpartition("::")[2] if m else text
+    name = m.group(1).rpartition("::")[2] if m else text
+    if name not in _RETURN_TYPES:
+        return name
+    # past the return type: the last name before the parameters, templates taken out (only
+    # here: ncu prints some template arguments with unbalanced brackets)
+    head = _outside_templates(text.strip()).partition("(")[0].split()
+    m = _BASE_NAME.match(head[-1]) if head else None
+    return m.group(1).rpartition("::")[2] if m else name
+
+
+def _outside_templates(text: str) -> str:
+    """The text with every ``<…>`` (nested ones too) taken out."""
+    out: list[str] = []
+    depth = 0
+    for ch in text:
+        if ch == "<":
+            depth += 1
+        elif ch == ">" and depth:
+            depth -= 1
+        elif not depth:
+            out.append(ch)
+    return "".join(out)
 
 
 def kernel_key(kernel: str) -> tuple[str, str]:
