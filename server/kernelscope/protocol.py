@@ -295,6 +295,10 @@ class SlowedSpells(msgspec.Struct):
     left_out: bool
     """Whether they were left out of the median (they are while a quarter of the calls remain)."""
 
+    def kept(self, reps: int) -> int:
+        """Of `reps` timed calls, those the median and the spread are of."""
+        return reps - self.reps if self.left_out else reps
+
 
 class UnprofiledTiming(msgspec.Struct):
     """The same call timed without the profiler (median of reps)."""

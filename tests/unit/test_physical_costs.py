@@ -16,6 +16,7 @@ import pytest
 from kernelscope.analysis.costs import OpCosts, bytes_of, op_bytes
 from kernelscope.analysis.costs.generated import template_matmul_flops
 from kernelscope.analysis.costs.per_op import footprint_of, from_inductor
+from kernelscope.analysis.costs.tensors import size_of
 from kernelscope.analysis.diagnose import analyze
 from kernelscope.analysis.roofline import LATENCY_US, OpRoof, kind_of
 from kernelscope.analysis.trace_model import OpInputs, load_trace
@@ -122,12 +123,12 @@ def test_grid_sampling_reads_the_points_it_weighs_not_the_whole_input() -> None:
     source, grid = ([11408, 1, 46, 62], F32), ([11408, 7, 7, 2], F32)
     points = 11408 * 7 * 7
     forward = op_bytes("aten::cudnn_grid_sampler", inputs(source, grid))
-    assert forward == grid_bytes(grid) + points * 4 * 4 + points * 4
+    assert forward == size_of(grid) + points * 4 * 4 + points * 4
     assert 12 * forward / 83.263e-6 < 4.8e12  # under HBM's roof, let alone L2's
     nearest = op_bytes(
         "aten::grid_sampler_2d", inputs(source, grid, SCALAR, SCALAR, SCALAR), ["", "", "1", "0"]
     )
-    assert nearest == grid_bytes(grid) + points * 4 + points * 4
+    assert nearest == size_of(grid) + points * 4 + points * 4
     volume = op_bytes(  # trilinear: 8 corners, but never more than the whole input
         "aten::grid_sampler_3d",
         inputs(([2, 3, 4, 4, 4], F32), ([2, 8, 8, 8, 3], F32), SCALAR, SCALAR, SCALAR),
@@ -137,26 +138,19 @@ def test_grid_sampling_reads_the_points_it_weighs_not_the_whole_input() -> None:
     backward = op_bytes(  # cuDNN writes the input's gradient whole (beta 0, no zeroing op)
         "aten::cudnn_grid_sampler_backward", inputs(source, grid, ([11408, 1, 7, 7], F32))
     )
-    assert backward == points * 4 + 2 * grid_bytes(grid) + points * 4 * 4 + grid_bytes(source)
+    assert backward == points * 4 + 2 * size_of(grid) + points * 4 * 4 + size_of(source)
     native = inputs(([11408, 1, 7, 7], F32), source, grid, SCALAR, SCALAR, SCALAR, SCALAR)
     both = op_bytes("aten::grid_sampler_2d_backward", native,
                     ["", "", "", "0", "0", "False", "[True, True]"])  # fmt: skip
-    assert both == points * 4 + 2 * grid_bytes(grid) + 3 * points * 4 * 4  # adds into grad
+    assert both == points * 4 + 2 * size_of(grid) + 3 * points * 4 * 4  # adds into grad
     grid_only = op_bytes("aten::grid_sampler_2d_backward", native,
                          ["", "", "", "0", "0", "False", "[False, True]"])  # fmt: skip
-    assert grid_only == points * 4 + 2 * grid_bytes(grid) + points * 4 * 4
+    assert grid_only == points * 4 + 2 * size_of(grid) + points * 4 * 4
     assert kind_of("aten::cudnn_grid_sampler") == "copy"
     recorded = analyze(load_trace(FIXTURES / "raft_small" / "raw_trace.json.gz"), None)
     rows = [r for r in recorded.roofline if r.name == "aten::cudnn_grid_sampler"]
     assert len(rows) == 4  # one per pyramid level, each now well under HBM's roof
     assert all(r.efficiency is not None and 0.2 < r.efficiency < 0.6 for r in rows)
-
-
-def grid_bytes(tensor: tuple[list[int], str]) -> int:
-    n = 1
-    for d in tensor[0]:
-        n *= d
-    return n * 4
 
 
 def test_a_loss_reads_the_class_it_picks_per_target_not_every_logit() -> None:

@@ -426,11 +426,7 @@ def _traced_note(t: Timing) -> str:
 def _kept(t: Timing) -> int:
     """The calls the median and the spread are of: all timed, or those the host did not slow."""
     slowed = t.unprofiled_slowed
-    return (
-        t.unprofiled_reps - slowed.reps
-        if slowed is not None and slowed.left_out
-        else (t.unprofiled_reps)
-    )
+    return slowed.kept(t.unprofiled_reps) if slowed is not None else t.unprofiled_reps
 
 
 def _counted(t: Timing) -> str:

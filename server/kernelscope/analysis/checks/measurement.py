@@ -51,7 +51,7 @@ def find_unsteady_timing(facts: Facts, options: Options) -> Iterable[Finding]:
     spread = (t.p90_us - t.p10_us) / t.us_per_call
     if spread <= UNSTEADY:
         return
-    calls = t.reps - t.slowed.reps if t.slowed is not None and t.slowed.left_out else t.reps
+    calls = t.slowed.kept(t.reps) if t.slowed is not None else t.reps
     yield Finding(
         Code.UNSTEADY_TIMING,
         Severity.INFO,

@@ -509,15 +509,13 @@ def timed_rounds(job, candidates, per_call_us, sync, cuda):
 
 def unslowed_rounds(out, refs):
     """The rounds in which the host did not slow this thread's CPU (no reference loop after
-    one of their blocks ran more than timing.SLOWED times the thread's best: the second
-    fastest of all), and how many were left out; none is left out unless the slowed rounds
-    leave a quarter of the rounds and 3 (0 then, as when none was slowed). Whole rounds go, so each
-    variant's rounds stay paired with the baseline's."""
-    every = sorted(ref for block_refs in refs for ref in block_refs)
-    if len(refs) < 3 or len(every) < 2:
+    one of their blocks ran more than timing.SLOWED times timing.thread_best), and how many
+    were left out; none unless timing.enough_left (0 then, as when none was slowed). Whole
+    rounds go, so each variant's rounds stay paired with the baseline's."""
+    best = timing.thread_best([ref for block_refs in refs for ref in block_refs])
+    if best is None or len(refs) < 3:
         return out, 0
-    best = every[1]
     keep = [i for i, block_refs in enumerate(refs) if max(block_refs) <= timing.SLOWED * best]
-    if len(keep) == len(refs) or len(keep) < max(3, len(refs) // 4):
+    if len(keep) == len(refs) or not timing.enough_left(len(keep), len(refs)):
         return out, 0
     return {name: [us[i] for i in keep] for name, us in out.items()}, len(refs) - len(keep)

@@ -227,6 +227,17 @@ def time_unprofiled(job, call, sync, cuda, device, reps):
     }
 
 
+def thread_best(readings):
+    """This thread's CPU at its best over some reference loops (µs): the second-fastest, as
+    one fast reading alone does not set it, or the only one; None for none."""
+    return sorted(readings)[min(1, len(readings) - 1)] if readings else None
+
+
+def enough_left(kept, total):
+    """Whether leaving the slowed ones out keeps enough: a quarter of `total`, and 3."""
+    return kept >= max(TIMING_FLOOR_CALLS, total // 4)
+
+
 def reference_us():
     """The fastest of REFERENCE_RUNS pure-Python loops (µs): this thread's CPU speed now."""
     best = float("inf")
@@ -265,9 +276,8 @@ class Blocks:
         self._opened = time.perf_counter()
 
     def baseline(self):
-        """This thread's CPU at its best: the second-fastest loop (one fast reading alone
-        does not set it), or the only one; None before any block."""
-        return sorted(self.refs)[min(1, len(self.refs) - 1)] if self.refs else None
+        """This thread's CPU at its best (thread_best); None before any block."""
+        return thread_best(self.refs)
 
     def host_us(self, keep=None):
         """The host's µs per call over the blocks `keep` says (all by default)."""
@@ -276,35 +286,29 @@ class Blocks:
         spent = sum(s for s, k in zip(self.host_s, keep) if k)
         return spent * 1e6 / max(calls, 1)
 
-    def slowed_blocks(self):
-        """Per block, whether the host slowed it: the loop before it (the previous block's)
-        or the one after it ran more than SLOWED times the baseline."""
-        base = self.baseline()
-        if base is None or len(self.refs) < 3:
-            return [False] * len(self.refs)
-        return [
-            max(self.refs[max(i - 1, 0)], ref) > SLOWED * base for i, ref in enumerate(self.refs)
-        ]
-
     def unslowed(self, samples):
         """The samples of the blocks the host did not slow, the host's µs per call over
-        them, and what the slowed blocks were (None when none was). All are kept where the
-        others are under a quarter (a host whose turbo fades after a first burst reads so)."""
-        flags = self.slowed_blocks()
+        them, and what the slowed blocks were (None when none was). A block was slowed when
+        the loop before it (the previous block's) or after it ran more than SLOWED times the
+        baseline. All are kept unless enough_left (a host whose turbo fades after a first
+        burst reads as slowed throughout)."""
+        base = self.baseline()
+        if base is None or len(self.refs) < 3:
+            return samples, self.host_us(), None
+        # each block against the slower of the loops on its two sides, in baselines
+        beside = [max(self.refs[max(i - 1, 0)], r) / base for i, r in enumerate(self.refs)]
+        flags = [b > SLOWED for b in beside]
         if not any(flags):
             return samples, self.host_us(), None
-        base = self.baseline()
-        kept, slowed, factors = [], [], []
+        kept, slowed = [], []
         begin = 0
-        for i, (end, flag) in enumerate(zip(self.ends, flags)):
+        for end, flag in zip(self.ends, flags):
             (slowed if flag else kept).extend(samples[begin:end])
-            if flag:
-                factors.append(max(self.refs[max(i - 1, 0)], self.refs[i]) / base)
             begin = end
-        left_out = len(kept) >= max(TIMING_FLOOR_CALLS, len(samples) // 4)
+        left_out = enough_left(len(kept), len(samples))
         info = {
             "share": len(slowed) / len(samples),
-            "factor": statistics.median(factors),
+            "factor": statistics.median(b for b in beside if b > SLOWED),
             "us_per_call": statistics.median(slowed),
             "reps": len(slowed),
             "left_out": left_out,
