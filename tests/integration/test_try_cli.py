@@ -34,7 +34,9 @@ def test_try_on_cpu_measures_compile_and_says_why_the_others_cannot_run() -> Non
     )
     assert rc == 0, err
     by = {v["name"]: v for v in out["variants"]}
-    assert out["rounds"] >= 7 and out["baseline_us"] > 0
+    # at least 7 rounds timed; those the host slowed are left out, while 3 and a quarter remain
+    timed = out["rounds"] + out["slowed_rounds"]
+    assert timed >= 7 and out["rounds"] >= max(3, timed // 4) and out["baseline_us"] > 0
     c = by["compile"]
     assert c["status"] == "ok", c
     assert c["results"] == "equal" and c["one_time_what"] == "compile" and c["one_time_s"] > 0
