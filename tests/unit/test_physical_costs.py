@@ -15,6 +15,7 @@ import pytest
 
 from kernelscope.analysis.costs import OpCosts, bytes_of, op_bytes
 from kernelscope.analysis.costs.generated import template_matmul_flops
+from kernelscope.analysis.costs.lists import concatenation_bytes, element_width
 from kernelscope.analysis.costs.per_op import footprint_of, from_inductor
 from kernelscope.analysis.costs.tensors import size_of
 from kernelscope.analysis.diagnose import analyze
@@ -409,3 +410,25 @@ def test_a_kernel_updating_its_buffer_in_place_moves_it_twice(tmp_path: Path) ->
     kernel = _inductor_record(tmp_path, "triton_poi_fused_add_relu_0", 2 * passed / 1e9, *shapes)
     assert bytes_of(kernel) == pytest.approx(2 * passed) and from_inductor(kernel)
     assert footprint_of(kernel) == pytest.approx(passed)
+
+
+def test_a_concatenation_takes_its_element_width_from_its_kernel() -> None:
+    """torch.cat's inputs are a TensorList: the trace records their shapes, not their dtype,
+    and its rows had no bytes (Qwen2's decode on the H200: a 90 µs cat row that Nsight
+    Compute measured at 16.9 MB a step). ATen's cat kernels are templated on the element's
+    width (OpaqueType<N>): each listed tensor read once, the result written."""
+    assert element_width("void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::"
+                         "native::(anonymous namespace)::OpaqueType<2u>, unsigned int, 4, 64, "
+                         "64>(…)") == 2  # fmt: skip
+    assert element_width("void at::native::elementwise_kernel<128, 4, …>") == 0
+    listed = OpInputs(dims=[[[2, 3], [2, 5]], []], types=["TensorList", "Scalar"])
+    assert concatenation_bytes(listed, "CatArrayBatchedCopy<OpaqueType<4u>, …>") == 2 * 16 * 4
+    assert concatenation_bytes(listed, "elementwise_kernel<…>") == 0.0  # width unknown
+    corrupt = OpInputs(dims=[[[2, -3]], []], types=["TensorList", "Scalar"])
+    assert concatenation_bytes(corrupt, "OpaqueType<4u>") == 0.0
+    recorded = analyze(load_trace(FIXTURES / "raft_small" / "raw_trace.json.gz"), None)
+    rows = [r for r in recorded.roofline if r.name == "aten::cat"]
+    (images,) = [r for r in rows if r.shapes == "[4, 3, 368, 496]×[4, 3, 368, 496]"]
+    assert images.bytes_per_step == 2 * (2 * 4 * 3 * 368 * 496) * 4  # fp32 (OpaqueType<4u>)
+    assert images.estimate == "model" and images.footprint == images.bytes_per_step
+    assert len(rows) == 7 and all(r.efficiency is not None and r.efficiency < 1 for r in rows)

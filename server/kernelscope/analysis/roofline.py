@@ -37,6 +37,7 @@ from kernelscope.analysis.costs import (
     OpCosts,
 )
 from kernelscope.analysis.costs.generated import is_template_matmul
+from kernelscope.analysis.costs.lists import CONCATENATIONS, concatenation_bytes
 from kernelscope.analysis.costs.movement import MOVEMENT
 from kernelscope.analysis.costs.per_op import flops_range, footprint_of, from_inductor, has_model
 from kernelscope.analysis.peaks import Peaks
@@ -304,7 +305,10 @@ def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, 
         row.kernel_us += n_us
         row.flops += cost.flops
         row.event_bytes = moved > 0
-        row.bytes_moved += moved if moved > 0 else cost.bytes
+        modelled = cost.bytes
+        if not modelled and op.name in CONCATENATIONS:  # no dtype in the trace: the kernel's
+            modelled = concatenation_bytes(op.inputs(), g.name)
+        row.bytes_moved += moved if moved > 0 else modelled
         if g.dur > row.top_kernel_us:
             row.top_kernel, row.top_kernel_us = g.name, g.dur
             row.grid = _grid_blocks(g) if g.cat == "kernel" else None
@@ -416,7 +420,8 @@ def _roof(
             out.kind = "attention"
             out.flops_low_per_step = low[0] * len(row.op_indexes) / steps
         if moved > 0:
-            out.footprint = moved / len(row.op_indexes) if row.event_bytes else footprint_of(owner)
+            per_call = row.event_bytes or owner.name in CONCATENATIONS  # each byte once
+            out.footprint = moved / len(row.op_indexes) if per_call else footprint_of(owner)
         if flops > 0:
             out.flops_per_step = flops / steps
             out.achieved_tflops = flops / row.us / 1e6 if row.us > 0 else None
