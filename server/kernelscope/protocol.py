@@ -122,6 +122,10 @@ class RunProfile(Message, tag="run_profile"):
 class RunTiming(RunProfile, tag="run_timing"):
     """Only the unprofiled timing of the same call, for a worker that never profiles."""
 
+    host_reference_us: float | None = None
+    """The profiling worker's reference loop at its best (its ``UnprofiledTiming.reference_us``):
+    this host's CPU speed at its best, against which a timing slowed throughout is seen."""
+
 
 class RunCounters(RunProfile, tag="run_counters"):
     """Warm the same call, then make one more inside cudaProfilerStart/Stop, for the worker
@@ -330,6 +334,10 @@ class UnprofiledTiming(msgspec.Struct):
     reference_us: float | None = None
     """The fastest reference loop of the timing (µs): the timing thread's CPU speed at its
     best, comparable between processes on one host (~40 µs on the lent H200's)."""
+    host_reference_us: float | None = None
+    """In the clean worker: the profiling worker's ``reference_us``, the host's best. Blocks
+    are judged slowed against the faster of it and this thread's own best (a thread can be
+    slowed for all of its timing)."""
 
 
 class LineStat(msgspec.Struct):

@@ -532,6 +532,7 @@ class Launcher:
         if request.entry is not None and site is not None and site.saved:
             # the program's call, replayed from its saved capture: the program does not run again
             fields["entry"] = msgspec.structs.replace(request.entry, capture=site.saved)
+        fields["host_reference_us"] = finished.sidecar.timing.reference_us
         job = msgspec.convert(fields, RunTiming)
 
         def progress(msg: JobProgress) -> None:

@@ -91,6 +91,8 @@ def build_report(
             unprofiled_traced=side.timing.traced,
             unprofiled_window_s=side.timing.window_s,
             unprofiled_slowed=side.timing.slowed,
+            unprofiled_reference_us=side.timing.reference_us,
+            host_reference_us=side.timing.host_reference_us,
         ),
         dead_window=DeadWindow(
             first_call_us=side.cold.first_call_us,

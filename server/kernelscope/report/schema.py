@@ -93,6 +93,12 @@ class Timing(msgspec.Struct):
     """When the timed calls ran (start, end), on the worker host's ``time.monotonic()``."""
     unprofiled_slowed: SlowedSpells | None = None
     """The timed calls the host slowed (this thread's CPU ran slower), kept apart."""
+    unprofiled_reference_us: float | None = None
+    """The timing thread's pure-Python reference loop at its best (µs): its CPU's speed,
+    comparable between processes of one host."""
+    host_reference_us: float | None = None
+    """In the worker that never profiles: the profiling worker's reference loop (the host's
+    best), against which its blocks were judged slowed too."""
 
 
 class DeadWindow(msgspec.Struct):

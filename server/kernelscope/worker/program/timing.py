@@ -91,7 +91,17 @@ def run_timing(job):
 
     def timed(_fn, call, device, sync):
         per_call_us = warm_up(job, call, sync)
-        timing = unprofiled_timing(job, call, sync, device, per_call_us, CLEAN_TIMING_MIN_S)
+        host_best = job.req.get("host_reference_us")
+        timing = unprofiled_timing(
+            job,
+            call,
+            sync,
+            device,
+            per_call_us,
+            CLEAN_TIMING_MIN_S,
+            extend=True,
+            host_best=host_best,
+        )
         job.progress("done")
         timing["process"] = "clean worker"
         timing["replayed_from"], timing["replay_note"] = job.replayed
@@ -143,19 +153,26 @@ def timing_reps(job, per_call_us, min_s=TIMING_MIN_S):
     return job.ranks.agree(reps)
 
 
-def unprofiled_timing(job, call, sync, device, per_call_us, min_s=TIMING_MIN_S):
+def unprofiled_timing(
+    job, call, sync, device, per_call_us, min_s=TIMING_MIN_S, extend=False, host_best=None
+):
     """The call timed without the profiler (before the schedule, which slows host code),
     right after its warm-up: nothing in between (no probe call, no sync, no cache freed);
-    `min_s` of calls at least (see timing_reps)."""
+    `min_s` of calls at least (see timing_reps); `extend` and `host_best` as
+    time_unprofiled says."""
     job.progress("timing")
     reps = timing_reps(job, per_call_us, min_s)
-    return time_unprofiled(job, call, sync, device.type == "cuda", device, reps)
+    cuda = device.type == "cuda"
+    return time_unprofiled(job, call, sync, cuda, device, reps, extend, host_best)
 
 
-def time_unprofiled(job, call, sync, cuda, device, reps):
+def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best=None):
     """Median of `reps` calls back to back (CUDA events on a GPU), their spread, and NVML's
     view of the GPU around them (read before and after: no thread runs while they do); the
-    calls of blocks the host slowed (see SLOWED) left out while a quarter of the calls remain."""
+    calls of blocks the host slowed (see SLOWED) left out while a quarter of the calls remain.
+    `host_best`: the reference loop at its best in another process of this host (µs), where
+    this thread's own best may be slowed too. With `extend`, a host-bound timing that kept
+    fewer than half its calls goes on in quarters of them while TIMING_MAX_S allow."""
     sampler = GpuSampler(job.torch, device) if cuda else None
     if sampler is not None:
         sampler.start()
@@ -163,42 +180,18 @@ def time_unprofiled(job, call, sync, cuda, device, reps):
     # TIMING_MAX_S; with ranks every rank makes every call (each may hold a collective).
     alone = job.ranks.dist is None
     began = time.monotonic()
-    if cuda:
-        torch = job.torch
-        events = [
-            (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-            for _ in range(reps)
-        ]
-        blocks = Blocks()
-        deadline = blocks.began + 2 * TIMING_MAX_S
-        done = 0
-        for start, end in events:
-            start.record()
-            call()
-            end.record()
-            done += 1
-            now = time.perf_counter()
-            blocks.after_call(done, now)
-            if alone and now > deadline:
-                break
-        blocks.close(done)
-        sync()
-        samples = [s.elapsed_time(e) * 1e3 for s, e in events[:done]]
-        method = "cuda_events"
-    else:
-        samples = []
-        blocks = Blocks()
-        deadline = blocks.began + 2 * TIMING_MAX_S
-        for _ in range(reps):
-            t = time.perf_counter()
-            call()
-            now = time.perf_counter()
-            samples.append((now - t) * 1e6)
-            blocks.after_call(len(samples), now)
-            if alone and t > deadline:
-                break
-        blocks.close(len(samples))
-        method = "perf_counter"
+    blocks = Blocks(host_best)
+    deadline = blocks.began + 2 * TIMING_MAX_S
+    samples = []
+    more = reps
+    while more:
+        if cuda:
+            _time_on_gpu(job.torch, call, sync, blocks, samples, more, deadline, alone)
+        else:
+            _time_on_host(call, blocks, samples, more, deadline, alone)
+        more = _more_calls(blocks, samples, reps, cuda) if extend and alone else 0
+        blocks.reopen()
+    method = "cuda_events" if cuda else "perf_counter"
     window = [began, time.monotonic()]
     gpu = sampler.stop() if sampler is not None else None
     # Left out only where the host decides the calls' time (on a GPU the calls of a block run
@@ -223,8 +216,54 @@ def time_unprofiled(job, call, sync, cuda, device, reps):
         "traced": "",
         "window_s": window,
         "slowed": slowed,
-        "reference_us": blocks.baseline(),
+        "reference_us": thread_best(blocks.refs),
+        "host_reference_us": host_best,
     }
+
+
+def _time_on_gpu(torch, call, sync, blocks, samples, count, deadline, alone):
+    """`count` more calls timed by CUDA events, their µs appended to `samples`."""
+    events = [
+        (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        for _ in range(count)
+    ]
+    done = len(samples)
+    timed = 0
+    for start, end in events:
+        start.record()
+        call()
+        end.record()
+        timed += 1
+        now = time.perf_counter()
+        blocks.after_call(done + timed, now)
+        if alone and now > deadline:
+            break
+    blocks.close(done + timed)
+    sync()
+    samples.extend(s.elapsed_time(e) * 1e3 for s, e in events[:timed])
+
+
+def _time_on_host(call, blocks, samples, count, deadline, alone):
+    """`count` more calls timed by ``perf_counter``, their µs appended to `samples`."""
+    for _ in range(count):
+        t = time.perf_counter()
+        call()
+        now = time.perf_counter()
+        samples.append((now - t) * 1e6)
+        blocks.after_call(len(samples), now)
+        if alone and t > deadline:
+            break
+    blocks.close(len(samples))
+
+
+def _more_calls(blocks, samples, reps, cuda):
+    """How many more calls a host-bound timing makes (0: none): a quarter of `reps` while
+    fewer than half of them fell in unslowed blocks and TIMING_MAX_S have not passed."""
+    if time.perf_counter() - blocks.began >= TIMING_MAX_S:
+        return 0
+    if cuda and blocks.host_us() < HOST_BOUND * statistics.median(samples):
+        return 0
+    return max(1, reps // 4) if blocks.unslowed_calls() < reps // 2 else 0
 
 
 def thread_best(readings):
@@ -254,7 +293,8 @@ class Blocks:
     """The timed calls cut into blocks of TIMING_BLOCK_S, each closed by a reference loop;
     a block's host time is its calls' (the loops' own left out)."""
 
-    def __init__(self):
+    def __init__(self, host_best=None):
+        self.host_best = host_best
         self.ends = []  # calls done when each block closed
         self.refs = []  # the reference loop that closed it (µs)
         self.host_s = []  # the host's time in it
@@ -276,8 +316,29 @@ class Blocks:
         self._opened = time.perf_counter()
 
     def baseline(self):
-        """This thread's CPU at its best (thread_best); None before any block."""
-        return thread_best(self.refs)
+        """This thread's CPU at its best (thread_best), or the host's where it was faster;
+        None before any block."""
+        best = thread_best(self.refs)
+        if best is None or not self.host_best:
+            return best
+        return min(best, self.host_best)
+
+    def reopen(self):
+        """The next block starts now (what ran since the last closed is in none)."""
+        self._opened = time.perf_counter()
+
+    def unslowed_calls(self):
+        """Calls in blocks no slowed loop is beside (all, before three blocks)."""
+        calls = [e - (self.ends[i - 1] if i else 0) for i, e in enumerate(self.ends)]
+        beside = self._beside() or [1.0] * len(calls)
+        return sum(c for c, b in zip(calls, beside) if b <= SLOWED)
+
+    def _beside(self):
+        """Each block's slower neighbouring loop, in baselines; empty before three blocks."""
+        base = self.baseline()
+        if base is None or len(self.refs) < 3:
+            return []
+        return [max(self.refs[max(i - 1, 0)], r) / base for i, r in enumerate(self.refs)]
 
     def host_us(self, keep=None):
         """The host's µs per call over the blocks `keep` says (all by default)."""
@@ -292,11 +353,7 @@ class Blocks:
         the loop before it (the previous block's) or after it ran more than SLOWED times the
         baseline. All are kept unless enough_left (a host whose turbo fades after a first
         burst reads as slowed throughout)."""
-        base = self.baseline()
-        if base is None or len(self.refs) < 3:
-            return samples, self.host_us(), None
-        # each block against the slower of the loops on its two sides, in baselines
-        beside = [max(self.refs[max(i - 1, 0)], r) / base for i, r in enumerate(self.refs)]
+        beside = self._beside()
         flags = [b > SLOWED for b in beside]
         if not any(flags):
             return samples, self.host_us(), None
