@@ -1,14 +1,17 @@
-"""T5 training's aten::add_ row (99.8 % of the datasheet bandwidth, t5_2026-12-03.txt) against
-Nsight Compute: which of its bytes came from DRAM and which from L2.
+"""One op's kernels in a real step against Nsight Compute: which of their bytes came from DRAM
+and which from L2, grouped by the op's input dims (T5 training's aten::add_ at 99.8 % of the
+datasheet bandwidth, t5_2026-12-03.txt; RAFT's grid sampler, fourth/raft_2026-12-03.txt).
 
-    python3 t5_add.py list OUT.json   # step 4 under torch.profiler: each kernel and its op
-    ncu --clock-control none --profile-from-start off --csv --kernel-name regex:elementwise \
+    python3 op_vs_ncu.py SPEC OP WORD list OUT.json  # one step profiled: each kernel, its op
+    ncu --clock-control none --profile-from-start off --csv --kernel-name regex:WORD \
       --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum \
-      python3 t5_add.py ncu > ncu.csv  # step 4 inside cudaProfilerStart/Stop
-    python3 t5_add.py merge OUT.json ncu.csv
+      python3 op_vs_ncu.py SPEC OP WORD ncu > ncu.csv  # one step inside cudaProfilerStart/Stop
+    python3 op_vs_ncu.py SPEC OP WORD merge OUT.json ncu.csv
 
-Two processes, one step each: the kernels of a step come in the same order (the names are
-checked), so the n-th elementwise kernel of one is the n-th of the other.
+SPEC is MODULE:FUNC of fixtures/workloads/ (its inputs from FUNC_inputs), e.g. unseen:t5_train
+aten::add_ elementwise, or fourth:raft aten::grid_sampler_2d grid_sampler. Two processes, one
+step each after three warm ones: the kernels of a step come in the same order (the names are
+checked), so the n-th kernel named WORD of one is the n-th of the other.
 """
 
 import csv
@@ -20,15 +23,28 @@ from collections import defaultdict
 sys.path.insert(0, "fixtures/workloads")
 
 
-def step_fn():
-    import torch
-    from unseen import t5_train, t5_train_inputs
+SPEC, OP, WORD = sys.argv[1:4]
 
-    args = t5_train_inputs(device="cuda")
-    for _ in range(3):
-        t5_train(*args)
+
+def step_fn():
+    import importlib
+
+    import torch
+
+    module, name = SPEC.split(":")
+    mod = importlib.import_module(module)
+    fn = getattr(mod, name)
+    args = getattr(mod, name + "_inputs")(device="cuda")
+    with torch.no_grad() if "train" not in name else torch.enable_grad():
+        for _ in range(3):
+            fn(*args)
     torch.cuda.synchronize()
-    return torch, lambda: t5_train(*args)
+
+    def step():
+        with torch.no_grad() if "train" not in name else torch.enable_grad():
+            fn(*args)
+
+    return torch, step
 
 
 def listing(out):
@@ -36,12 +52,13 @@ def listing(out):
 
     _, step = step_fn()
     with torch.profiler.profile(
-        activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA],
+        record_shapes=True,
     ) as prof:
         step()
         torch.cuda.synchronize()
-    prof.export_chrome_trace("/tmp/t5_add.json")
-    with open("/tmp/t5_add.json") as f:
+    prof.export_chrome_trace("/tmp/op_vs_ncu.json")
+    with open("/tmp/op_vs_ncu.json") as f:
         events = json.load(f)["traceEvents"]
     ops = {}
     for e in events:
@@ -57,7 +74,7 @@ def listing(out):
         kernels.append({"name": e["name"], "op": op, "dims": dims, "us": e.get("dur", 0)})
     with open(out, "w") as f:
         json.dump(kernels, f)
-    print(len(kernels), "kernels;", sum(k["op"] == "aten::add_" for k in kernels), "of aten::add_")
+    print(len(kernels), "kernels;", sum(k["op"] == OP for k in kernels), "of", OP)
 
 
 def ncu():
@@ -70,7 +87,7 @@ def ncu():
 
 def merge(listing_path, csv_path):
     with open(listing_path) as f:
-        kernels = [k for k in json.load(f) if "elementwise" in k["name"]]
+        kernels = [k for k in json.load(f) if re.search(WORD, k["name"])]
     rows = defaultdict(dict)
     names = {}
     with open(csv_path) as f:
@@ -92,14 +109,14 @@ def merge(listing_path, csv_path):
         }.get(unit, 1)
         rows[i][r["Metric Name"]] = v * scale
     ids = sorted(rows)
-    print(len(kernels), "elementwise kernels listed,", len(ids), "measured")
+    print(len(kernels), "kernels matching", WORD, "listed,", len(ids), "measured")
     pairs = list(zip(kernels, ids, strict=False))
     mismatched = sum(1 for k, i in pairs if _words(k["name"]) != _words(names[i]))
     print("names that differ by position:", mismatched)
     total = defaultdict(float)
     groups = defaultdict(lambda: defaultdict(float))
     for k, i in pairs:
-        if k["op"] != "aten::add_":
+        if k["op"] != OP:
             continue
         m = rows[i]
         g = groups[k["dims"]]
@@ -115,7 +132,7 @@ def merge(listing_path, csv_path):
         total["trace_us"] += k["us"]
     rate = total["dram"] / max(total["us"], 1e-9) / 1e6
     print(
-        f"aten::add_ kernels {total['n']:.0f}: DRAM {total['dram'] / 1e9:.3f} GB, "
+        f"{OP} kernels {total['n']:.0f}: DRAM {total['dram'] / 1e9:.3f} GB, "
         f"L2 {total['l2'] / 1e9:.3f} GB, ncu {total['us']:.1f} us "
         f"(trace {total['trace_us']:.1f} us), DRAM rate {rate:.2f} TB/s"
     )
@@ -138,7 +155,7 @@ def _words(name):
 
 if __name__ == "__main__":
     {
-        "list": lambda: listing(sys.argv[2]),
+        "list": lambda: listing(sys.argv[5]),
         "ncu": ncu,
-        "merge": lambda: merge(sys.argv[2], sys.argv[3]),
-    }[sys.argv[1]]()
+        "merge": lambda: merge(sys.argv[5], sys.argv[6]),
+    }[sys.argv[4]]()
