@@ -187,3 +187,21 @@ def test_a_timing_goes_on_no_longer_than_five_seconds(
     took = time.perf_counter() - t
     assert 750 <= made <= 1200 and made % 150 == 0 and took < 2.0 + 0.6
     assert out["slowed"] is not None and not out["slowed"]["left_out"]
+
+
+def test_a_requested_count_of_calls_is_kept_even_when_slowed(
+    timing: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`timing_reps` in the request wins: no quarters more (the H200 test times its fresh
+    processes with the worker's count)."""
+    made = [0]
+
+    def call() -> None:
+        made[0] += 1
+        time.sleep(0.001)
+
+    monkeypatch.setattr(timing, "reference_us", lambda: 70.0)
+    out = timing.time_unprofiled(
+        TimingJob(torch, 300), call, lambda: None, False, None, 300, True, 40.0
+    )
+    assert made[0] == out["reps"] == 300 and out["slowed"] is not None

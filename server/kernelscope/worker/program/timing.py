@@ -167,18 +167,21 @@ def unprofiled_timing(
 
 
 def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best=None):
-    """Median of `reps` calls back to back (CUDA events on a GPU), their spread, and NVML's
-    view of the GPU around them (read before and after: no thread runs while they do); the
-    calls of blocks the host slowed (see SLOWED) left out while a quarter of the calls remain.
+    """Median of `reps` calls (or more: `extend`) back to back (CUDA events on a GPU), their
+    spread, and NVML's view of the GPU around them (read before and after: no thread runs
+    while they do); the calls of blocks the host slowed (see SLOWED) left out while a quarter
+    of the calls remain.
     `host_best`: the reference loop at its best in another process of this host (µs), where
-    this thread's own best may be slowed too. With `extend`, a host-bound timing that kept
-    fewer than half its calls goes on in quarters of them while TIMING_MAX_S allow."""
+    this thread's own best may be slowed too. With `extend` (and no count of calls in the
+    request), a host-bound timing that kept fewer than half its calls goes on in quarters of
+    them, each begun within TIMING_MAX_S of the first call."""
     sampler = GpuSampler(job.torch, device) if cuda else None
     if sampler is not None:
         sampler.start()
     # Calls slower than the warm-up said (a stall, a new epoch) stop the timing at twice
     # TIMING_MAX_S; with ranks every rank makes every call (each may hold a collective).
     alone = job.ranks.dist is None
+    asked = bool(job.req.get("timing_reps"))  # the request's count of calls is kept
     began = time.monotonic()
     blocks = Blocks(host_best)
     deadline = blocks.began + 2 * TIMING_MAX_S
@@ -189,7 +192,7 @@ def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best
             _time_on_gpu(job.torch, call, sync, blocks, samples, more, deadline, alone)
         else:
             _time_on_host(call, blocks, samples, more, deadline, alone)
-        more = _more_calls(blocks, samples, reps, cuda) if extend and alone else 0
+        more = _more_calls(blocks, samples, reps, cuda) if extend and alone and not asked else 0
         blocks.reopen()
     method = "cuda_events" if cuda else "perf_counter"
     window = [began, time.monotonic()]
@@ -227,6 +230,7 @@ def _time_on_gpu(torch, call, sync, blocks, samples, count, deadline, alone):
         (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
         for _ in range(count)
     ]
+    blocks.reopen()  # making the events is none of the calls' host time
     done = len(samples)
     timed = 0
     for start, end in events:
