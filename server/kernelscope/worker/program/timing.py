@@ -199,7 +199,7 @@ def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best
     gpu = sampler.stop() if sampler is not None else None
     # Left out only where the host decides the calls' time (on a GPU the calls of a block run
     # there later, behind the queue) and one process times them (ranks stall on each other).
-    host_bound = not cuda or blocks.host_us() >= HOST_BOUND * statistics.median(samples)
+    host_bound = _host_bound(blocks, samples, cuda)
     kept, host_us, slowed = (
         blocks.unslowed(samples) if alone and host_bound else (samples, blocks.host_us(), None)
     )
@@ -260,12 +260,18 @@ def _time_on_host(call, blocks, samples, count, deadline, alone):
     blocks.close(len(samples))
 
 
+def _host_bound(blocks, samples, cuda):
+    """Whether the host decides the calls' time: always on the CPU; on a GPU when the host's
+    time per call is at least HOST_BOUND of the events' median."""
+    return not cuda or blocks.host_us() >= HOST_BOUND * statistics.median(samples)
+
+
 def _more_calls(blocks, samples, reps, cuda):
     """How many more calls a host-bound timing makes (0: none): a quarter of `reps` while
     fewer than half of them fell in unslowed blocks and TIMING_MAX_S have not passed."""
     if time.perf_counter() - blocks.began >= TIMING_MAX_S:
         return 0
-    if cuda and blocks.host_us() < HOST_BOUND * statistics.median(samples):
+    if not _host_bound(blocks, samples, cuda):
         return 0
     return max(1, reps // 4) if blocks.unslowed_calls() < reps // 2 else 0
 
