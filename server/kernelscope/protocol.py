@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -297,7 +297,11 @@ class SlowedSpells(msgspec.Struct):
     """The median of those calls."""
     reps: int
     left_out: bool
-    """Whether they were left out of the median (they are while a quarter of the calls remain)."""
+    """Whether they were left out of the median (they are while a quarter of the calls remain,
+    and when they ran no faster than the others)."""
+    kept_because: Literal["", "most slowed", "not slower"] = ""
+    """Why they were kept in: most calls ran slowed, or they ran faster than the others (the
+    loop did not read what set the calls' time)."""
 
     def kept(self, reps: int) -> int:
         """Of `reps` timed calls, those the median and the spread are of."""

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from kernelscope.engine.launcher import Launcher
 from kernelscope.engine.runner import JobFailed, JobResult
 from kernelscope.engine.targets import Schedule, build_request, load_target
@@ -24,12 +26,14 @@ class LauncherDriver:
 
     def run(self, spec: str, timeout: float = 60.0, **options: Any) -> JobResult | ProfileFailed:
         source = options.pop("source", None)
+        fields = options.pop("fields", {})  # set on the request as built (timing_reps=...)
         options.setdefault("device", "cpu")  # the same results on a GPU host
         schedule = Schedule(
             options.pop("wait", 1), options.pop("warmup", 1), options.pop("active", 2)
         )
         target = load_target(spec, source=source)
         request = build_request(target, self.tmp / "traces", schedule, source=source, **options)
+        request = msgspec.structs.replace(request, **fields)
         self.progress = []
         try:
             return self.loop.run_until_complete(

@@ -56,3 +56,7 @@ def test_calls_the_host_slowed_are_named_under_the_figure() -> None:
     t = msgspec.structs.replace(t, unprofiled_slowed=kept)
     text = render_report(msgspec.structs.replace(report, timing=t))
     assert " (median of 2738" in text and "kept in: most calls ran slowed" in text
+    faster = msgspec.structs.replace(slowed, left_out=False, kept_because="not slower")
+    t = msgspec.structs.replace(t, unprofiled_slowed=faster)
+    text = render_report(msgspec.structs.replace(report, timing=t))
+    assert "(median), kept in: they ran no slower than the rest" in text

@@ -439,7 +439,13 @@ def _slowed(t: Timing) -> list[str]:
     s = t.unprofiled_slowed
     if s is None:
         return []
-    fate = "left out" if s.left_out else "kept in: most calls ran slowed"
+    fate = (
+        "left out"
+        if s.left_out
+        else "kept in: they ran no slower than the rest"
+        if s.kept_because == "not slower"
+        else "kept in: most calls ran slowed"
+    )
     return [
         f"            the host ran this thread's CPU {s.factor:.1f}x slower during {s.share:.0%} "
         f"of the timed calls (a pure-Python loop timed beside them); those "
