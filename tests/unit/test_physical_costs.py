@@ -432,3 +432,31 @@ def test_a_concatenation_takes_its_element_width_from_its_kernel() -> None:
     assert images.bytes_per_step == 2 * (2 * 4 * 3 * 368 * 496) * 4  # fp32 (OpaqueType<4u>)
     assert images.estimate == "model" and images.footprint == images.bytes_per_step
     assert len(rows) == 7 and all(r.efficiency is not None and r.efficiency < 1 for r in rows)
+
+
+def test_a_concatenation_of_strided_inputs_reads_their_distinct_elements() -> None:
+    """Where the listed tensors are not contiguous, cat copies each into its slice with
+    ``direct_copy_kernel_cuda``, whose lambda names the element type; an expanded input
+    (stride 0) is read once per distinct element. ViT's class token ([64, 1, 384] expanded
+    from [1, 1, 384]) beside its permuted patches had no bytes; GPT-2's attention-mask cat
+    counted an expanded [8, 512] eight times."""
+    copy = ("void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl<at::native"
+            "::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() "
+            "const::{lambda()#7}::operator()() const::{lambda(float)#1}>(…)")  # fmt: skip
+    assert element_width(copy) == 4
+    assert element_width(copy.replace("(float)", "(c10::BFloat16)")) == 2
+    cast = "void at::native::unrolled_elementwise_kernel<at::native::copy_device_to_device(…)"
+    assert element_width(cast + "::{lambda(float)#1}") == 0  # converting: whose width is unsaid
+    token = OpInputs(
+        dims=[[[64, 1, 384], [64, 196, 384]], []],
+        types=["TensorList", "Scalar"],
+        strides=[[[0, 384, 1], [75264, 1, 196]], []],
+    )
+    read, written = 384 + 64 * 196 * 384, 64 * 197 * 384
+    assert concatenation_bytes(token, copy) == (read + written) * 4
+    unsaid = OpInputs(dims=token.dims, types=token.types, strides=[[[0, 384, 1]], []])
+    assert concatenation_bytes(unsaid, copy) == 2 * written * 4  # strides not one per tensor
+    recorded = analyze(load_trace(FIXTURES / "vit_train" / "trace.json.gz"), None)
+    (row,) = [r for r in recorded.roofline if r.shapes == "[64, 1, 384]×[64, 196, 384]"]
+    assert row.bytes_per_step == row.footprint == (read + written) * 4  # one call a step
+    assert row.efficiency is not None and 0.1 < row.efficiency < 1
