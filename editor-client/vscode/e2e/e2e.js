@@ -489,7 +489,16 @@ function fetchTrace(url) {
       await page.keyboard.press('Control+.');
       const item = page.locator('.action-widget .monaco-list-row', { hasText: 'Profile `nb_matmul`' }).first();
       await item.waitFor({ timeout: 30000 });
+      // The focus, not the first row: once in a CI run Enter ran no profile (nothing reached the
+      // server; the list may still have been filling), and the step waited 120 s for nothing.
+      const focused = page.locator('.action-widget .monaco-list-row.focused');
+      for (let i = 0; i < 8 && !/^Profile `nb_matmul`$/.test((await focused.innerText().catch(() => '')).trim()); i++) {
+        await page.keyboard.press('ArrowDown');
+        await page.waitForTimeout(150);
+      }
+      check(/^Profile `nb_matmul`$/.test((await focused.innerText()).trim()), 'the "Profile `nb_matmul`" row has the focus');
       await page.keyboard.press('Enter');
+      await toast(page, 'Profiling nb_matmul').waitFor({ timeout: 30000 });
       const cells = '.notebook-editor .monaco-editor';
       const squiggles = await waitForSquiggle(page, 'def nb_matmul', 120000, cells);
       check(squiggles.length > 0, `the cell's def line has the verdict: ${squiggles.join(', ')}`);
