@@ -60,3 +60,23 @@ def test_calls_the_host_slowed_are_named_under_the_figure() -> None:
     t = msgspec.structs.replace(t, unprofiled_slowed=faster)
     text = render_report(msgspec.structs.replace(report, timing=t))
     assert "(median), kept in: they ran no slower than the rest" in text
+
+
+def test_lines_that_sum_past_the_unprofiled_call_say_the_profiler_is_in_them() -> None:
+    """time_sequence_prediction (pytorch/examples) on the CPU: two LSTM-cell lines read 769
+    and 835 ms a call from the traced pass, the call 546 ms unprofiled."""
+    report = msgspec.json.decode(
+        (FIXTURES / "matmul_add_8192" / "report.json").read_bytes(), type=Report
+    )
+    line = report.lines[0]
+    cells = [
+        msgspec.structs.replace(line, self_cpu_us=769e3, line=26),
+        msgspec.structs.replace(line, self_cpu_us=835e3, line=27),
+    ]
+    t = msgspec.structs.replace(report.timing, unprofiled_us_per_call=546e3)
+    text = render_report(msgspec.structs.replace(report, timing=t, lines=cells))
+    assert ("these lines' self CPU sums to 1.60 s per call, 2.9x the call's 546.00 ms "
+            "unprofiled: the profiler's cost per op is in each") in text  # fmt: skip
+    quick = msgspec.structs.replace(t, unprofiled_us_per_call=1.2e6)
+    text = render_report(msgspec.structs.replace(report, timing=quick, lines=cells))
+    assert "these lines' self CPU" not in text
