@@ -11,8 +11,10 @@ from support.sidecars import cpu_sidecar
 from support.traces import CPU_ONLY, dumps
 
 
-def distortion(us_per_call: float) -> list[str]:
-    a = analyze(decode_trace(dumps(CPU_ONLY)), cpu_sidecar(us_per_call=us_per_call))
+def distortion(us_per_call: float, host_us_per_call: float | None = None) -> list[str]:
+    side = cpu_sidecar(us_per_call=us_per_call)
+    side.timing.host_us_per_call = host_us_per_call
+    a = analyze(decode_trace(dumps(CPU_ONLY)), side)
     return [f.message for f in a.findings if f.code == Code.PROFILER_DISTORTION]
 
 
@@ -28,3 +30,9 @@ def test_a_profiled_call_faster_than_the_unprofiled_one_states_no_overhead() -> 
     """85 µs profiled against 140 µs unprofiled (the two timings' noise, or a clean worker
     that warmed up less): no finding, so no "-39 %" overhead anywhere in the analysis."""
     assert distortion(140.0) == []
+
+
+def test_on_the_cpu_it_weighs_the_median_the_report_shows() -> None:
+    """The host's time per call is the calls' mean; the unprofiled line shows their median
+    (time_sequence_prediction: 561 ms beside 546 ms): the finding names the same figure."""
+    assert distortion(50.0, host_us_per_call=60.0) == distortion(50.0)

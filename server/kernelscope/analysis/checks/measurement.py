@@ -17,9 +17,14 @@ def find_profiler_distortion(facts: Facts, options: Options) -> Iterable[Finding
     side = facts.sidecar
     if side is None or side.timing.us_per_call <= 0 or facts.cpu_us_per_step <= 0:
         return
-    host = side.timing.host_us_per_call or side.timing.us_per_call
     if side.device_type == "cuda" and facts.verdict.bound != "overhead":
         return
+    # On a GPU the events time the device: the host's own time per call is the one to weigh.
+    # On the CPU the median is the host's, the figure the report shows (host_us_per_call
+    # is the mean: 561 ms beside a 546 ms median for time_sequence_prediction).
+    host = side.timing.us_per_call
+    if side.device_type == "cuda":
+        host = side.timing.host_us_per_call or host
     ratio = facts.cpu_us_per_step / host
     if ratio < 1.3:
         return
