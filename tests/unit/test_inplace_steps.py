@@ -4,6 +4,7 @@ step's events, the schedule fitted to long steps, and when it is done."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 import torch
 
 from kernelscope.worker.program.errors import JobError
-from kernelscope.worker.program.inplace import Steps
+from kernelscope.worker.program.inplace import LoopWatch, Steps
 
 
 def job(tmp_path: Path) -> Any:
@@ -81,3 +82,39 @@ def test_a_step_whose_events_do_not_fit_is_refused_before_the_schedule(
     with pytest.raises(JobError, match=r"One iteration makes [\d,]+ profiler events \(a counting"):
         steps.end()
     assert steps.counting is None and steps.prof is None
+
+
+LOOP = """\
+import sys
+
+
+def epoch(n, seen):
+    total = 0
+    for i in range(n):
+        seen.append(sys.gettrace())
+        total += i
+    return total
+"""
+
+
+def test_a_loop_is_found_in_each_of_its_frames(
+    tmp_path: Path,
+) -> None:
+    """Each run of the loop's body line is one boundary, in every call of the function that
+    holds the loop (an epoch each), and the tracer is gone once the watch is disarmed."""
+    path = tmp_path / "train_loop.py"
+    path.write_text(LOOP)
+    namespace: dict[str, Any] = {}
+    exec(compile(LOOP, str(path), "exec"), namespace)
+    watch = LoopWatch(str(path), 7, lambda _: True)
+    hits: list[int] = []
+    watch.on_line = lambda: hits.append(1)
+    seen: list[object] = []
+    watch.arm()
+    try:
+        for _ in range(3):
+            namespace["epoch"](4, seen)
+    finally:
+        watch.disarm()
+    assert len(hits) == 12  # 4 iterations in each of 3 frames
+    assert len(seen) == 12 and sys.gettrace() is None
