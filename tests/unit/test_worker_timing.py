@@ -172,6 +172,10 @@ def test_slowed_blocks_whose_calls_ran_faster_are_kept_in(
     assert slowed is not None and not slowed["left_out"] and slowed["share"] < 0.5
     assert slowed["kept_because"] == "not slower" and slowed["us_per_call"] < 2000
     assert out["us_per_call"] >= 2000  # the median of all 600, 400 of them 2 ms
+    made[0] = 0  # the worker that never profiles would go on in quarters: nothing to wait out
+    spell = range(0, 400)
+    out = timing.time_unprofiled(TimingJob(torch, 0), call, lambda: None, False, None, 600, True)
+    assert made[0] == out["reps"] == 600 and out["slowed"]["kept_because"] == "not slower"
 
 
 def test_a_timing_slowed_throughout_is_seen_against_the_hosts_best(

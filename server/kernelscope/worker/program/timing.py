@@ -268,12 +268,14 @@ def _host_bound(blocks, samples, cuda):
 
 def _more_calls(blocks, samples, reps, cuda):
     """How many more calls a host-bound timing makes (0: none): a quarter of `reps` while
-    fewer than half of them fell in unslowed blocks and TIMING_MAX_S have not passed."""
+    fewer than half of them fell in unslowed blocks and TIMING_MAX_S have not passed; none
+    where the slowed blocks' calls ran faster than the rest (they are kept in: Blocks.unslowed)."""
     if time.perf_counter() - blocks.began >= TIMING_MAX_S:
         return 0
-    if not _host_bound(blocks, samples, cuda):
+    if not _host_bound(blocks, samples, cuda) or blocks.unslowed_calls() >= reps // 2:
         return 0
-    return max(1, reps // 4) if blocks.unslowed_calls() < reps // 2 else 0
+    _, _, slowed = blocks.unslowed(samples)
+    return 0 if slowed is not None and slowed["kept_because"] == "not slower" else max(1, reps // 4)
 
 
 def thread_best(readings):
