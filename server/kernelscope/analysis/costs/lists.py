@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, cast
 
-from kernelscope.analysis.costs.movement import distinct_elements
+from kernelscope.analysis.costs.movement import distinct_elements, int_strides
 from kernelscope.analysis.costs.tensors import DTYPE_BYTES, numel
 from kernelscope.analysis.trace_model import OpInputs
 
@@ -58,14 +58,7 @@ def concatenation_bytes(inputs: OpInputs, kernel: str) -> float:
 
 
 def _listed_strides(inputs: OpInputs, count: int) -> list[list[int] | None]:
-    """Each listed tensor's strides (``Input Strides``), None where not recorded as ints."""
+    """Each listed tensor's strides (``Input Strides``); None for all where not one per tensor."""
     first: object = inputs.strides[0] if inputs.strides else None
     listed = cast(list[object], first) if isinstance(first, list) else []
-    if len(listed) != count:
-        return [None] * count
-    out: list[list[int] | None] = []
-    for stride in listed:
-        values = cast(list[object], stride) if isinstance(stride, list) else None
-        ok = values is not None and all(type(v) is int for v in values)
-        out.append(cast(list[int], values) if ok else None)
-    return out
+    return [int_strides(s) for s in listed] if len(listed) == count else [None] * count

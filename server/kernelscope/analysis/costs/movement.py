@@ -107,9 +107,14 @@ def _read(args: list[Tensor | None], strides: list[Any], index: int) -> int:
     if tensor is None:
         return 0
     at = strides[index] if 0 <= index < len(strides) else None
-    listed = cast("list[object]", at) if isinstance(at, list) else None
-    ints = [s for s in listed if type(s) is int] if listed is not None else None
-    return distinct_elements(tensor[0], ints) * DTYPE_BYTES[tensor[1]]
+    return distinct_elements(tensor[0], int_strides(at)) * DTYPE_BYTES[tensor[1]]
+
+
+def int_strides(recorded: object) -> list[int] | None:
+    """One tensor's ``Input Strides`` entry: its ints (None where it is not a list); a list
+    with other values is shorter than the shape, which distinct_elements then ignores."""
+    listed = cast("list[object]", recorded) if isinstance(recorded, list) else None
+    return [s for s in listed if type(s) is int] if listed is not None else None
 
 
 def _copy(name: str, args: list[Tensor | None], strides: list[Any], concrete: list[Any]) -> float:

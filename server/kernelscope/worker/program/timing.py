@@ -377,16 +377,16 @@ class Blocks:
         # Slowed calls no slower than the rest: the loops did not read what set the calls'
         # time (beside a CPU hog on 2 CPUs churn's calls read 0.3-95 ms, the slow ones
         # descheduled between fast loops), and leaving the faster calls out would raise it.
-        enough, slower = enough_left(len(kept), len(samples)), _not_faster(slowed, kept)
+        enough = enough_left(len(kept), len(samples))
+        left_out = enough and _not_faster(slowed, kept)
         info = {
             "share": len(slowed) / len(samples),
             "factor": statistics.median(b for b in beside if b > SLOWED),
             "us_per_call": statistics.median(slowed),
             "reps": len(slowed),
-            "left_out": enough and slower,
-            "kept_because": "" if enough and slower else "not slower" if enough else "most slowed",
+            "left_out": left_out,
+            "kept_because": "" if left_out else "not slower" if enough else "most slowed",
         }
-        left_out = info["left_out"]
         if not left_out:
             return samples, self.host_us(), info
         return kept, self.host_us([not f for f in flags]), info
