@@ -123,8 +123,9 @@ class RunTiming(RunProfile, tag="run_timing"):
     """Only the unprofiled timing of the same call, for a worker that never profiles."""
 
     host_reference_us: float | None = None
-    """The profiling worker's reference loop at its best (its ``UnprofiledTiming.reference_us``):
-    this host's CPU speed at its best, against which a timing slowed throughout is seen."""
+    """The reference loop at its best in the other processes of this host (the workers' at
+    their start, the profiling worker's timing: ``UnprofiledTiming.reference_us``): this
+    host's CPU speed at its best, against which a timing slowed throughout is seen."""
 
 
 class RunCounters(RunProfile, tag="run_counters"):
@@ -140,6 +141,8 @@ class RunTry(RunProfile, tag="run_try"):
     budget_s: float = 2.0
     """Seconds of timed calls, all candidates together (at least `rounds` rounds)."""
     rounds: int = 7
+    host_reference_us: float | None = None
+    """As RunTiming's: the host's CPU speed at its best, seen by the launcher's other workers."""
 
 
 #: The experiments a RunTry can run, in the order they are offered.
@@ -199,6 +202,9 @@ class WorkerReady(Message, tag="worker_ready"):
     devices: list[DeviceInfo] = []
     cuda_init_us: float | None = None
     platform: str = ""
+    reference_us: float | None = None
+    """A pure-Python reference loop's fastest run once the worker started (µs): the host's CPU
+    speed then, one reading of ``host_reference_us`` for the launcher's later jobs."""
 
 
 #: Each JobProgress stage as the CLI and the editor name it, in the order a job runs them:
@@ -768,7 +774,15 @@ class TryFinished(Message, tag="try_finished"):
     worker_ends: bool = False
     slowed_rounds: int = 0
     """Rounds left out: the host slowed the timing thread's CPU during one of their blocks
-    (a pure-Python loop after one of their blocks ran more than 1.3x the thread's best)."""
+    (a pure-Python loop after one of their blocks ran more than 1.3x the thread's best, or the
+    host's where that was faster)."""
+    slowed_kept: int = 0
+    """Rounds slowed as `slowed_rounds` says but kept in: too few ran at full speed to leave
+    them out (a thread slowed throughout)."""
+    reference_us: float | None = None
+    """The timing thread's reference loop at its best (µs)."""
+    host_reference_us: float | None = None
+    """RunTry.host_reference_us, as the job had it."""
     call_site: CallSite | None = None
     """With a program (--via): the call the variants were tried on."""
 

@@ -169,8 +169,15 @@ def test_host_bound_calls_are_timed_again_in_a_worker_that_never_profiled(
     assert t.process == "clean worker"
     assert t.profiling_worker_us_per_call is not None and t.profiling_worker_us_per_call > 0
     assert t.method == "perf_counter" and t.reps >= 20
-    # judged against the host's best too: the profiling worker's loop, sent with the job
+    # judged against the host's best too: the loops the two workers read at their start and
+    # the profiling worker's timing, the fastest sent with the job
     assert t.host_reference_us is not None and 0 < t.host_reference_us < 10_000
+    launcher = driver.launcher
+    workers = (launcher.worker, launcher._timer)  # pyright: ignore[reportPrivateUsage]
+    readings = [w.ready.reference_us for w in workers if w is not None and w.ready is not None]
+    assert len(readings) == 2 and all(r is not None and r > 0 for r in readings)
+    profiled = launcher._loops  # pyright: ignore[reportPrivateUsage]
+    assert profiled and t.host_reference_us == min([r for r in readings if r] + profiled)
     assert t.reference_us is not None and t.reference_us > 0
     timer = driver.launcher._timer  # pyright: ignore[reportPrivateUsage]
     assert timer is not None and timer.pid != driver.launcher.worker.pid  # type: ignore[union-attr]

@@ -1,7 +1,9 @@
 """`kernelscope try` against the same variants written by hand and timed in a fresh process
-as a user's loop times them (warm-up, then rounds of 20 calls back to back between two CUDA
-events, variants in turns; the median per call), the rounds of spells when the host slowed
-the thread's CPU left out as try leaves them out: issue 24, item 6. Used by
+as a user's loop times them (warm-up, then rounds of calls back to back between two CUDA
+events, as many as try takes: about 20 ms of them, 5 to 200; variants in turns; the median
+per call), the rounds of spells when the host slowed the thread's CPU left out as try leaves
+them out: issue 24, item 6. Blocks of 20 calls read a host-bound compiled LayerNorm at 69-78
+µs where blocks of try's length read 31 (docs/h200-run/sixth/try_blocks.txt). Used by
 tests/gpu/test_try_gpu.py and docs/h200-run/timing/try_vs_hand.py (GPU only)."""
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ def block_us(call, n=20):
 
 for call in calls.values():
     block_us(call)  # the warm-up: 20 calls back to back
+# try's block sizes (experiments.TRY_BLOCK_US and its bounds), from a second warm block
+N = {k: int(max(5, min(200, 20000 / max(block_us(c), 1.0)))) for k, c in calls.items()}
 order = list(calls.items())
 def reference_us():  # this thread's CPU speed now: the fastest of 3 pure-Python loops
     best = float("inf")
@@ -77,7 +81,7 @@ rounds, refs = [], []
 for r in range(15):
     rnd, ref = [], []
     for k, c in order if r % 2 == 0 else order[::-1]:
-        rnd.append((k, block_us(c)))
+        rnd.append((k, block_us(c, N[k])))
         ref.append(reference_us())
     rounds.append(rnd)
     refs.append(ref)
@@ -89,7 +93,8 @@ keep = [rnd for rnd, ref in zip(rounds, refs) if max(ref) <= 1.3 * best]
 rounds = keep if len(keep) >= 3 else rounds
 med = {k: statistics.median(us for rnd in rounds for name, us in rnd if name == k) for k in calls}
 print(json.dumps({"us": med, "speedup": {k: med["baseline"] / med[k] for k in med},
-                  "rounds": len(rounds), "slowed_rounds": 15 - len(rounds)}))
+                  "rounds": len(rounds), "slowed_rounds": 15 - len(rounds),
+                  "reference_us": best, "calls": N}))
 """
 
 

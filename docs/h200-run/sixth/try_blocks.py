@@ -3,6 +3,9 @@ test times it (20 calls a block) and with try's block sizes (about 20 ms of call
 and `kernelscope try` itself, on one workload of fixtures/workloads/what_if_gpu.py.
 
     python3 docs/h200-run/sixth/try_blocks.py NAME VARIANTS
+
+Run (try_blocks.txt) with tests/support/hand_variants.py as of 3d4abcd, whose HAND timed
+blocks of 20 calls; HAND now takes try's block sizes, so "hand20" here needs that commit.
 """
 
 import json

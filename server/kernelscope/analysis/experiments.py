@@ -75,6 +75,12 @@ class Experiments(msgspec.Struct):
     """With a program (--via): which call the variants were tried on (CallSite.label)."""
     slowed_rounds: int = 0
     """Rounds left out besides ``rounds``: the host slowed the timing thread's CPU."""
+    slowed_kept: int = 0
+    """Of ``rounds``, those the host slowed as well, kept in: too few ran at full speed."""
+    reference_us: float | None = None
+    """The timing thread's reference loop at its best (µs): its CPU's speed."""
+    host_reference_us: float | None = None
+    """The same loop at its best in the launcher's other workers on this host (µs)."""
 
 
 def judge(finished: TryFinished, path: str, qualname: str, line: int | None) -> Experiments:
@@ -93,6 +99,9 @@ def judge(finished: TryFinished, path: str, qualname: str, line: int | None) -> 
         method=finished.method,
         rounds=len(base),
         slowed_rounds=finished.slowed_rounds,
+        slowed_kept=finished.slowed_kept,
+        reference_us=finished.reference_us,
+        host_reference_us=finished.host_reference_us,
         baseline_us=statistics.median(base) if base else 0.0,
         baseline_p10_us=deciles[0] if base else 0.0,
         baseline_p90_us=deciles[-1] if base else 0.0,

@@ -415,6 +415,18 @@ class Launcher:
         self._worker: WorkerProcess | None = None
         self._starting: asyncio.Task[WorkerReady] | None = None
         self._lock = asyncio.Lock()
+        self._loops: list[float] = []  # the profiles' reference loops at their best (µs)
+
+    def host_best_us(self) -> float | None:
+        """The reference loop at its best in this launcher's workers (each at its start, each
+        profile's timing): the host's CPU speed at its best (µs), None before any."""
+        seen = [
+            w.ready.reference_us
+            for w in (self._worker, self._timer)
+            if w is not None and w.ready is not None and w.ready.reference_us
+        ]
+        seen += self._loops
+        return min(seen) if seen else None
 
     @property
     def argv(self) -> list[str]:
@@ -482,6 +494,8 @@ class Launcher:
         else:
             finished, ready = await self._run(request, on_progress, timeout, stages)
         assert isinstance(finished, ProfileFinished)
+        if finished.sidecar.timing.reference_us:
+            self._loops.append(finished.sidecar.timing.reference_us)
         again = not in_place and (  # in place, the steps before the profiler are timed
             self.clean_timing == "always" or (self.clean_timing == "auto" and host_bound(finished))
         )
@@ -532,7 +546,7 @@ class Launcher:
         if request.entry is not None and site is not None and site.saved:
             # the program's call, replayed from its saved capture: the program does not run again
             fields["entry"] = msgspec.structs.replace(request.entry, capture=site.saved)
-        fields["host_reference_us"] = finished.sidecar.timing.reference_us
+        fields["host_reference_us"] = self.host_best_us()
         job = msgspec.convert(fields, RunTiming)
 
         def progress(msg: JobProgress) -> None:
@@ -564,11 +578,13 @@ class Launcher:
         if self.remote is not None:
             request = await self._remote_request(request)
         if self.clean_timing == "never":
+            request = _with_host_best(request, self.host_best_us())
             outcome, ready = await self._run(request, on_progress, timeout)
         else:
             async with self._lock:
                 try:
                     timer = await self._clean_worker()
+                    request = _with_host_best(request, self.host_best_us())
                     outcome = await timer.run(request, on_progress, timeout, True)
                 except JobFailed as e:
                     raise self._named(e, request) from None
@@ -701,6 +717,13 @@ def gpu_here() -> bool:
     can a call be host-bound on a GPU and need the clean worker (a CPU machine starts it on
     first use, for ``try``)."""
     return any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/kfd"))
+
+
+def _with_host_best(request: RunTry, best: float | None) -> RunTry:
+    """`request` with the host's best reference loop, unless it names one already."""
+    if best is None or request.host_reference_us is not None:
+        return request
+    return msgspec.structs.replace(request, host_reference_us=best)
 
 
 def _seen(task: asyncio.Task[WorkerReady]) -> None:

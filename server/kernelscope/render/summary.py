@@ -70,7 +70,19 @@ def findings_lines(findings: Sequence[Finding], top: int = TOP_FINDINGS) -> list
 
 
 def _slowed(e: Experiments) -> str:
-    """The rounds left out because the host slowed the timing thread's CPU, if any."""
+    """The rounds left out (or kept in) because the host slowed the timing thread's CPU."""
+    if e.slowed_kept:
+        loops = (
+            f"; its loop read {e.reference_us:.0f} µs at best against {e.host_reference_us:.0f}"
+            " µs in another process of this host"
+            if e.reference_us and e.host_reference_us
+            else ""
+        )
+        return (
+            f" (in {e.slowed_kept} of them the host ran this thread's CPU slower, by a "
+            f"pure-Python loop timed after each block{loops}; too few ran at full speed to "
+            "leave them out: host-bound times here may read high, run it again)"
+        )
     if not e.slowed_rounds:
         return ""
     return (

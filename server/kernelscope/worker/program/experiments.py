@@ -287,7 +287,8 @@ def _try(job, fn, base, device, sync):
         per_call[name] = entry[2]
         variants.append(built)
     job.progress("timing")
-    rounds, grew, slowed = timed_rounds(job, candidates, per_call, sync, cuda)
+    host_best = _host_best(job)
+    rounds, grew, slowed = timed_rounds(job, candidates, per_call, sync, cuda, host_best)
     by_name = {v["name"]: v for v in variants}
     for name, _call, items in candidates[1:]:
         v = by_name[name]
@@ -310,7 +311,10 @@ def _try(job, fn, base, device, sync):
         else platform.processor() or "cpu",
         "method": "cuda_events" if cuda else "perf_counter",
         "baseline_rounds_us": rounds["baseline"],
-        "slowed_rounds": slowed,
+        "slowed_rounds": slowed["left_out"],
+        "slowed_kept": slowed["kept"],
+        "reference_us": slowed["reference_us"],
+        "host_reference_us": host_best,
         "variants": variants,
         "call_site": job.call_site if job.entry else None,
     }
@@ -451,16 +455,24 @@ def _with_tf32(torch, inner):
     return call
 
 
-def timed_rounds(job, candidates, per_call_us, sync, cuda):
+def _host_best(job):
+    """The host's CPU at its best (µs of timing.reference_us) as the launcher saw it in its
+    workers, or as this worker read it at its start where that was faster; None for neither."""
+    seen = [x for x in (job.req.get("host_reference_us"), job.worker.reference_us) if x]
+    return min(seen) if seen else None
+
+
+def timed_rounds(job, candidates, per_call_us, sync, cuda, host_best=None):
     """Each candidate's time per call in rounds, in turns (A B C, then C B A, ...), so
     drift (clocks, caches, other jobs) falls on all of them alike. A round is a block of
     calls back to back timed as a user's loop is, from before the first to after the last
     (CUDA events on a GPU, ``perf_counter`` on the CPU), over the number of calls: events
     around each call cost a host-bound call 7-15 us more on the H200 (a compiled function's
     speedup read 0.77-0.90 of the same variant timed by hand). The median over rounds drops
-    a block with a recompile or a stall; rounds the host slowed are left out (unslowed_rounds).
-    Returns ({name: [us, ...]}, {name: compiles seen during its timed blocks}, rounds left
-    out)."""
+    a block with a recompile or a stall; rounds the host slowed are left out (unslowed_rounds,
+    against `host_best` too).
+    Returns ({name: [us, ...]}, {name: compiles seen during its timed blocks}, the slowed
+    rounds as unslowed_rounds says)."""
     torch = job.torch
     budget = float(job.req.get("budget_s") or TRY_BUDGET_S)
     min_rounds = int(job.req.get("rounds") or TRY_MIN_ROUNDS)
@@ -503,19 +515,27 @@ def timed_rounds(job, candidates, per_call_us, sync, cuda):
             if dynamo_frames() > frames:
                 recompiles[name] = recompiles.get(name, 0) + dynamo_frames() - frames
         job.progress("timing", r + 1, rounds)
-    out, slowed = unslowed_rounds(out, refs)
+    out, slowed = unslowed_rounds(out, refs, host_best)
     return out, recompiles, slowed
 
 
-def unslowed_rounds(out, refs):
-    """The rounds in which the host did not slow this thread's CPU (no reference loop after
-    one of their blocks ran more than timing.SLOWED times timing.thread_best), and how many
-    were left out; none unless timing.enough_left (0 then, as when none was slowed). Whole
-    rounds go, so each variant's rounds stay paired with the baseline's."""
+def unslowed_rounds(out, refs, host_best=None):
+    """The rounds in which the host did not slow this thread's CPU: no reference loop after
+    one of their blocks ran more than timing.SLOWED times the thread's best
+    (timing.thread_best), or `host_best` (the host's, seen by another process) where that
+    is faster, so a thread slowed throughout is seen too. Whole rounds go, so each variant's
+    rounds stay paired with the baseline's; none unless timing.enough_left. Returns (rounds,
+    {"left_out": rounds left out, "kept": slowed rounds kept in, "reference_us": the
+    thread's best})."""
     best = timing.thread_best([ref for block_refs in refs for ref in block_refs])
+    info = {"left_out": 0, "kept": 0, "reference_us": best}
     if best is None or len(refs) < 3:
-        return out, 0
-    keep = [i for i, block_refs in enumerate(refs) if max(block_refs) <= timing.SLOWED * best]
-    if len(keep) == len(refs) or not timing.enough_left(len(keep), len(refs)):
-        return out, 0
-    return {name: [us[i] for i in keep] for name, us in out.items()}, len(refs) - len(keep)
+        return out, info
+    base = min(best, host_best) if host_best else best
+    keep = [i for i, block_refs in enumerate(refs) if max(block_refs) <= timing.SLOWED * base]
+    slowed = len(refs) - len(keep)
+    if not slowed:
+        return out, info
+    if not timing.enough_left(len(keep), len(refs)):
+        return out, info | {"kept": slowed}
+    return {name: [us[i] for i in keep] for name, us in out.items()}, info | {"left_out": slowed}

@@ -43,6 +43,7 @@ class Worker:
         # The clean worker stands in for the user's own process: nothing of ours it need not
         # have (Inductor's benchmark harness in its compiled code, a frozen garbage collector).
         self.clean = os.environ.get(TIMING_WORKER_ENV) == CLEAN_WORKER
+        self.reference_us = None  # timing.reference_us() once started
         proto_in, proto_out = os.dup(0), os.dup(1)
         self.real_err = os.fdopen(os.dup(2), "w", buffering=1)
         devnull = os.open(os.devnull, os.O_RDONLY)
@@ -160,6 +161,8 @@ class Worker:
             skip_inductor_import(torch)
             self._warm_profiler()
         self.settle()
+        # the host's CPU speed now: a reading of its best for this worker's try rounds too
+        self.reference_us = timing.reference_us()
         self.log("ready in %.2fs" % (time.perf_counter() - t0))
         self.channel.send(
             {
@@ -173,6 +176,7 @@ class Worker:
                 "devices": devices,
                 "cuda_init_us": cuda_init_us,
                 "platform": platform.platform(),
+                "reference_us": self.reference_us,
             }
         )
         threading.Thread(target=self._read_requests, name="ks-requests", daemon=True).start()
