@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import msgspec
 
+from kernelscope.app.store import RunRecord
+from kernelscope.lsp.views import hover_markdown
 from kernelscope.protocol import CallSite, SlowedSpells
 from kernelscope.render.text import render_report
 from kernelscope.report.schema import Report
@@ -77,6 +79,14 @@ def test_lines_that_sum_past_the_unprofiled_call_say_the_profiler_is_in_them() -
     text = render_report(msgspec.structs.replace(report, timing=t, lines=cells))
     assert ("these lines' self CPU sums to 1.60 s per call, 2.9x the call's 546.00 ms "
             "unprofiled: the profiler's cost per op is in each") in text  # fmt: skip
+    # the editor's hover on such a line says it too
+    inflated = msgspec.structs.replace(report, timing=t, lines=cells)
+    record = RunRecord("r1", line.path, report.function.qualname, "now", "", inflated)
+    hover = hover_markdown(record, line=26)
+    assert "**line 26:**" in hover and "769.00 ms CPU self" in hover
+    assert "*These lines' self CPU sums to 1.60 s per call, 2.9x the call's 546.00 ms" in hover
     quick = msgspec.structs.replace(t, unprofiled_us_per_call=1.2e6)
     text = render_report(msgspec.structs.replace(report, timing=quick, lines=cells))
     assert "these lines' self CPU" not in text
+    record = msgspec.structs.replace(record, report=msgspec.structs.replace(inflated, timing=quick))
+    assert "self CPU sums" not in hover_markdown(record, line=26)

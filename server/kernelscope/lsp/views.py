@@ -292,9 +292,11 @@ def inlay_hints(
 ) -> list[lsp.InlayHint]:
     """At the end of each attributed line of `fn`: its share of CUDA and CPU time, and of
     the memory peak where it holds 10 % or more."""
-    from kernelscope.render.memory import line_memory_text, peak_share  # after a run only
+    from kernelscope.render.lines import profiled_lines_note  # after a run only
+    from kernelscope.render.memory import line_memory_text, peak_share
 
     report = record.report
+    inflated = profiled_lines_note(report)
     rows = [r for r in report.lines if r.path == path and fn.contains(r.line)]
     cuda_total = sum(r.cuda_us for r in report.lines) or 0.0
     cpu_total = sum(r.self_cpu_us for r in report.lines) or 0.0
@@ -320,6 +322,8 @@ def inlay_hints(
             continue
         text = _text(lines, line)
         tips = [line_summary(report, row)] if row is not None else []
+        if row is not None and inflated:
+            tips.append(f"({inflated})")
         if memory is not None:
             tips += line_memory_text(memory, path, line)
         hints.append(
@@ -341,6 +345,7 @@ def command_link(command: str, *args: str) -> str:
 
 def hover_markdown(record: RunRecord, line: int | None = None, delta: Delta | None = None) -> str:
     """The last run: times, verdict, top ops, dead window, device, when, a Perfetto link."""
+    from kernelscope.render.lines import profiled_lines_note
     from kernelscope.render.memory import (  # after a run only
         line_memory_text,
         memory_delta_lines,
@@ -362,6 +367,8 @@ def hover_markdown(record: RunRecord, line: int | None = None, delta: Delta | No
     )
     if row is not None and line != r.function.line:
         out += [f"**line {line}:** {line_summary(r, row)}", ""]
+        inflated = profiled_lines_note(r)
+        out += [f"*{inflated[0].upper()}{inflated[1:]}.*", ""] if inflated else []
     if r.memory_pass is not None and line is not None and line != r.function.line:
         out += [f"**memory, line {line}:** {t}" for t in
                 line_memory_text(r.memory_pass, record.path, line)]  # fmt: skip

@@ -11,6 +11,7 @@ from kernelscope.analysis.roofline import OpRoof
 from kernelscope.columns import table
 from kernelscope.findings import BOUND_CODES, Finding
 from kernelscope.protocol import Counters, ProfileFailed, inputs_label
+from kernelscope.render.lines import profiled_lines_note
 from kernelscope.render.memory import memory_section, oom_section
 from kernelscope.report.schema import (
     FunctionRow,
@@ -34,8 +35,6 @@ __all__ = [
 #: Failures of a program run with --via: its output is the program's, not the function's.
 PROGRAM_FAILURES = frozenset({"entry_failed", "not_called", "too_few_calls"})
 MARKS = {"error": "✖", "warning": "▲", "info": "●", "hint": "·"}
-#: The lines' self CPU at more than this times the call's unprofiled time gets a note.
-LINES_INFLATED = 1.5
 
 
 def shorten(path: str, base: str | None = None) -> str:
@@ -487,18 +486,8 @@ def _tracer_note(report: Report) -> str:
 
 
 def _profiled_lines_note(report: Report) -> list[str]:
-    """Where the lines' self CPU sums to well over the call's unprofiled time: the traced pass
-    runs under the profiler, whose cost per op is in every line (time_sequence_prediction's
-    LSTM cells, 5,000 small ops a call: 1.6 s of lines against 546 ms unprofiled)."""
-    summed = sum(r.self_cpu_us for r in report.lines)
-    unprofiled = report.timing.unprofiled_us_per_call
-    if unprofiled <= 0 or summed <= LINES_INFLATED * unprofiled:
-        return []
-    return [
-        f"            these lines' self CPU sums to {fmt_us(summed)} per call, "
-        f"{summed / unprofiled:.1f}x the call's {fmt_us(unprofiled)} unprofiled: the "
-        "profiler's cost per op is in each; compare them with each other"
-    ]
+    note = profiled_lines_note(report)
+    return [f"            {note}"] if note else []
 
 
 def render_failure(failure: ProfileFailed, target: str) -> str:
