@@ -434,6 +434,38 @@ def test_a_concatenation_takes_its_element_width_from_its_kernel() -> None:
     assert len(rows) == 7 and all(r.efficiency is not None and r.efficiency < 1 for r in rows)
 
 
+def test_a_concatenation_whose_longest_event_is_a_memcpy_takes_its_kernels_width(
+    tmp_path: Path,
+) -> None:
+    """A cat that launched a copy kernel and a longer device-to-device memcpy: the element's
+    width comes from the kernel (the memcpy's name says none), so the row has its bytes."""
+    copied = (
+        "void at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}"
+        "::operator()() const::{lambda(float)#1}"
+    )
+    memcpy = gpu("Memcpy DtoD (Device -> Device)", 30.0, 8.0, 12, ext=2, cat="gpu_memcpy")
+    memcpy["args"]["bytes"] = 64 * 196 * 384 * 4
+    document = doc(
+        step(1, 0.0, 100.0),
+        op(
+            "aten::cat",
+            5.0,
+            10.0,
+            2,
+            ([[64, 1, 384], [64, 196, 384]], "TensorList"),
+            ([], "Scalar"),
+        ),
+        launch("cudaLaunchKernel", 6.0, 1.0, 11),
+        launch("cudaMemcpyAsync", 8.0, 1.0, 12),
+        gpu(copied, 20.0, 5.0, 11, ext=2),
+        memcpy,
+        deviceProperties=[H200],
+    )
+    (row,) = analyze(load_trace(write(tmp_path / "t.json", document))).roofline
+    elements = 64 * 1 * 384 + 64 * 196 * 384
+    assert row.name == "aten::cat" and row.bytes_per_step == 2 * elements * 4
+
+
 def test_a_concatenation_of_strided_inputs_reads_their_distinct_elements() -> None:
     """Where the listed tensors are not contiguous, cat copies each into its slice with
     ``direct_copy_kernel_cuda``, whose lambda names the element type; an expanded input

@@ -261,7 +261,7 @@ def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, 
             kernels.append(g)
     replays = {i for i in {g.op for g in kernels} if ops[i].cat == USER_ANNOTATION}
     # per owner: [GPU µs, kernels, kernel µs, its longest event, the bytes its memcpys and
-    # memsets move (-1 once it launched a kernel)]
+    # memsets move (-1 once it launched a kernel), its longest kernel (None before one)]
     acc: dict[int, list[Any]] = {}
     for g in kernels:
         owner = g.op
@@ -276,11 +276,13 @@ def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, 
         a = acc.get(owner)
         is_kernel = g.cat == "kernel"
         if a is None:
-            a = acc[owner] = [0.0, 0, 0.0, g, 0.0]
+            a = acc[owner] = [0.0, 0, 0.0, g, 0.0, None]
         a[0] += dur
         if is_kernel:
             a[1] += 1
             a[2] += dur
+            if a[5] is None or dur > a[5].dur:
+                a[5] = g
         if dur > a[3].dur:
             a[3] = g
         if is_kernel or a[4] < 0 or not 0 <= g.bytes <= _MAX_BYTES:
@@ -298,7 +300,7 @@ def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, 
             row = rows[key] = _Row(op, op.name, kind, op_indexes=set())
         assert row.op_indexes is not None
         i = op.index
-        gpu_us, n, n_us, g, moved = acc[i]
+        gpu_us, n, n_us, g, moved, kernel = acc[i]
         row.op_indexes.add(i)
         row.us += gpu_us
         row.kernels += n
@@ -307,7 +309,7 @@ def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, 
         row.event_bytes = moved > 0
         modelled = cost.bytes
         if not modelled and op.name in CONCATENATIONS:  # no dtype in the trace: the kernel's
-            modelled = concatenation_bytes(op.inputs(), g.name)
+            modelled = concatenation_bytes(op.inputs(), (kernel or g).name)
         row.bytes_moved += moved if moved > 0 else modelled
         if g.dur > row.top_kernel_us:
             row.top_kernel, row.top_kernel_us = g.name, g.dur
