@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 from kernelscope.analysis.experiments import judge, paired_speedup, suggested
@@ -145,3 +146,6 @@ def test_a_thread_slowed_throughout_is_seen_against_the_hosts_best() -> None:
     assert "6 rounds in turns (in 6 of them the host ran this thread's CPU slower" in text
     assert "its loop read 66 µs at best against 37 µs in another process of this host" in text
     assert "run it again" in text
+    # a host reading slower than the thread's own best says nothing of the thread
+    slower = msgspec.structs.replace(e, host_reference_us=80.0)
+    assert "in another process" not in experiments_summary(slower)

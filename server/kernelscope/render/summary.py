@@ -72,10 +72,10 @@ def findings_lines(findings: Sequence[Finding], top: int = TOP_FINDINGS) -> list
 def _slowed(e: Experiments) -> str:
     """The rounds left out (or kept in) because the host slowed the timing thread's CPU."""
     if e.slowed_kept:
-        loops = (
+        loops = (  # only where the host was faster: the thread then ran slowed throughout
             f"; its loop read {e.reference_us:.0f} µs at best against {e.host_reference_us:.0f}"
             " µs in another process of this host"
-            if e.reference_us and e.host_reference_us
+            if e.reference_us and e.host_reference_us and e.host_reference_us < e.reference_us
             else ""
         )
         return (
