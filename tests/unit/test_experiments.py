@@ -149,3 +149,10 @@ def test_a_thread_slowed_throughout_is_seen_against_the_hosts_best() -> None:
     # a host reading slower than the thread's own best says nothing of the thread
     slower = msgspec.structs.replace(e, host_reference_us=80.0)
     assert "in another process" not in experiments_summary(slower)
+    # the editor's hover says it too
+    from kernelscope.lsp.views import experiment_markdown
+
+    assert "6 rounds; the host slowed this thread's CPU in 6 of them" in experiment_markdown(e)
+    left = msgspec.structs.replace(e, slowed_kept=0, slowed_rounds=2)
+    assert "6 rounds, 2 more left out: the host slowed them)" in experiment_markdown(left)
+    assert "rounds):" in experiment_markdown(msgspec.structs.replace(e, slowed_kept=0))
