@@ -156,3 +156,40 @@ def test_a_thread_slowed_throughout_is_seen_against_the_hosts_best() -> None:
     left = msgspec.structs.replace(e, slowed_kept=0, slowed_rounds=2)
     assert "6 rounds, 2 more left out: the host slowed them)" in experiment_markdown(left)
     assert "rounds):" in experiment_markdown(msgspec.structs.replace(e, slowed_kept=0))
+
+
+def test_a_not_compared_names_the_dropout_that_changes_the_results() -> None:
+    """word_language_model's RNNModel.forward, tried through its program (call 3, train
+    mode): "not compared: the function's results change from call to call" with no cause;
+    its dropout draws new masks each call, and the note now says so."""
+    import torch
+
+    from support.worker import worker_modules
+
+    experiments = worker_modules()["experiments"]
+
+    class RNNModel(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.drop = torch.nn.Dropout(0.2)
+            self.encoder = torch.nn.Embedding(10, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.drop(self.encoder(x))
+
+    model = RNNModel()
+    x = torch.zeros(3, dtype=torch.long)
+    said = experiments.random_layers(torch, RNNModel.forward, [model, x], {})
+    assert said == ["RNNModel is in train mode with 1 dropout layer (new masks each call)"]
+
+    def step(net: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+        return net(x)
+
+    named = experiments.random_layers(torch, step, [model, x], {})
+    assert named == ["net (RNNModel) is in train mode with 1 dropout layer (new masks each call)"]
+    assert experiments.random_layers(torch, step, [model.eval(), x], {}) == []
+    drift = experiments._drift({"max_rel_err": 0.0908}, said)  # pyright: ignore[reportPrivateUsage]
+    assert drift == (
+        "its first two calls differ by up to 0.0908 relative to the result's scale; RNNModel "
+        "is in train mode with 1 dropout layer (new masks each call)"
+    )

@@ -104,14 +104,40 @@ def compare_outputs(torch, reference, outputs):
     }
 
 
-def _drift(comparison):
-    """How the function's first two calls differed, for the reader of a "not compared"."""
+def _drift(comparison, dropout=()):
+    """How the function's first two calls differed, for the reader of a "not compared", and
+    the modules whose dropout draws new masks each call (random_layers), if any."""
     if "why_changed" in comparison:
-        return "its first two calls: %s" % comparison["why_changed"]
-    return (
-        "its first two calls differ by up to %.3g relative to the result's scale"
-        % (comparison["max_rel_err"])
-    )
+        said = "its first two calls: %s" % comparison["why_changed"]
+    else:
+        said = (
+            "its first two calls differ by up to %.3g relative to the result's scale"
+            % (comparison["max_rel_err"])
+        )
+    return said + "".join("; %s" % d for d in dropout)
+
+
+def random_layers(torch, fn, args, kwargs):
+    """The call's modules (by the user's names) in train mode with dropout layers, which draw
+    new masks on every call: "RNNModel is in train mode with 1 dropout layer (new masks each
+    call)"."""
+    dropout = torch.nn.modules.dropout._DropoutNd
+    try:
+        named, shared = stateful_objects(torch, fn, args, kwargs)
+    except Exception:  # the user's objects: a note, never a failure
+        return []
+    found = []
+    for name, obj in list(named.items()) + list(shared.items()):
+        if not isinstance(obj, torch.nn.Module):
+            continue
+        n = sum(1 for m in obj.modules() if isinstance(m, dropout) and m.training and m.p > 0)
+        if n:
+            who = type(obj).__name__ if name == "self" else "%s (%s)" % (name, type(obj).__name__)
+            found.append(
+                "%s is in train mode with %d dropout layer%s (new masks each call)"
+                % (who, n, "" if n == 1 else "s")
+            )
+    return found
 
 
 def channels_last(torch, args, kwargs):
@@ -260,6 +286,7 @@ def _try(job, fn, base, device, sync):
     sync()
     first_two = compare_outputs(torch, reference, again)
     steady = first_two["equal"]
+    random = () if steady else random_layers(torch, fn, args, kwargs)
     per_call = {"baseline": warm_up(job, base, sync, stage=None)}
     candidates = [("baseline", base, 1)]
     variants = []
@@ -278,7 +305,7 @@ def _try(job, fn, base, device, sync):
                 built.pop("outputs")
                 built["results"] = (
                     "not compared: the function's results change from call to call (%s)"
-                    % _drift(first_two)
+                    % _drift(first_two, random)
                 )
         else:
             built.pop("outputs", None)
