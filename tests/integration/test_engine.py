@@ -176,8 +176,8 @@ def test_host_bound_calls_are_timed_again_in_a_worker_that_never_profiled(
     workers = (launcher.worker, launcher._timer)  # pyright: ignore[reportPrivateUsage]
     readings = [w.ready.reference_us for w in workers if w is not None and w.ready is not None]
     assert len(readings) == 2 and all(r is not None and r > 0 for r in readings)
-    profiled = launcher._loops  # pyright: ignore[reportPrivateUsage]
-    assert profiled and t.host_reference_us == min([r for r in readings if r] + profiled)
+    profiled = launcher._profiled_best  # pyright: ignore[reportPrivateUsage]
+    assert profiled and t.host_reference_us == min([r for r in readings if r] + [profiled])
     assert t.reference_us is not None and t.reference_us > 0
     timer = driver.launcher._timer  # pyright: ignore[reportPrivateUsage]
     assert timer is not None and timer.pid != driver.launcher.worker.pid  # type: ignore[union-attr]

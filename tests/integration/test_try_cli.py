@@ -39,7 +39,6 @@ def test_try_on_cpu_measures_compile_and_says_why_the_others_cannot_run() -> Non
     assert timed >= 7 and out["rounds"] >= max(3, timed // 4) and out["baseline_us"] > 0
     # judged against the loop the worker read at its start too: its thread's and that
     assert out["reference_us"] > 0 and out["host_reference_us"] > 0
-    assert out["slowed_kept"] == 0 or out["slowed_rounds"] == 0  # kept in, or left out
     c = by["compile"]
     assert c["status"] == "ok", c
     assert c["results"] == "equal" and c["one_time_what"] == "compile" and c["one_time_s"] > 0

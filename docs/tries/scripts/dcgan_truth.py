@@ -10,13 +10,11 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-source = Path("main.py").read_text()
-head = source[: source.index("for epoch in range(opt.niter):")]
-sys.argv = ["main.py", *sys.argv[1:]]
-program: dict[str, Any] = {"__name__": "__main__", "__file__": "main.py"}
-exec(compile(head, "main.py", "exec"), program)
+sys.path.insert(0, str(Path(__file__).parent))
+from dcgan_program import program_before_loop
+
+program = program_before_loop(sys.argv[1:])
 torch = program["torch"]
 netG, netD = program["netG"], program["netD"]
 noise = torch.randn(program["opt"].batchSize, program["nz"], 1, 1)

@@ -554,11 +554,11 @@ def unslowed_rounds(out, refs, host_best=None):
     rounds stay paired with the baseline's; none unless timing.enough_left. Returns (rounds,
     {"left_out": rounds left out, "kept": slowed rounds kept in, "reference_us": the
     thread's best})."""
-    best = timing.thread_best([ref for block_refs in refs for ref in block_refs])
-    info = {"left_out": 0, "kept": 0, "reference_us": best}
-    if best is None or len(refs) < 3:
+    readings = [ref for block_refs in refs for ref in block_refs]
+    info = {"left_out": 0, "kept": 0, "reference_us": timing.thread_best(readings)}
+    base = timing.best_speed(readings, host_best)
+    if base is None or len(refs) < 3:
         return out, info
-    base = min(best, host_best) if host_best else best
     keep = [i for i, block_refs in enumerate(refs) if max(block_refs) <= timing.SLOWED * base]
     slowed = len(refs) - len(keep)
     if not slowed:

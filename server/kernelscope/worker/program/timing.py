@@ -284,6 +284,15 @@ def thread_best(readings):
     return sorted(readings)[min(1, len(readings) - 1)] if readings else None
 
 
+def best_speed(readings, host_best=None):
+    """What slowed loops are judged against: this thread's best (thread_best), or the host's
+    (a loop read in another process) where that was faster; None before any reading."""
+    best = thread_best(readings)
+    if best is None or not host_best:
+        return best
+    return min(best, host_best)
+
+
 def enough_left(kept, total):
     """Whether leaving the slowed ones out keeps enough: a quarter of `total`, and 3."""
     return kept >= max(TIMING_FLOOR_CALLS, total // 4)
@@ -330,10 +339,7 @@ class Blocks:
     def baseline(self):
         """This thread's CPU at its best (thread_best), or the host's where it was faster;
         None before any block."""
-        best = thread_best(self.refs)
-        if best is None or not self.host_best:
-            return best
-        return min(best, self.host_best)
+        return best_speed(self.refs, self.host_best)
 
     def reopen(self):
         """The next block starts now (what ran since the last closed is in none)."""
