@@ -434,6 +434,7 @@ NCU_METRICS = (
     "gpu__time_duration.sum",
     "dram__bytes_read.sum",
     "dram__bytes_write.sum",
+    "lts__t_sectors_srcunit_tex_op_write.sum",
     "sm__throughput.avg.pct_of_peak_sustained_elapsed",
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
@@ -465,6 +466,10 @@ class KernelCounters(msgspec.Struct):
     duration_us: float
     dram_read_bytes: float | None = None
     dram_write_bytes: float | None = None
+    l2_write_bytes: float | None = None
+    """What the SMs wrote into L2 (32-byte sectors). Under ``--cache-control all`` a kernel's
+    reads come from DRAM but an output that fits the L2 stays there, dirty, and reaches DRAM
+    only after the kernel ends, charged to no kernel."""
     tensor_flops: float | None = None
     fp32_flops: float | None = None
     fp16_flops: float | None = None
@@ -483,6 +488,15 @@ class KernelCounters(msgspec.Struct):
         if self.dram_read_bytes is None and self.dram_write_bytes is None:
             return None
         return (self.dram_read_bytes or 0.0) + (self.dram_write_bytes or 0.0)
+
+    @property
+    def moved_bytes(self) -> float | None:
+        """The kernel's memory traffic: DRAM bytes read, and what it wrote (into L2 where
+        measured, which DRAM takes after the kernel ends, else DRAM's own count)."""
+        if self.dram_read_bytes is None and self.dram_write_bytes is None:
+            return None
+        written = max(self.dram_write_bytes or 0.0, self.l2_write_bytes or 0.0)
+        return (self.dram_read_bytes or 0.0) + written
 
     @property
     def flops(self) -> float | None:

@@ -35,6 +35,7 @@ _SCALE = {
     "gbyte": 1e9,
     "tbyte": 1e12,
 }
+_SECTOR_BYTES = 32
 _BASE_NAME = re.compile(r"^(?:void\s+)?([\w:]+)")
 _TEMPLATE_NAME = re.compile(r"\b([A-Za-z_]\w*)\b(?!::|\w)")
 _KEYWORDS = frozenset({"void", "const", "unsigned", "signed", "struct", "class", "typename"})
@@ -77,6 +78,7 @@ def _kernel(name: str, metric: _Metric, nvtx_cell: str) -> KernelCounters:
         duration_us=metric("gpu__time_duration.sum") or 0.0,
         dram_read_bytes=metric("dram__bytes_read.sum"),
         dram_write_bytes=metric("dram__bytes_write.sum"),
+        l2_write_bytes=_sectors(metric("lts__t_sectors_srcunit_tex_op_write.sum")),
         tensor_flops=_tensor_flops(metric),
         fp32_flops=_pipe_flops(metric, "ffma", "fadd", "fmul"),
         fp16_flops=_pipe_flops(metric, "hfma", "hadd", "hmul"),
@@ -86,6 +88,11 @@ def _kernel(name: str, metric: _Metric, nvtx_cell: str) -> KernelCounters:
         occupancy_pct=metric("sm__warps_active.avg.pct_of_peak_sustained_active"),
         nvtx=nvtx_range(nvtx_cell),
     )
+
+
+def _sectors(count: float | None) -> float | None:
+    """Bytes of a count of L2 sectors (32 bytes each)."""
+    return None if count is None else count * _SECTOR_BYTES
 
 
 def _reader(row: list[str], units: list[str], col: dict[str, int]) -> _Metric:
@@ -244,7 +251,8 @@ class MeasuredRow(msgspec.Struct):
     key: tuple[str, bytes]
     kernels: int
     traced_kernels: int
-    dram_bytes: float
+    moved_bytes: float
+    """DRAM bytes read and bytes written (KernelCounters.moved_bytes), summed."""
     flops: float
     duration_us: float
     sm_pct: float
@@ -279,14 +287,14 @@ def measured_rows(
     sums: dict[tuple[str, bytes], list[float]] = {}
     for g, m in pair_kernels(traced, counters.kernels):
         d = m.duration_us
-        add = (1.0, d, m.dram_bytes or 0.0, m.flops or 0.0)
+        add = (1.0, d, m.moved_bytes or 0.0, m.flops or 0.0)
         add += tuple((pct or 0.0) * d for pct in (m.sm_pct, m.memory_pct, m.occupancy_pct))
         acc = sums.setdefault(key_of(g), [0.0] * len(add))
         acc[:] = [x + y for x, y in zip(acc, add, strict=True)]
     out: dict[tuple[str, bytes], MeasuredRow] = {}
-    for k, (n, us, dram, flops, sm, memory, occupancy) in sums.items():
+    for k, (n, us, moved, flops, sm, memory, occupancy) in sums.items():
         weighted = [x / us if us else 0.0 for x in (sm, memory, occupancy)]
-        out[k] = MeasuredRow(k, int(n), per_row.get(k, 0), dram, flops, us, *weighted)
+        out[k] = MeasuredRow(k, int(n), per_row.get(k, 0), moved, flops, us, *weighted)
     return out
 
 
@@ -317,5 +325,5 @@ def apply_counters(
         m = measured.get(key)
         if m is None or m.kernels < m.traced_kernels or m.kernels == 0:
             continue
-        measured_roof(row, m.flops, m.dram_bytes, peaks)
+        measured_roof(row, m.flops, m.moved_bytes, peaks)
         row.sm_pct, row.memory_pct, row.occupancy_pct = m.sm_pct, m.memory_pct, m.occupancy_pct

@@ -36,10 +36,12 @@ from kernelscope.analysis.costs import (
     REDUCTIONS,
     OpCosts,
 )
+from kernelscope.analysis.costs.foreach import FOREACH_PREFIX, MULTI_TENSOR_KERNEL, foreach_bytes
 from kernelscope.analysis.costs.generated import is_template_matmul
 from kernelscope.analysis.costs.lists import CONCATENATIONS, concatenation_bytes
 from kernelscope.analysis.costs.movement import MOVEMENT
 from kernelscope.analysis.costs.per_op import flops_range, footprint_of, from_inductor, has_model
+from kernelscope.analysis.costs.softmax import reread_bytes
 from kernelscope.analysis.peaks import Peaks
 from kernelscope.analysis.trace_model import USER_ANNOTATION, GpuEvent, Op, Trace
 from kernelscope.units import fmt_bytes
@@ -110,8 +112,10 @@ class OpRoof(msgspec.Struct):
     "events" (the memcpys' and memsets' own byte counts), "range" (FLOPs between
     ``flops_low_per_step`` and ``flops_per_step``), "mask" (a flex_attention's FLOPs from
     its live block mask's density), "launch" (a user's Triton kernel: the bytes of the
-    tensors its launches were passed), "inductor" (an Inductor kernel's bytes, and FLOPs its
-    buffers do not give, from Inductor's own estimate, costs/generated.py), "unreliable" (no
+    tensors its launches were passed), "grid" (a multi-tensor kernel's bytes bounded by its
+    grid, costs/foreach.py: the rate a bound, not rated where above HBM's), "inductor" (an
+    Inductor kernel's bytes, and FLOPs its buffers do not give, from Inductor's own
+    estimate, costs/generated.py), "unreliable" (no
     model: the generic rule's guess, shown but not rated against a roof, and left out of the
     verdict's totals); a hardware-counter measurement would say "measured"."""
     footprint: float | None = None
@@ -154,6 +158,8 @@ class _Row:
     flops: float = 0.0
     op_indexes: set[int] | None = None
     event_bytes: bool = False
+    grid_bytes: bool = False
+    """Its bytes are a bound from its kernels' grids (costs/foreach.py)."""
 
 
 def roofline(
@@ -261,7 +267,8 @@ def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, 
             kernels.append(g)
     replays = {i for i in {g.op for g in kernels} if ops[i].cat == USER_ANNOTATION}
     # per owner: [GPU µs, kernels, kernel µs, its longest event, the bytes its memcpys and
-    # memsets move (-1 once it launched a kernel), its longest kernel (None before one)]
+    # memsets move (-1 once it launched a kernel), its longest kernel (None before one), the
+    # blocks of its multi-tensor kernels]
     acc: dict[int, list[Any]] = {}
     for g in kernels:
         owner = g.op
@@ -276,13 +283,15 @@ def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, 
         a = acc.get(owner)
         is_kernel = g.cat == "kernel"
         if a is None:
-            a = acc[owner] = [0.0, 0, 0.0, g, 0.0, None]
+            a = acc[owner] = [0.0, 0, 0.0, g, 0.0, None, 0]
         a[0] += dur
         if is_kernel:
             a[1] += 1
             a[2] += dur
             if a[5] is None or dur > a[5].dur:
                 a[5] = g
+            if MULTI_TENSOR_KERNEL in g.name:
+                a[6] += _grid_blocks(g) or 0
         if dur > a[3].dur:
             a[3] = g
         if is_kernel or a[4] < 0 or not 0 <= g.bytes <= _MAX_BYTES:
@@ -300,7 +309,7 @@ def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, 
             row = rows[key] = _Row(op, op.name, kind, op_indexes=set())
         assert row.op_indexes is not None
         i = op.index
-        gpu_us, n, n_us, g, moved, kernel = acc[i]
+        gpu_us, n, n_us, g, moved, kernel, blocks = acc[i]
         row.op_indexes.add(i)
         row.us += gpu_us
         row.kernels += n
@@ -310,6 +319,9 @@ def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, 
         modelled = cost.bytes
         if not modelled and op.name in CONCATENATIONS:  # no dtype in the trace: the kernel's
             modelled = concatenation_bytes(op.inputs(), (kernel or g).name)
+        elif not modelled and op.name.startswith(FOREACH_PREFIX):
+            modelled, exact = foreach_bytes(op.inputs(), (kernel or g).name, blocks)
+            row.grid_bytes = row.grid_bytes or not exact
         row.bytes_moved += moved if moved > 0 else modelled
         if g.dur > row.top_kernel_us:
             row.top_kernel, row.top_kernel_us = g.name, g.dur
@@ -410,10 +422,16 @@ def _roof(
         out.dtype = cost.dtype or (inputs.types[0] if inputs.types else None)
         out.strides = _strides(owner)
         flops, moved = row.flops, row.bytes_moved
+        if moved > 0 and not row.event_bytes:  # a generic softmax kernel's passes
+            l2 = peaks.l2_bytes if peaks else 0.0
+            again = reread_bytes(owner.name, inputs, row.top_kernel, sm_count, l2)
+            moved += again * len(row.op_indexes)
         if row.event_bytes:
             out.estimate = "events"
         elif (flops > 0 or moved > 0) and from_inductor(owner):
             out.estimate = "inductor"
+        elif moved > 0 and row.grid_bytes:
+            out.estimate = "grid"
         elif flops > 0 or moved > 0:
             out.estimate = "model" if has_model(owner.name) else "unreliable"
         low = flops_range(owner)
@@ -422,7 +440,11 @@ def _roof(
             out.kind = "attention"
             out.flops_low_per_step = low[0] * len(row.op_indexes) / steps
         if moved > 0:
-            per_call = row.event_bytes or owner.name in CONCATENATIONS  # each byte once
+            per_call = (  # each byte once
+                row.event_bytes
+                or owner.name in CONCATENATIONS
+                or owner.name.startswith(FOREACH_PREFIX)
+            )
             out.footprint = moved / len(row.op_indexes) if per_call else footprint_of(owner)
         if flops > 0:
             out.flops_per_step = flops / steps
@@ -433,6 +455,10 @@ def _roof(
         if flops > 0 and moved > 0:
             out.intensity = flops / moved
     _bound(out, peaks, row.kernels > 0)
+    if out.estimate == "grid" and peaks and (out.achieved_gbps or 0.0) > peaks.hbm_gbps:
+        # a bound above HBM's rate is loose (tensors smaller than a chunk, a list read twice
+        # such as AdamW's grads in addcmul_), not a sign of L2: not rated
+        out.efficiency, out.roof = None, ""
     return out
 
 

@@ -373,10 +373,12 @@ def _tflops(r: OpRoof) -> str:
 def _achieved(r: OpRoof) -> str:
     """The row's share of its roof; a row of no cost model says its bytes are a guess."""
     if r.efficiency is not None:
-        at_most = "≤ " if r.estimate == "range" else ""
+        at_most = "≤ " if r.estimate in ("range", "grid") else ""
         return f"{at_most}{r.efficiency:.0%} of {r.roof}"
     if r.estimate == "launch":  # faster than any roof on its tensors' bytes
         return "touched part of its tensors: not rated"
+    if r.estimate == "grid":  # faster than HBM on its grid's bound
+        return "bytes bounded by its grid, loosely: not rated"
     return "bytes unreliable (no model)" if r.estimate == "unreliable" else DASH
 
 

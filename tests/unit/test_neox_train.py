@@ -1,0 +1,80 @@
+"""A GPT-NeoX training step under bf16 autocast with AdamW, from its config (issue 24's seventh
+held-out set, fixtures/neox_train: live and raw traces on the H200, and a --counters run of the
+same workload). Its log-softmax over a 50,432-word vocabulary runs ATen's generic kernels (4
+passes, not 2), and its optimizer's foreach ops, whose long lists Kineto records without
+shapes, get their bytes from the kernels' grids."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+import msgspec
+import pytest
+
+from kernelscope.analysis.diagnose import Analysis, analyze
+from kernelscope.analysis.facts import Options
+from kernelscope.analysis.peaks import datasheet_peaks
+from kernelscope.analysis.roofline import OpRoof
+from kernelscope.analysis.trace_model import load_trace
+from kernelscope.protocol import Sidecar
+
+from support import FIXTURES
+
+FOLDER = FIXTURES / "neox_train"
+PARAMETERS = 70_557_696  # GPTNeoXConfig(vocab 50432, hidden 512, 6 layers, ffn 2048)
+LOGITS = 4096 * 50432 * 4  # 8 x 512 tokens, fp32 under autocast's log_softmax
+
+
+@cache
+def analysis(raw: bool) -> Analysis:
+    """The live trace with its sidecar, or the raw trace alone, against the H200's datasheet."""
+    options = Options(peaks=datasheet_peaks("NVIDIA H200"))
+    if raw:
+        return analyze(load_trace(FOLDER / "raw.json.gz"), None, options)
+    side = msgspec.json.decode((FOLDER / "sidecar.json").read_bytes(), type=Sidecar)
+    cold = load_trace(FOLDER / "cold.json.gz")
+    return analyze(load_trace(FOLDER / "trace.json.gz"), side, options, cold_trace=cold)
+
+
+def measured() -> dict[tuple[str, str], dict[str, Any]]:
+    report = json.loads((FOLDER / "counters.json").read_text())
+    return {(r["name"], r.get("shapes", "")): r for r in report["roofline"] if r.get("measured")}
+
+
+def rows(raw: bool, prefix: str) -> list[OpRoof]:
+    return [r for r in analysis(raw).roofline if r.name.startswith(prefix)]
+
+
+@pytest.mark.parametrize("raw", [False, True])
+def test_no_row_is_above_its_roof(raw: bool) -> None:
+    over = [(r.name, r.efficiency) for r in analysis(raw).roofline if (r.efficiency or 0) > 1]
+    assert not over
+
+
+@pytest.mark.parametrize("raw", [False, True])
+def test_log_softmax_rows_count_four_passes_and_agree_with_the_counters(raw: bool) -> None:
+    truth = measured()
+    softmax = rows(raw, "aten::_log_softmax")
+    assert {r.name for r in softmax} == {"aten::_log_softmax", "aten::_log_softmax_backward_data"}
+    for r in softmax:
+        assert r.bytes_per_step == pytest.approx(4 * LOGITS)  # 3 reads and a write each
+        assert r.bytes_per_step == pytest.approx(
+            truth[(r.name, r.shapes)]["bytes_per_step"], rel=0.10
+        )
+
+
+@pytest.mark.parametrize("raw", [False, True])
+def test_foreach_rows_are_bounded_by_their_grids(raw: bool) -> None:
+    truth = measured()
+    foreach = rows(raw, "aten::_foreach_")
+    assert len(foreach) == 7
+    for r in foreach:
+        assert r.estimate == "grid" and r.bytes_per_step
+        # DRAM alone, without what stayed in L2: under the bound
+        assert truth[(r.name, r.shapes)]["bytes_per_step"] <= r.bytes_per_step, r.name
+        assert r.efficiency is None or r.efficiency <= 1.0
+    (sqrt,) = [r for r in foreach if r.name == "aten::_foreach_sqrt"]
+    elements = (sqrt.bytes_per_step or 0.0) / 8  # one fp32 list read, one written
+    assert PARAMETERS <= elements <= 1.05 * PARAMETERS
