@@ -123,3 +123,23 @@ def test_a_variant_failing_on_a_global_optimizer_names_it() -> None:
     assert "pass it as an argument" in v["why"]
     source = WHAT_IF.read_text().splitlines()
     assert "GLOBAL_SCALER.step" in source[v["line"] - 1]
+
+
+def test_a_function_left_failing_by_a_failed_variant_says_which_variant() -> None:
+    rc, out, err = run_try(
+        f"{WHAT_IF}::breaks_the_process", "--variants", "bf16", "--budget", "0.2"
+    )
+    assert rc != 0
+    message = out["error"]["message"]
+    assert "after the bf16 variant failed in this process" in message, message
+    assert "try again without it" in message and "state left broken" in message
+    assert "Traceback" not in err
+
+
+def test_a_variant_failing_in_the_timed_calls_is_failed_and_the_rest_still_timed() -> None:
+    rc, out, err = run_try(f"{WHAT_IF}::fails_later", "--variants", "bf16", "--budget", "1")
+    assert rc == 0, err
+    (v,) = out["variants"]
+    assert v["status"] == "failed" and v["why"].startswith("failed in the timed calls: "), v
+    assert "ran out of something" in v["why"]
+    assert out["baseline_us"] > 0

@@ -107,3 +107,40 @@ def global_opt_step(model, x):
 
 def global_opt_step_inputs(batch_size: int = 1, device: str = "cpu"):
     return GLOBAL_MODEL, torch.randn(2 * batch_size, 3, 16, 16, device=device)
+
+
+_LEFT_BROKEN: list[str] = []
+_BASELINE_SINCE: list[bool] = []  # per bf16 call: has the function run without it since
+
+
+def breaks_the_process(x):
+    """Its bf16 variant fails and leaves the function failing after it, as LeViT's failed
+    compile left torch 2.11's dispatcher on the H200 ("PythonDispatcherTLS was not set")."""
+    if torch.is_autocast_enabled("cpu"):
+        _LEFT_BROKEN.append("bf16")
+        raise RuntimeError("this variant cannot run here")
+    if _LEFT_BROKEN:
+        raise RuntimeError("state left broken by an earlier failure")
+    return x * 2
+
+
+def breaks_the_process_inputs(batch_size: int = 1, device: str = "cpu"):
+    return (torch.ones(64, device=device),)
+
+
+def fails_later(x):
+    """Its bf16 variant runs through its first call and its warm-up, then fails once the
+    timed rounds call it in turns with the function itself."""
+    if not torch.is_autocast_enabled("cpu"):
+        if _BASELINE_SINCE:
+            _BASELINE_SINCE[0] = True
+        return x * 2
+    if not _BASELINE_SINCE:
+        _BASELINE_SINCE.append(False)
+    elif _BASELINE_SINCE[0]:
+        raise RuntimeError("ran out of something after many calls")
+    return x * 2
+
+
+def fails_later_inputs(batch_size: int = 1, device: str = "cpu"):
+    return (torch.ones(64, device=device),)

@@ -315,8 +315,30 @@ def _try(job, fn, base, device, sync):
         variants.append(built)
     job.progress("timing")
     host_best = _host_best(job)
-    rounds, grew, slowed = timed_rounds(job, candidates, per_call, sync, cuda, host_best)
     by_name = {v["name"]: v for v in variants}
+    failed = [v["name"] for v in variants if v["status"] == "failed"]
+    while True:
+        try:
+            rounds, grew, slowed = timed_rounds(job, candidates, per_call, sync, cuda, host_best)
+            break
+        except TimedCallFailed as e:
+            err = e.error
+            if e.name == "baseline":
+                if failed:  # torch 2.11 on the H200: LeViT's failed compile, then this
+                    err.message = (
+                        "the function failed in the timed calls after the %s variant failed "
+                        "in this process (its failure may have left torch's state broken: "
+                        "try again without it): %s" % (" and ".join(failed), err.message)
+                    )
+                raise err from None
+            by_name[e.name].update(
+                status="failed",
+                why="failed in the timed calls: " + err.message,
+                path=err.path,
+                line=err.line,
+            )
+            candidates = [c for c in candidates if c[0] != e.name]
+            failed.append(e.name)
     for name, _call, items in candidates[1:]:
         v = by_name[name]
         v["rounds_us"] = rounds[name]
@@ -489,6 +511,15 @@ def _host_best(job):
     return min(seen) if seen else None
 
 
+class TimedCallFailed(Exception):
+    """A candidate's call raised in its timed blocks: which one, and the error."""
+
+    def __init__(self, name, error):
+        super().__init__(error.message)
+        self.name = name
+        self.error = error
+
+
 def timed_rounds(job, candidates, per_call_us, sync, cuda, host_best=None):
     """Each candidate's time per call in rounds, in turns (A B C, then C B A, ...), so
     drift (clocks, caches, other jobs) falls on all of them alike. A round is a block of
@@ -499,7 +530,7 @@ def timed_rounds(job, candidates, per_call_us, sync, cuda, host_best=None):
     a block with a recompile or a stall; rounds the host slowed are left out (unslowed_rounds,
     against `host_best` too).
     Returns ({name: [us, ...]}, {name: compiles seen during its timed blocks}, the slowed
-    rounds as unslowed_rounds says)."""
+    rounds as unslowed_rounds says). TimedCallFailed where a call raised."""
     torch = job.torch
     budget = float(job.req.get("budget_s") or TRY_BUDGET_S)
     min_rounds = int(job.req.get("rounds") or TRY_MIN_ROUNDS)
@@ -520,23 +551,14 @@ def timed_rounds(job, candidates, per_call_us, sync, cuda, host_best=None):
         for name, call, _ in order:
             n = calls[name]
             frames = dynamo_frames()
-            sync()
-            if cuda:
-                start, end = (
-                    torch.cuda.Event(enable_timing=True),
-                    torch.cuda.Event(enable_timing=True),
-                )
-                start.record()
-                for _ in range(n):
-                    call()
-                end.record()
-                sync()
-                block_us = start.elapsed_time(end) * 1e3
-            else:
-                t = time.perf_counter()
-                for _ in range(n):
-                    call()
-                block_us = (time.perf_counter() - t) * 1e6
+            try:
+                block_us = _block_us(torch, call, n, sync, cuda)
+            except JobError as e:
+                raise TimedCallFailed(name, e) from None
+            except Cancelled:
+                raise
+            except Exception as e:  # a failure of torch's own, outside the guarded call
+                raise TimedCallFailed(name, job.user_error("variant", e)) from None
             out[name].append(block_us / n)
             refs[-1].append(timing.reference_us())
             if dynamo_frames() > frames:
@@ -544,6 +566,23 @@ def timed_rounds(job, candidates, per_call_us, sync, cuda, host_best=None):
         job.progress("timing", r + 1, rounds)
     out, slowed = unslowed_rounds(out, refs, host_best)
     return out, recompiles, slowed
+
+
+def _block_us(torch, call, n, sync, cuda):
+    """µs of `n` calls back to back, from before the first to after the last."""
+    sync()
+    if cuda:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(n):
+            call()
+        end.record()
+        sync()
+        return start.elapsed_time(end) * 1e3
+    t = time.perf_counter()
+    for _ in range(n):
+        call()
+    return (time.perf_counter() - t) * 1e6
 
 
 def unslowed_rounds(out, refs, host_best=None):
