@@ -131,7 +131,7 @@ def test_a_function_left_failing_by_a_failed_variant_says_which_variant() -> Non
     )
     assert rc != 0
     message = out["error"]["message"]
-    assert "after the bf16 variant failed in this process" in message, message
+    assert "right after the bf16 variant failed in this process" in message, message
     assert "try again without it" in message and "state left broken" in message
     assert "Traceback" not in err
 

@@ -295,6 +295,8 @@ def _try(job, fn, base, device, sync):
         job.progress("variants", i + 1, len(names))
         built = build_variant(job, name, module, fn, owner, args, kwargs, device, sync)
         if "call" not in built:
+            if built["status"] == "failed":
+                _still_runs(base, sync, name)
             variants.append(built)
             continue
         entry = built.pop("call"), built.pop("items"), built.pop("per_call_us")
@@ -324,12 +326,8 @@ def _try(job, fn, base, device, sync):
         except TimedCallFailed as e:
             err = e.error
             if e.name == "baseline":
-                if failed:  # torch 2.11 on the H200: LeViT's failed compile, then this
-                    err.message = (
-                        "the function failed in the timed calls after the %s variant failed "
-                        "in this process (its failure may have left torch's state broken: "
-                        "try again without it): %s" % (" and ".join(failed), err.message)
-                    )
+                if failed:
+                    raise _left_broken(err, failed, "in the timed calls after") from None
                 raise err from None
             by_name[e.name].update(
                 status="failed",
@@ -509,6 +507,34 @@ def _host_best(job):
     workers, or as this worker read it at its start where that was faster; None for neither."""
     seen = [x for x in (job.req.get("host_reference_us"), job.worker.reference_us) if x]
     return min(seen) if seen else None
+
+
+def _still_runs(base, sync, failed):
+    """The function called once after the variant `failed` failed: a JobError saying so
+    where that failure left it failing (on the H200, LeViT's failed compile left torch
+    2.11's eager calls failing: "PythonDispatcherTLS was not set")."""
+    try:
+        base()
+        sync()
+    except JobError as e:
+        raise _left_broken(e, [failed], "right after") from None
+
+
+def _left_broken(err, failed, when):
+    """`err`, the function's own failure, saying it came after the variants `failed`."""
+    one = len(failed) == 1
+    err.message = (
+        "the function failed %s the %s %s in this process (a failure may leave torch's "
+        "state broken: try again without %s): %s"
+        % (
+            when,
+            " and ".join(failed),
+            "variant failed" if one else "variants failed",
+            "it" if one else "them",
+            err.message,
+        )
+    )
+    return err
 
 
 class TimedCallFailed(Exception):
