@@ -152,9 +152,13 @@ def test_a_thread_slowed_throughout_is_seen_against_the_hosts_best() -> None:
     # the editor's hover says it too
     from kernelscope.lsp.views import experiment_markdown
 
-    assert "6 rounds; the host slowed this thread's CPU in 6 of them" in experiment_markdown(e)
+    hover = experiment_markdown(e)
+    assert "6 rounds; in 6 of them the host ran this thread's CPU slower" in hover
+    assert "its loop read 66 µs at best against 37 µs" in hover and "run it again" in hover
     left = msgspec.structs.replace(e, slowed_kept=0, slowed_rounds=2)
-    assert "6 rounds, 2 more left out: the host slowed them)" in experiment_markdown(left)
+    assert "6 rounds; 2 more left out: the host ran this thread's CPU slower" in (
+        experiment_markdown(left)
+    )
     assert "rounds):" in experiment_markdown(msgspec.structs.replace(e, slowed_kept=0))
 
 

@@ -488,16 +488,12 @@ def experiment_diagnostics(exp: Experiments, path: str, lines: list[str]) -> lis
 
 def experiment_markdown(exp: Experiments) -> str:
     """The hover's lines of the last experiment: each variant, best first."""
+    from kernelscope.render.summary import slowed_rounds_note  # after a try only
+
     best = [v for v in exp.variants if v.name == exp.best]
     rest = [v for v in exp.variants if v.name != exp.best]
-    slowed = (
-        f"; the host slowed this thread's CPU in {exp.slowed_kept} of them, too many to leave"
-        " out: host-bound times may read high, run it again"
-        if exp.slowed_kept
-        else f", {exp.slowed_rounds} more left out: the host slowed them"
-        if exp.slowed_rounds
-        else ""
-    )
+    note = slowed_rounds_note(exp)
+    slowed = f"; {note}" if note else ""
     out = ["", f"**Tried** (in turns with the function, {exp.rounds} rounds{slowed}):"]
     out += [f"- {v.summary}" for v in [*best, *rest]]
     return "\n".join(out)

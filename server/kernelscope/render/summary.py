@@ -69,8 +69,9 @@ def findings_lines(findings: Sequence[Finding], top: int = TOP_FINDINGS) -> list
     return out
 
 
-def _slowed(e: Experiments) -> str:
-    """The rounds left out (or kept in) because the host slowed the timing thread's CPU."""
+def slowed_rounds_note(e: Experiments) -> str:
+    """The rounds left out (or kept in) because the host slowed the timing thread's CPU, in
+    one clause; "" where none. The summary and the editor's hover both say it so."""
     if e.slowed_kept:
         loops = (  # only where the host was faster: the thread then ran slowed throughout
             f"; its loop read {e.reference_us:.0f} µs at best against {e.host_reference_us:.0f}"
@@ -79,15 +80,15 @@ def _slowed(e: Experiments) -> str:
             else ""
         )
         return (
-            f" (in {e.slowed_kept} of them the host ran this thread's CPU slower, by a "
+            f"in {e.slowed_kept} of them the host ran this thread's CPU slower, by a "
             f"pure-Python loop timed after each block{loops}; too few ran at full speed to "
-            "leave them out: host-bound times here may read high, run it again)"
+            "leave them out: host-bound times here may read high, run it again"
         )
     if not e.slowed_rounds:
         return ""
     return (
-        f" ({e.slowed_rounds} more left out: the host ran this thread's CPU slower during "
-        "them, by a pure-Python loop timed after each block)"
+        f"{e.slowed_rounds} more left out: the host ran this thread's CPU slower during "
+        "them, by a pure-Python loop timed after each block"
     )
 
 
@@ -97,7 +98,8 @@ def experiments_summary(e: Experiments) -> str:
     lines = [
         f"best: {best.summary}" if best else "best: none is faster beyond the noise",
         f"{e.qualname} ({_where(e.path, e.line)}) on {e.device}: "
-        f"{fmt_us(e.baseline_us)} per call, {e.rounds} rounds in turns" + _slowed(e),
+        f"{fmt_us(e.baseline_us)} per call, {e.rounds} rounds in turns"
+        + (f" ({note})" if (note := slowed_rounds_note(e)) else ""),
         *([e.call] if e.call else []),
     ]
     for v in e.variants:
