@@ -488,7 +488,7 @@ def experiment_diagnostics(exp: Experiments, path: str, lines: list[str]) -> lis
 
 def experiment_markdown(exp: Experiments) -> str:
     """The hover's lines of the last experiment: each variant, best first."""
-    from kernelscope.render.summary import slowed_rounds_note  # after a try only
+    from kernelscope.render.slowed import slowed_rounds_note  # after a try only
 
     best = [v for v in exp.variants if v.name == exp.best]
     rest = [v for v in exp.variants if v.name != exp.best]
