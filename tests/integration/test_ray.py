@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import io
 import json
 import os
 import re
@@ -20,6 +21,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -288,9 +290,16 @@ def test_ray_is_installed_where_required() -> None:
         assert RAY.is_file() and shutil.which(str(RAY))
 
 
-def test_the_one_shot_bootstrap_prints_frames_without_ray(files: Path) -> None:
-    """What a Ray job runs, run here directly: env in, KSFRAME lines out (no Ray needed)."""
-    from kernelscope.engine.ray_jobs import FRAME_PREFIX, RAY_BOOTSTRAP, frames_by_prefix, job_env
+def test_the_one_shot_bootstrap_prints_frames_without_ray(files: Path, tmp_path: Path) -> None:
+    """What a Ray job runs, run here directly: its package unpacked in a folder, KSFRAME
+    lines out (no Ray needed)."""
+    from kernelscope.engine.ray_jobs import (
+        FRAME_PREFIX,
+        RAY_BOOTSTRAP,
+        frames_by_prefix,
+        job_env,
+        job_package,
+    )
     from kernelscope.engine.shipping import remote_request
     from kernelscope.protocol import JobProgress, ProfileFinished, WorkerReady
 
@@ -299,10 +308,16 @@ def test_the_one_shot_bootstrap_prints_frames_without_ray(files: Path) -> None:
         request = remote_request(d.request("forward"), ray_remote(RayHead("http://x", files)))
     finally:
         d.close()
-    env = {**os.environ, **job_env(request, {"OMP_NUM_THREADS": "1"})}
+    env = {**os.environ, **job_env({"OMP_NUM_THREADS": "1"})}
+    name, package = job_package(request)
+    assert name.startswith("_ray_pkg_") and name.endswith(".zip")
+    work = tmp_path / "working_dir"
+    with zipfile.ZipFile(io.BytesIO(package)) as z:
+        z.extractall(work)
     proc = subprocess.run(
         [sys.executable, "-u", "-c", RAY_BOOTSTRAP],
         check=False,
+        cwd=work,
         env=env,
         capture_output=True,
         text=True,
@@ -334,8 +349,18 @@ def test_a_dashboard_that_goes_away_mid_job_is_remote_lost(files: Path) -> None:
             self.rfile.read(int(self.headers["Content-Length"] or 0))
             self._json({"submission_id": "x", "job_id": None})
 
+        def do_PUT(self) -> None:  # the job's package
+            self.rfile.read(int(self.headers["Content-Length"] or 0))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
         def do_GET(self) -> None:
-            if self.path.endswith("/logs"):
+            if self.path.startswith("/api/packages/"):  # not there yet: the client PUTs it
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            elif self.path.endswith("/logs"):
                 self._json({"logs": "starting\n"})
                 threading.Thread(target=server.shutdown).start()
                 threading.Thread(target=server.server_close).start()

@@ -64,6 +64,10 @@ def test_ray_fields_are_parsed_and_checked() -> None:
         parse_remote("c", {"kind": "ray"}, WHERE)
     with pytest.raises(RemoteError, match="cannot start a worker"):
         r.worker_argv(BOOTSTRAP)
+    big = {"kind": "ray", "address": "http://head:8265", "env": {"X": "v" * 70_000}}
+    with pytest.raises(RemoteError, match="env is 68 KB; a Ray job's environment must stay under"):
+        parse_remote("c", big, WHERE)
+    parse_remote("c", {"kind": "ssh", "host": "h", "env": {"X": "v" * 70_000}}, WHERE)
 
 
 @pytest.mark.parametrize(

@@ -1,12 +1,18 @@
 """Jobs on a Ray cluster through the Ray Jobs REST API (``kind = "ray"``), standard library only.
 
 Each job is one Ray job whose entrypoint runs the same worker program as every other kind,
-one-shot: the bootstrap takes the program and the request from environment variables
-(zlib + base64, split in chunks), feeds the request to the worker's protocol fd, and prints
-every frame the worker sends as a ``KSFRAME <base64>`` line on stdout. The server submits with
-``POST /api/jobs/`` (``Authorization: Bearer`` the token from ``token_file``), polls the job's
-status and logs, decodes the frames, and stops the job on cancel, timeout, or when it cannot be
-scheduled. Not Ray Client: no Ray or torch import here.
+one-shot: the bootstrap reads the program and the request from the job's working_dir (a zip
+the server uploads with ``PUT /api/packages/gcs/...``, as Ray's own job client does), feeds the
+request to the worker's protocol fd, and prints every frame the worker sends as a
+``KSFRAME <base64>`` line on stdout. The server submits with ``POST /api/jobs/``
+(``Authorization: Bearer`` the token from ``token_file``), polls the job's status and logs,
+decodes the frames, and stops the job on cancel, timeout, or when it cannot be scheduled. Not
+Ray Client: no Ray or torch import here.
+
+Not environment variables: Ray starts the job's supervisor with the whole runtime_env,
+``env_vars`` included, as one argument (``--serialized-runtime-env-context``), and Linux
+refuses one argument over 128 KiB (MAX_ARG_STRLEN): the process dies before it registers and
+the job stays PENDING.
 """
 
 from __future__ import annotations
@@ -15,12 +21,15 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import hashlib
+import io
 import json
 import shlex
 import time
 import urllib.error
 import urllib.request
 import uuid
+import zipfile
 import zlib
 from pathlib import Path
 from typing import Any, cast
@@ -50,19 +59,19 @@ from kernelscope.units import cut
 from kernelscope.worker import worker_source
 
 FRAME_PREFIX = "KSFRAME "
-CHUNK = 96 * 1024  # one environment string stays under Linux's 128 KiB MAX_ARG_STRLEN
-MAX_ENV_BYTES = 1536 * 1024  # all chunks together, under the usual 2 MiB for argv + environ
+MAX_PACKAGE_BYTES = 90 * 2**20  # the dashboard reads a request body of up to 100 MiB
+SRC_FILE, REQ_FILE = "ks_src.z", "ks_req.z"  # zlib'd, in the job's working_dir
 _DONE = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
 
-# One-shot: program and request from the environment, frames out as text lines on stdout. A
-# worker that ran a program (--via) ends with os._exit right after its result: os._exit here
-# first waits for the relay thread to have written that result out.
+# One-shot: program and request from files in the working directory (the request's name in
+# KS_REQ_FILE when a rank's), frames out as text lines on stdout. A worker that ran a program
+# (--via) ends with os._exit right after its result: os._exit here first waits for the relay
+# thread to have written that result out.
 RAY_BOOTSTRAP = r"""
 import os,sys,base64,zlib,json,threading
-def _ks_env(p):
-    n=int(os.environ[p+'_N'])
-    return zlib.decompress(base64.b64decode(''.join(os.environ['%s_%d'%(p,i)] for i in range(n))))
-_ks_src=_ks_env('KS_SRC'); _ks_req=_ks_env('KS_REQ')
+def _ks_file(p):
+    with open(p,'rb') as f: return zlib.decompress(f.read())
+_ks_src=_ks_file('ks_src.z'); _ks_req=_ks_file(os.environ.get('KS_REQ_FILE','ks_req.z'))
 _ks_exit=os._exit
 _ks_out=os.dup(1)
 _ks_r,_ks_w=os.pipe(); _ks_ir,_ks_iw=os.pipe()
@@ -108,21 +117,17 @@ _ks_exit(_ks_code)
 # in a collective).
 RAY_RANKS_BOOTSTRAP = r"""
 import os,sys,json,base64,zlib,socket,subprocess,threading,time
-n=int(os.environ['KS_NPROC']); CH=96*1024; GRACE=float(os.environ['KS_GRACE'])
-def _env(p):
-    k=int(os.environ[p+'_N'])
-    return zlib.decompress(base64.b64decode(''.join(os.environ['%s_%d'%(p,i)] for i in range(k))))
-req=json.loads(_env('KS_REQ'))
+n=int(os.environ['KS_NPROC']); GRACE=float(os.environ['KS_GRACE'])
+with open('ks_req.z','rb') as f: req=json.loads(zlib.decompress(f.read()))
 s=socket.socket(); s.bind(('127.0.0.1',0)); port=s.getsockname()[1]; s.close()
-base={k:v for k,v in os.environ.items() if not k.startswith('KS_REQ_')}
+base=dict(os.environ)
 base.setdefault('OMP_NUM_THREADS','1')
 procs=[]; jobs=[]
 for r in range(n):
     jobs.append('%s-r%d'%(req['job_id'],r))
-    t=base64.b64encode(zlib.compress(json.dumps(dict(req,job_id=jobs[r])).encode(),6)).decode()
-    env=dict(base,RANK=str(r),WORLD_SIZE=str(n),LOCAL_RANK=str(r),MASTER_ADDR='127.0.0.1',MASTER_PORT=str(port))
-    parts=[t[i:i+CH] for i in range(0,len(t),CH)]
-    env['KS_REQ_N']=str(len(parts)); env.update(('KS_REQ_%d'%i,c) for i,c in enumerate(parts))
+    mine=zlib.compress(json.dumps(dict(req,job_id=jobs[r])).encode(),6)
+    with open('ks_req_%d.z'%r,'wb') as f: f.write(mine)
+    env=dict(base,RANK=str(r),WORLD_SIZE=str(n),LOCAL_RANK=str(r),MASTER_ADDR='127.0.0.1',MASTER_PORT=str(port),KS_REQ_FILE='ks_req_%d.z'%r)
     procs.append(subprocess.Popen([sys.executable,'-u','-c',BOOT],env=env,stdout=subprocess.PIPE,stderr=subprocess.PIPE))
 lock=threading.Lock(); failed=[]; ended=[False]*n
 def put(stream,line):
@@ -178,20 +183,24 @@ class RayError(Exception):
         self.kind = kind
 
 
-def _packed(prefix: str, data: bytes) -> dict[str, str]:
-    text = base64.b64encode(zlib.compress(data, 6)).decode()
-    chunks = [text[i : i + CHUNK] for i in range(0, len(text), CHUNK)] or [""]
-    env = {f"{prefix}_{i}": c for i, c in enumerate(chunks)}
-    env[f"{prefix}_N"] = str(len(chunks))
-    return env
+def job_env(extra: dict[str, str]) -> dict[str, str]:
+    """The job's environment beside the remote's env (the program and request are files)."""
+    return {**extra, "KINETO_LOG_LEVEL": "99", "PYTHONUNBUFFERED": "1"}
 
 
-def job_env(request: RunProfile | RunCalibration, extra: dict[str, str]) -> dict[str, str]:
-    """The job's environment: the remote's env, the program and the request (packed)."""
-    req = msgspec.json.encode(request)
-    env = {**extra, "KINETO_LOG_LEVEL": "99", "PYTHONUNBUFFERED": "1"}
-    env |= _packed("KS_SRC", worker_source()) | _packed("KS_REQ", req)
-    return env
+def job_package(request: RunProfile | RunTry | RunCalibration) -> tuple[str, bytes]:
+    """The job's working_dir: a zip of the program and the request, named by its content
+    (``_ray_pkg_<hash>.zip``, the form Ray's packages take)."""
+    members = {
+        SRC_FILE: zlib.compress(worker_source(), 6),
+        REQ_FILE: zlib.compress(msgspec.json.encode(request), 6),
+    }
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+        for name, data in members.items():
+            z.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data)
+    data = buf.getvalue()
+    return f"_ray_pkg_{hashlib.sha256(data).hexdigest()[:32]}.zip", data
 
 
 def frames_by_prefix(logs: str, prefixes: list[str]) -> list[list[protocol.FromWorker]]:
@@ -248,10 +257,13 @@ class RayJobs:
             ) from None
 
     def _http(self, method: str, path: str, body: object | None = None) -> Any:
-        headers = {"Content-Type": "application/json"}
+        raw = isinstance(body, bytes)
+        headers = {"Content-Type": "application/octet-stream" if raw else "application/json"}
         if (token := self._token()) is not None:
             headers["Authorization"] = f"Bearer {token}"
-        data = json.dumps(body).encode() if body is not None else None
+        data = body if isinstance(body, bytes) else None
+        if body is not None and not raw:
+            data = json.dumps(body).encode()
         req = urllib.request.Request(self.address + path, data, headers, method=method)
         label = self.remote.label
         try:
@@ -285,6 +297,19 @@ class RayJobs:
         """Ask Ray to stop the job (best effort)."""
         with contextlib.suppress(RayError):
             await self._call("POST", f"/api/jobs/{submission_id}/stop")
+
+    async def _upload(self, name: str, package: bytes) -> None:
+        """Put the job's package in the cluster's store unless it is there. The GET first, as
+        Ray's job client does: it pins the package a while, so Ray's garbage collector keeps
+        it until the job holds it, and drops it once no job does."""
+        path = f"/api/packages/gcs/{name}"
+        try:
+            await self._call("GET", path)
+            return
+        except RayError as e:
+            if "HTTP 404" not in str(e):
+                raise
+        await self._call("PUT", path, package)
 
     async def status(self, submission_id: str) -> str:
         """The job's status as Ray names it (PENDING, RUNNING, STOPPED, ...)."""
@@ -406,16 +431,16 @@ class RayJobs:
     ) -> tuple[list[_Slot], tuple[str, str, str]]:
         """Submit one Ray job and follow it: the outcome and ready of each frame prefix, and
         (submission id, last status, logs)."""
-        env = {**self.remote.env, **job_env(request, extra)}
-        size = sum(len(k) + len(v) + 2 for k, v in env.items())
+        env = {**self.remote.env, **job_env(extra)}
         label = self.remote.label
-        if size > MAX_ENV_BYTES:
+        name, package = job_package(request)
+        if len(package) > MAX_PACKAGE_BYTES:
             raise JobFailed(
                 failure(
                     "project_too_large",
-                    f"{label}: the job's files are {size / 2**20:.1f} MB packed, over the "
-                    f"{MAX_ENV_BYTES / 2**20:.1f} MB a Ray job's environment carries here; set "
-                    "workdir in the remote's definition to a copy of the project there",
+                    f"{label}: the job's files are {len(package) / 2**20:.1f} MB packed, over "
+                    f"the {MAX_PACKAGE_BYTES / 2**20:.0f} MB the Ray dashboard takes in one "
+                    "upload; set workdir in the remote's definition to a copy of the project there",
                 )
             )
         submission_id = f"kernelscope-{request.job_id}-{uuid.uuid4().hex[:6]}"
@@ -423,12 +448,13 @@ class RayJobs:
             "submission_id": submission_id,
             "entrypoint": f"{shlex.quote(self.remote.python)} -u -c {shlex.quote(bootstrap)}",
             "entrypoint_num_gpus": gpus,
-            "runtime_env": {"env_vars": env},
+            "runtime_env": {"working_dir": f"gcs://{name}", "env_vars": env},
             "metadata": {"kernelscope_job": request.job_id, "kernelscope_remote": self.remote.name},
         }
         deadline = time.monotonic() + min(self.schedule_timeout, 30.0)
         while True:
             try:
+                await self._upload(name, package)
                 await self._call("POST", "/api/jobs/", body)
                 break
             except RayError as e:

@@ -26,6 +26,7 @@ FIELDS: dict[str, frozenset[str]] = {
 }
 SSH_BASE = ("ssh", "-T", "-e", "none", "-o", "BatchMode=yes")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+RAY_ENV_BYTES = 64 * 1024
 
 
 class RemoteError(Exception):
@@ -126,6 +127,13 @@ def _check_required(remote: Remote, where: str) -> None:
         )
     if remote.kind == "ray" and not remote.address:
         raise RemoteError(f'{where}: a ray remote needs address = "http://head:8265"')
+    size = sum(len(k) + len(v) + 2 for k, v in remote.env.items())
+    if remote.kind == "ray" and size > RAY_ENV_BYTES:
+        # Ray starts the job with its runtime_env, env_vars included, as one argument.
+        raise RemoteError(
+            f"{where}: env is {size / 1024:.0f} KB; a Ray job's environment must stay under "
+            f"{RAY_ENV_BYTES // 1024} KB (Linux's bound on one argument is 128 KB)"
+        )
 
 
 def _text(data: Mapping[str, Any], key: str, where: str) -> str | None:
