@@ -181,6 +181,32 @@ def test_a_gpu_job_on_a_gpu_less_cluster_is_unschedulable(ray_head: RayHead, fil
     assert took < 15, took
 
 
+def test_an_environment_over_one_argument_keeps_a_job_pending(
+    ray_head: RayHead, files: Path
+) -> None:
+    """Why the program and request travel as the job's working_dir: Ray starts the job's
+    process with its runtime_env as one argument, and an env_vars of 140 KB (over Linux's 128
+    KiB for one argument) kills that process before it registers, so the job never leaves
+    PENDING. (A definition with such an env is refused: built here past that check.)"""
+    remote = Remote(
+        "cluster",
+        "ray",
+        python=sys.executable,
+        address=ray_head.address,
+        token_file=str(ray_head.token_file),
+        env={"OMP_NUM_THREADS": "1", "KS_TEST_FILLER": "v" * 140_000},
+    )
+    d = Driver(RayJobs(remote, schedule_timeout=10.0), files)
+    try:
+        failure = failed(d.run("forward"))
+    finally:
+        d.close()
+    assert failure.kind == "remote_unschedulable", failure
+    assert "it asked for no GPU, so its process or runtime environment did not start" in (
+        failure.message
+    )
+
+
 def test_a_wrong_token_is_an_auth_error(ray_head: RayHead, files: Path, tmp_path: Path) -> None:
     wrong = tmp_path / "wrong"
     wrong.write_text("not-the-token")

@@ -223,6 +223,22 @@ def frames_by_prefix(logs: str, prefixes: list[str]) -> list[list[protocol.FromW
     return out
 
 
+def _pending(label: str, sid: str, waited: float, gpus: int) -> str:
+    """Why a job still PENDING was given up: no GPU free, or (asking for none) its process
+    never started."""
+    if gpus:
+        need = f"{gpus} GPU{'s' if gpus > 1 else ''}"
+        node = "free GPUs" if gpus > 1 else "a free GPU"
+        why = f"it asked for {need}; is a node with {node} in the cluster?"
+    else:  # a job's supervisor takes no CPU: nothing to wait for but its process
+        why = (
+            "it asked for no GPU, so its process or runtime environment did not start; "
+            "the head's raylet.out and runtime_env_agent.log say why"
+        )
+    within = f"Ray could not schedule the job within {waited:.0f} s"
+    return f"{label}: {within} ({why}); job {sid} was stopped"
+
+
 def rank_prefix(rank: int) -> str:
     """The prefix of rank ``rank``'s frames in a job of ranks."""
     return f"KSFRAME{rank} "
@@ -498,15 +514,8 @@ class RayJobs:
                 waited = now - submitted
                 if waited > min(self.schedule_timeout, timeout):
                     await self.stop(sid)
-                    need = f"{gpus} GPU{'s' if gpus > 1 else ''}" if gpus else "a CPU slot"
-                    node = "free GPUs" if gpus > 1 else "a free GPU"
                     raise JobFailed(
-                        failure(
-                            "remote_unschedulable",
-                            f"{label}: Ray could not schedule the job within {waited:.0f} s "
-                            f"(it asked for {need}; is a node with {node} in the cluster?); "
-                            f"job {sid} was stopped",
-                        )
+                        failure("remote_unschedulable", _pending(label, sid, waited, gpus))
                     )
             else:
                 started = started or now
