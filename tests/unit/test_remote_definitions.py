@@ -68,6 +68,9 @@ def test_ray_fields_are_parsed_and_checked() -> None:
     with pytest.raises(RemoteError, match="env is 68 KB; a Ray job's environment must stay under"):
         parse_remote("c", big, WHERE)
     parse_remote("c", {"kind": "ssh", "host": "h", "env": {"X": "v" * 70_000}}, WHERE)
+    accents = {"kind": "ray", "address": "http://head:8265", "env": {"X": "é" * 20_000}}
+    with pytest.raises(RemoteError, match="env is 117 KB"):  # as Ray's JSON escapes it
+        parse_remote("c", accents, WHERE)
 
 
 @pytest.mark.parametrize(

@@ -176,11 +176,13 @@ _Slot = tuple[JobOutcome | ProfileFailed | None, WorkerReady | None]
 
 
 class RayError(Exception):
-    """An HTTP exchange with the Ray dashboard failed; `kind` names the cause."""
+    """An HTTP exchange with the Ray dashboard failed; `kind` names the cause, `status` the
+    HTTP status where one came back."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.kind = kind
+        self.status = status
 
 
 def job_env(extra: dict[str, str]) -> dict[str, str]:
@@ -298,7 +300,7 @@ class RayJobs:
                     f"{label}: the Ray dashboard refused the token (HTTP {e.code}); {how}",
                 ) from None
             raise RayError(
-                "remote_http", f"{label}: {method} {path} answered HTTP {e.code}: {text}"
+                "remote_http", f"{label}: {method} {path} answered HTTP {e.code}: {text}", e.code
             ) from None
         except (urllib.error.URLError, OSError) as e:
             why = getattr(e, "reason", e)
@@ -323,7 +325,7 @@ class RayJobs:
             await self._call("GET", path)
             return
         except RayError as e:
-            if "HTTP 404" not in str(e):
+            if e.status != 404:
                 raise
         await self._call("PUT", path, package)
 

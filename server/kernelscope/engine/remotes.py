@@ -9,6 +9,7 @@ ended from ssh's stderr and exit status.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import signal
@@ -127,7 +128,7 @@ def _check_required(remote: Remote, where: str) -> None:
         )
     if remote.kind == "ray" and not remote.address:
         raise RemoteError(f'{where}: a ray remote needs address = "http://head:8265"')
-    size = sum(len(k) + len(v) + 2 for k, v in remote.env.items())
+    size = len(json.dumps(remote.env))  # as Ray encodes it
     if remote.kind == "ray" and size > RAY_ENV_BYTES:
         # Ray starts the job with its runtime_env, env_vars included, as one argument.
         raise RemoteError(
