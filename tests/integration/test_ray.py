@@ -147,6 +147,23 @@ def test_a_cpu_job_on_ray_agrees_with_a_local_run(ray_head: RayHead, files: Path
     assert any(p.stage == "cold" for p in there_.progress)
 
 
+def test_a_call_is_timed_again_in_a_ray_job_that_never_profiles(
+    ray_head: RayHead, files: Path
+) -> None:
+    """The profiling job's timing follows its cold call under the profiler, which slows
+    host-bound code in that process for good: a host-bound call (`always` here: no GPU) is
+    timed again in one more job, whose process never starts the profiler."""
+    d = Driver(RayJobs(ray_remote(ray_head), clean_timing="always"), files)
+    try:
+        result = ok(d.run("forward"))
+    finally:
+        d.close()
+    timing = result.finished.sidecar.timing
+    assert timing.process == "clean worker", timing
+    assert timing.profiling_worker_us_per_call and timing.us_per_call > 0
+    assert any(p.stage == "clean_timing" for p in d.progress)
+
+
 def test_cancel_stops_the_ray_job(ray_head: RayHead, files: Path) -> None:
     d = driver(ray_head, files)
     try:

@@ -133,6 +133,31 @@ def test_a_remote_run_agrees_with_a_local_one(sshd: Sshd, proj: Path) -> None:
     assert 0.1 < ratio < 10, (there.timing, here.timing)  # times only loosely: a shared box
 
 
+def test_an_ssh_remote_times_again_in_a_worker_there_that_never_profiles(
+    sshd: Sshd, proj: Path
+) -> None:
+    """A profiling session slows host-bound code in its process for good, so an ssh remote
+    starts the worker that never profiles there too (a second session), told so by its
+    environment there; a call timed again (`always` here: this box has no GPU) says so."""
+    launcher = Launcher(
+        remote=ssh_remote(sshd, env={"OMP_NUM_THREADS": "1"}), clean_timing="always"
+    )
+    d = Driver(launcher, proj)
+    try:
+        result = ok(d.run("forward"))
+        timer = launcher._timer  # pyright: ignore[reportPrivateUsage]
+        assert timer is not None and timer.ready is not None
+        pid = timer.ready.pid  # the worker there: this machine, through sshd
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    finally:
+        d.close()
+    assert b"KERNELSCOPE_TIMING_WORKER=clean" in environ
+    assert b"OMP_NUM_THREADS=1" in environ  # the remote's own env as well
+    assert pid != result.ready.pid
+    timing = result.finished.sidecar.timing
+    assert timing.process == "clean worker" and timing.profiling_worker_us_per_call
+
+
 def test_a_user_error_points_at_the_local_file(remote: Driver, proj: Path) -> None:
     f = failed(remote.run("boom"))
     assert f.kind == "user_exception" and "ValueError: bad remote value" in f.message

@@ -19,7 +19,7 @@ from kernelscope import protocol
 from kernelscope.analysis import calls, facts, trace_model
 from kernelscope.analysis.checks import cold_start
 from kernelscope.analysis.trace_model import load_trace
-from kernelscope.engine import launcher
+from kernelscope.engine import clean_timing
 from kernelscope.protocol import PERCENT, STAGE_LABELS
 
 from support import FIXTURES
@@ -52,9 +52,9 @@ def test_the_call_range_is_the_one_the_server_finds_calls_by(worker) -> None:
     assert worker["CALL_RANGE"] == calls.CALL_RANGE
 
 
-def test_the_timing_worker_env_is_the_one_the_launcher_sets(worker) -> None:
-    assert worker["TIMING_WORKER_ENV"] == launcher.TIMING_WORKER_ENV
-    assert worker["CLEAN_WORKER"] == launcher.CLEAN_WORKER
+def test_the_timing_worker_env_is_the_one_the_engine_sets(worker) -> None:
+    assert worker["TIMING_WORKER_ENV"] == clean_timing.TIMING_WORKER_ENV
+    assert worker["CLEAN_WORKER"] == clean_timing.CLEAN_WORKER
 
 
 def test_the_rank_variables_are_the_ones_the_engine_sets(worker) -> None:

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import msgspec
 
-from kernelscope.engine.launcher import TIMING_WORKER_ENV, WorkerProcess
+from kernelscope.engine.clean_timing import TIMING_WORKER_ENV
+from kernelscope.engine.launcher import WorkerProcess
 from kernelscope.engine.runner import JobFailed
 from kernelscope.protocol import (
     NCU_CACHE_CONTROL,

@@ -21,11 +21,19 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 import msgspec
 
 from kernelscope import protocol
+from kernelscope.engine.clean_timing import (
+    CLEAN_WORKER,
+    TIMING_WORKER_ENV,
+    CleanTiming,
+    clean_progress,
+    host_bound,
+    timing_request,
+    with_clean_timing,
+)
 from kernelscope.engine.host_memory import SAMPLE_S, memory_total, oom_message, resident_bytes
 from kernelscope.engine.remotes import Remote, explain_exit
 from kernelscope.engine.runner import JobFailed, JobResult, ProgressCallback
@@ -57,14 +65,6 @@ _FAULT_KIND = re.compile(r"^Fatal Python error: (?P<what>.+)$")
 _WORKER_KINDS = frozenset(
     {"crash", "timeout", "worker_start", "no_torch", "no_cuda", "bad_device", "internal"}
 )
-#: Set in the environment of the worker that only times calls: it never starts the profiler.
-TIMING_WORKER_ENV = "KERNELSCOPE_TIMING_WORKER"
-#: Its value for the worker that times host-bound calls again: kept to a fresh process's state
-CLEAN_WORKER = "clean"
-#: A call whose host takes this share of its unprofiled time or more is timed again in the
-#: clean worker: a profiling session leaves host-bound code 1.3-2.1x slower in its process
-#: (H200, torch 2.11), GPU-bound code unchanged.
-CLEAN_TIMING_BELOW = 0.8
 
 
 class WorkerState(enum.Enum):
@@ -381,11 +381,6 @@ class WorkerProcess:
         await self.kill()
 
 
-#: When a job's call is timed again in the worker that never profiles: "auto" for host-bound
-#: GPU calls (``host_bound``), "always" (tests use it on CPU), "never".
-CleanTiming = Literal["auto", "always", "never"]
-
-
 class Launcher:
     """Runs jobs on one persistent worker, replacing it when it dies; one job at a time.
 
@@ -404,7 +399,10 @@ class Launcher:
         clean_timing: CleanTiming = "auto",
     ) -> None:
         self.remote = remote
-        self.clean_timing: CleanTiming = "never" if remote is not None or prefix else clean_timing
+        # An ssh remote gets its clean worker there (a second session); a command prefix may
+        # allocate a GPU per worker (srun) and Ray runs jobs, not workers: none for those.
+        elsewhere = prefix or (remote is not None and remote.kind != "ssh")
+        self.clean_timing: CleanTiming = "never" if elsewhere else clean_timing
         self._timer: WorkerProcess | None = None  # the worker that never profiles
         self._timer_starting: asyncio.Task[WorkerReady] | None = None
         self.python = remote.python if remote else python or sys.executable
@@ -436,6 +434,11 @@ class Launcher:
         return [*self.prefix, self.python, "-u", "-c", BOOTSTRAP]
 
     @property
+    def _local(self) -> bool:
+        """Whether the workers are this machine's processes (signals reach them)."""
+        return self.remote is None and not self.prefix
+
+    @property
     def worker(self) -> WorkerProcess | None:
         """The current worker, if any."""
         return self._worker
@@ -449,7 +452,9 @@ class Launcher:
             self._worker = WorkerProcess(self.argv, self.env, self.remote)
             self._starting = asyncio.create_task(self._worker.start(self.start_timeout))
             self._starting.add_done_callback(_seen)  # a failed background start is not an error
-        if self.clean_timing == "always" or (self.clean_timing == "auto" and gpu_here()):
+        if self.clean_timing == "always" or (
+            self.clean_timing == "auto" and (self.remote is not None or gpu_here())
+        ):
             self._start_timer()
         return self._starting
 
@@ -463,9 +468,13 @@ class Launcher:
             self._timer_starting.done()
             and (self._timer is None or self._timer.state is WorkerState.DEAD)
         ):
-            env = dict(os.environ if self.env is None else self.env)
-            env[TIMING_WORKER_ENV] = CLEAN_WORKER
-            self._timer = WorkerProcess(self.argv, env)
+            if self.remote is not None:  # the variable goes there, in the command line
+                argv = self.remote.worker_argv(BOOTSTRAP, {TIMING_WORKER_ENV: CLEAN_WORKER})
+                self._timer = WorkerProcess(argv, self.env, self.remote)
+            else:
+                env = dict(os.environ if self.env is None else self.env)
+                env[TIMING_WORKER_ENV] = CLEAN_WORKER
+                self._timer = WorkerProcess(self.argv, env)
             self._timer_starting = asyncio.create_task(self._timer.start(self.start_timeout))
             self._timer_starting.add_done_callback(_seen)
         return self._timer_starting
@@ -530,7 +539,7 @@ class Launcher:
             stages["worker start"] = time.perf_counter() - t
             ready = timer.ready
             assert ready is not None  # a started worker said what it runs on
-            outcome = await timer.run(request, on_progress, timeout, True)
+            outcome = await timer.run(request, on_progress, timeout, self._local)
             return outcome, ready
 
     async def _time_cleanly(
@@ -542,30 +551,18 @@ class Launcher:
     ) -> ProfileFinished:
         """Time the call again in the worker that never profiles; on any failure keep the
         profiling worker's timing (and log why)."""
-        fields = msgspec.structs.asdict(request) | {"job_id": request.job_id + "-t"}
-        site = finished.sidecar.call_site
-        if request.entry is not None and site is not None and site.saved:
-            # the program's call, replayed from its saved capture: the program does not run again
-            fields["entry"] = msgspec.structs.replace(request.entry, capture=site.saved)
-        fields["host_reference_us"] = self.host_best_us()
-        job = msgspec.convert(fields, RunTiming)
-
-        def progress(msg: JobProgress) -> None:
-            if on_progress is not None and msg.stage == "timing":
-                on_progress(msgspec.structs.replace(msg, stage="clean_timing"))
+        job = timing_request(request, finished, self.host_best_us())
+        progress = clean_progress(on_progress)
 
         async with self._lock:
             try:
                 timer = await self._clean_worker()
-                outcome = await timer.run(job, progress, timeout, True)
+                outcome = await timer.run(job, progress, timeout, self._local)
             except JobFailed as e:
                 log.warning("clean timing failed, keeping the profiling worker's: %s", e)
                 return finished
         assert isinstance(outcome, TimingFinished)
-        timing = outcome.timing
-        timing.profiling_worker_us_per_call = finished.sidecar.timing.us_per_call
-        finished.sidecar.timing = timing
-        return finished
+        return with_clean_timing(finished, outcome)
 
     async def try_variants(
         self,
@@ -586,7 +583,7 @@ class Launcher:
                 try:
                     timer = await self._clean_worker()
                     request = _with_host_best(request, self.host_best_us())
-                    outcome = await timer.run(request, on_progress, timeout, True)
+                    outcome = await timer.run(request, on_progress, timeout, self._local)
                 except JobFailed as e:
                     raise self._named(e, request) from None
                 ready = timer.ready
@@ -637,9 +634,8 @@ class Launcher:
                 stages["worker start"] = waited
             worker = self._worker
             assert worker is not None
-            local = self.remote is None and not self.prefix
             try:
-                outcome = await worker.run(request, on_progress, timeout, local)
+                outcome = await worker.run(request, on_progress, timeout, self._local)
             except JobFailed as e:
                 if worker.state is WorkerState.DEAD and self.respawn:
                     self.start()
@@ -697,20 +693,6 @@ class Launcher:
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
-
-
-def host_bound(finished: ProfileFinished) -> bool:
-    """Whether a GPU call waits on its host: timed with CUDA events back to back, the host
-    took at least ``CLEAN_TIMING_BELOW`` of each call's time to enqueue it (a GPU-bound call
-    is enqueued faster than the GPU runs it). A CPU call is not timed again: without CUPTI
-    the profiler leaves no slowdown behind (docs/h200-run/loop_latency_*.txt: the profiling
-    and the clean worker's CPU timings agree within their noise)."""
-    side = finished.sidecar
-    if side.device_type != "cuda":
-        return False
-    t = side.timing
-    host = t.host_us_per_call or 0.0
-    return t.us_per_call > 0 and host >= CLEAN_TIMING_BELOW * t.us_per_call
 
 
 def gpu_here() -> bool:

@@ -63,9 +63,11 @@ class Remote:
         """Whether the worker's command line reaches a remote shell through ssh."""
         return self.kind == "ssh" or any(PurePosixPath(a).name == "ssh" for a in self.prefix)
 
-    def worker_argv(self, bootstrap: str) -> list[str]:
-        """The local command line that starts the worker there (python -u -c bootstrap)."""
-        tail = [*(["env", *(f"{k}={v}" for k, v in self.env.items())] if self.env else [])]
+    def worker_argv(self, bootstrap: str, env: Mapping[str, str] | None = None) -> list[str]:
+        """The local command line that starts the worker there (python -u -c bootstrap), with
+        `env` there besides the remote's own."""
+        both = {**self.env, **(env or {})}
+        tail = [*(["env", *(f"{k}={v}" for k, v in both.items())] if both else [])]
         tail += [self.python, "-u", "-c", bootstrap]
         if self.kind == "ssh":
             return [*SSH_BASE, *self.ssh_options, self.host, "exec " + shell_join(tail)]
