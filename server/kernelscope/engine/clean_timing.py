@@ -45,13 +45,17 @@ def host_bound(finished: ProfileFinished) -> bool:
 
 
 def timing_request(
-    request: RunProfile, finished: ProfileFinished, host_best_us: float | None
+    request: RunProfile,
+    finished: ProfileFinished,
+    host_best_us: float | None,
+    replay_saved: bool = True,
 ) -> RunTiming:
-    """The profile's call to time again: from its saved capture where the program's call
-    was saved (the program does not run again), with the host's best reference loop."""
+    """The profile's call to time again, with the host's best reference loop: from its saved
+    capture where the program's call was saved and `replay_saved` (the program does not run
+    again; not where the timing may run on another machine than the capture's)."""
     fields = msgspec.structs.asdict(request) | {"job_id": request.job_id + "-t"}
     site = finished.sidecar.call_site
-    if request.entry is not None and site is not None and site.saved:
+    if replay_saved and request.entry is not None and site is not None and site.saved:
         fields["entry"] = msgspec.structs.replace(request.entry, capture=site.saved)
     fields["host_reference_us"] = host_best_us
     return msgspec.convert(fields, RunTiming)

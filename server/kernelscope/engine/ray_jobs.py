@@ -388,8 +388,10 @@ class RayJobs:
         """Time the call again in one more job, whose process never profiles: the profiling
         job's timing came after its cold call under the profiler, which slows host-bound
         code in its process for good. No host reference goes with it (the job may run on
-        another node). On a failure the profiling job's timing stays (and the log says why)."""
-        job = timing_request(request, finished, None)
+        another node, where neither a host reference nor a saved capture holds: a program runs
+        again to its call). On a failure the profiling job's timing stays (and the log says
+        why)."""
+        job = timing_request(request, finished, None, replay_saved=False)
         progress = clean_progress(on_progress)
 
         try:
