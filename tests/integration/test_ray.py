@@ -427,21 +427,27 @@ def test_a_dashboard_that_goes_away_mid_job_is_remote_lost(files: Path) -> None:
     assert "cannot reach the Ray dashboard" in failure.message
 
 
-def test_a_program_runs_on_ray_with_via(
-    ray_head: RayHead, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """--via on a Ray remote: the program's folder travels with the job (its scripts,
-    configs and text data) and runs there to the call; the report names the local files."""
+def minigpt_on_ray(head: RayHead, tmp_path: Path) -> Path:
+    """A copy of tests/workloads/minigpt with the Ray head as its remote `cluster`."""
     local = tmp_path / "minigpt"
     shutil.copytree(WORKLOADS / "minigpt", local, ignore=shutil.ignore_patterns("out"))
     (local / "pyproject.toml").write_text(
         "[project]\nname = 'minigpt'\n\n"
         '[tool.kernelscope.remotes.cluster]\nkind = "ray"\n'
-        f"address = {json.dumps(ray_head.address)}\n"
-        f"token_file = {json.dumps(str(ray_head.token_file))}\n"
+        f"address = {json.dumps(head.address)}\n"
+        f"token_file = {json.dumps(str(head.token_file))}\n"
         f"python = {json.dumps(sys.executable)}\n"
         'env = { OMP_NUM_THREADS = "1" }\n'
     )
+    return local
+
+
+def test_a_program_runs_on_ray_with_via(
+    ray_head: RayHead, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--via on a Ray remote: the program's folder travels with the job (its scripts,
+    configs and text data) and runs there to the call; the report names the local files."""
+    local = minigpt_on_ray(ray_head, tmp_path)
     train = "train.py config/tiny.py --max_iters=3 --eval_interval=2 --device=cpu"
     cwd = Path.cwd()
     os.chdir(local)
@@ -459,3 +465,26 @@ def test_a_program_runs_on_ray_with_via(
     assert site["caller_path"] == str(local / "model.py")
     assert report["function"]["path"] == str(local / "model.py")
     assert site["saved"] is None and site["reused"] is False  # no capture is kept remotely
+
+
+def test_in_place_on_ray_the_steps_are_timed_where_the_profiler_was_never_warmed(
+    ray_head: RayHead, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In place, the steps before the profiler starts are the timing, as locally in the worker
+    that never profiles: the Ray job's worker does not warm its profiler at start."""
+    local = minigpt_on_ray(ray_head, tmp_path)
+    train = "train_main.py --max_iters 20 --device cpu --num_workers 0"
+    cwd = Path.cwd()
+    os.chdir(local)
+    try:
+        code = main(["profile", "train_main.py::train_step", "--via", train, "--in-place",
+                     "--remote", "cluster", "--device", "cpu", "--json", "--no-lines"])  # fmt: skip
+    finally:
+        os.chdir(cwd)
+    out = capsys.readouterr().out
+    assert code == 0, out[-3000:]
+    report = json.loads(out)
+    assert report["timing"]["unprofiled_process"] == (
+        "before the profiler started, in a worker that never profiled"
+    )
+    assert report["call_site"]["modes"][0].startswith("calls 6-14 profiled")

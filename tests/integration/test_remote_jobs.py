@@ -29,6 +29,7 @@ from kernelscope.engine.remotes import Remote
 from kernelscope.engine.runner import JobResult
 from kernelscope.report.schema import Report
 
+from support import WORKLOADS
 from support.jobs import failed, ok
 from support.lsp import FAST, open_doc, profile, start, stop
 from support.remote_project import HELPERS, MODEL, Driver, line_of, write_project
@@ -313,6 +314,33 @@ def kernelscope(*args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         check=False,
         timeout=240,
+    )
+
+
+def test_in_place_on_an_ssh_remote_runs_in_the_worker_there_that_never_profiles(
+    sshd: Sshd, tmp_path: Path
+) -> None:
+    """In place, the steps before the profiler starts are the timing: on an ssh remote the
+    job runs in the clean worker there, as locally."""
+    local = tmp_path / "minigpt"
+    shutil.copytree(WORKLOADS / "minigpt", local, ignore=shutil.ignore_patterns("out"))
+    (local / "pyproject.toml").write_text(
+        "[project]\nname = 'minigpt'\n\n[tool.kernelscope.remotes.loop]\n"
+        f'kind = "ssh"\nhost = "ks-test"\npython = {json.dumps(sys.executable)}\n'
+        f"ssh_options = {json.dumps(sshd.ssh_options)}\n"
+        'env = { OMP_NUM_THREADS = "1" }\n'
+    )
+    train = "train_main.py --max_iters 20 --device cpu --num_workers 0"
+    done = subprocess.run(
+        [sys.executable, "-m", "kernelscope", "profile", "train_main.py::train_step", "--via",
+         train, "--in-place", "--remote", "loop", "--device", "cpu", "--json", "--no-lines"],
+        capture_output=True, text=True, check=False, timeout=240, cwd=local,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["runner"]["remote"] == "loop"
+    assert report["timing"]["unprofiled_process"] == (
+        "before the profiler started, in a worker that never profiled"
     )
 
 

@@ -365,9 +365,12 @@ class RayJobs:
             request = await asyncio.to_thread(remote_request, request, self.remote)
         except ShipError as e:
             raise JobFailed(failure(e.kind, f"{self.remote.label}: {e}")) from None
-        finished, ready = await self.run(request, on_progress, timeout)
-        assert isinstance(finished, ProfileFinished)
         in_place = request.entry is not None and request.entry.in_place
+        # In place, the steps before the profiler starts are the timing: in a process that
+        # never warmed the profiler, as a local in-place job runs in the clean worker.
+        clean = {TIMING_WORKER_ENV: CLEAN_WORKER} if in_place else None
+        finished, ready = await self.run(request, on_progress, timeout, clean)
+        assert isinstance(finished, ProfileFinished)
         if not in_place and (
             self.clean_timing == "always" or (self.clean_timing == "auto" and host_bound(finished))
         ):
