@@ -330,7 +330,7 @@ def test_in_place_on_an_ssh_remote_runs_in_the_worker_there_that_never_profiles(
         f"ssh_options = {json.dumps(sshd.ssh_options)}\n"
         'env = { OMP_NUM_THREADS = "1" }\n'
     )
-    train = "train_main.py --max_iters 20 --device cpu --num_workers 0"
+    train = "train_main.py --max_iters 20 --device cpu --num_workers 2"  # DataLoader workers
     done = subprocess.run(
         [sys.executable, "-m", "kernelscope", "profile", "train_main.py::train_step", "--via",
          train, "--in-place", "--remote", "loop", "--device", "cpu", "--json", "--no-lines"],

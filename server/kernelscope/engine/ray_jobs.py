@@ -293,13 +293,13 @@ class RayJobs:
             ) from None
 
     def _http(self, method: str, path: str, body: object | None = None) -> Any:
-        raw = isinstance(body, bytes)
-        headers = {"Content-Type": "application/octet-stream" if raw else "application/json"}
+        if isinstance(body, bytes):  # a package
+            data, kind = body, "application/octet-stream"
+        else:
+            data, kind = None if body is None else json.dumps(body).encode(), "application/json"
+        headers = {"Content-Type": kind}
         if (token := self._token()) is not None:
             headers["Authorization"] = f"Bearer {token}"
-        data = body if isinstance(body, bytes) else None
-        if body is not None and not raw:
-            data = json.dumps(body).encode()
         req = urllib.request.Request(self.address + path, data, headers, method=method)
         label = self.remote.label
         try:
