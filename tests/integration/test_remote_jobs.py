@@ -287,6 +287,23 @@ def test_command_kind_without_ssh_passes_argv_as_is(files: Path) -> None:
     assert not Path(printed(result, "FILE")).is_relative_to(files)
 
 
+def test_a_relative_workdir_is_taken_from_the_home_directory(files: Path, tmp_path: Path) -> None:
+    """Wherever the remote starts the worker (a Ray job starts in a temporary folder of
+    Ray's, a scheduler's prefix anywhere), a relative workdir is the home's, as for ssh."""
+    home = tmp_path / "home"
+    shutil.copytree(files, home / "src" / "proj", ignore=shutil.ignore_patterns(".kernelscope"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    prefix = ("env", f"HOME={home}", "sh", "-c", f'cd {elsewhere} && exec "$@"', "sh")
+    away = Remote("away", "command", prefix=prefix, python=sys.executable, workdir="src/proj")
+    d = Driver(Launcher(remote=away), files)
+    try:
+        result = ok(d.run("where"))
+    finally:
+        d.close()
+    assert printed(result, "FILE") == str(home / "src" / "proj" / "pkg" / "model.py")
+
+
 def test_workdir_through_a_proxyjump_runs_the_copy_there(
     sshd: Sshd, proj: Path, tmp_path: Path
 ) -> None:

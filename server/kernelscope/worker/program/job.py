@@ -75,7 +75,10 @@ class Job:
             if req.get("files"):
                 self.root = materialize(req["files"])
             else:
-                self.root = os.path.abspath(os.path.expanduser(req["remote_root"]))
+                # relative to the home directory, where ssh starts; a Ray job or a
+                # scheduler's prefix starts elsewhere (Ray: in a temporary folder of its own)
+                root = os.path.expanduser(req["remote_root"])
+                self.root = os.path.abspath(os.path.join(os.path.expanduser("~"), root))
                 if not os.path.isdir(self.root):
                     raise JobError(
                         "file_not_found",
