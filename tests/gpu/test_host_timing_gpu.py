@@ -8,7 +8,11 @@ so the worker's runs are bracketed by the fresh ones. The median of the worker's
 must be within 10 % of the fresh processes' median. That host runs a thread's CPU ~1.7x
 slower in spells of 0.2-2 s (docs/h200-run/fourth/clocks.txt); the worker and the fresh
 processes alike leave the calls of such spells out, found by a pure-Python loop timed in the
-same thread, and each process's share of them is printed."""
+same thread, and each process's share of them is printed. Only figures timed at the host's
+speed are compared (``at_speed``): a spell can outlast a whole timing (on 2026-12-04 the same
+fresh process read graph_break 97 or 177 µs, churn 765 or 1294 µs), and such a figure is the
+host's, not the worker's. Where the host left fewer than one worker figure and two fresh ones at
+its speed the test skips, saying so."""
 
 from __future__ import annotations
 
@@ -21,6 +25,8 @@ from typing import Any
 
 import msgspec
 import pytest
+
+from kernelscope.worker.program.timing import SLOWED
 
 from support import REPO_ROOT
 from support.gpu import NEEDS_GPU
@@ -49,6 +55,16 @@ def slowed(s: dict[str, Any] | None) -> str:
     return f"{s['share']:.0%} slowed {s['factor']:.1f}x{'' if s['left_out'] else ', kept in'}"
 
 
+def at_speed(figure: dict[str, Any], best_loop: float) -> bool:
+    """Whether a figure (UnprofiledTiming as JSON, or fresh_timing.py's) was timed at the
+    host's speed: no slowed spell among its calls, or the slowed calls left out (or kept as
+    no slower), and its thread's best loop within SLOWED of the best any process read (a
+    thread slowed for all its calls finds no spell in them)."""
+    s = figure["slowed"]
+    spells_out = s is None or s["left_out"] or s["kept_because"] == "not slower"
+    return spells_out and figure["reference_us"] <= SLOWED * best_loop
+
+
 @pytest.mark.parametrize("qualname", ["churn", "graph_break", "checkpointed", "loader_step"])
 def test_unprofiled_time_is_within_ten_percent_of_fresh_processes(
     driver: LauncherDriver, qualname: str
@@ -63,8 +79,10 @@ def test_unprofiled_time_is_within_ten_percent_of_fresh_processes(
     runs = [fresh(spec, first.reps) for _ in range(2)]
     again = worker(timing_reps=first.reps)
     runs += [fresh(spec, first.reps) for _ in range(FRESH_PROCESSES - 2)]
-    mine = statistics.median([first.us_per_call, again.us_per_call])
-    ratio = mine / statistics.median(r["us_per_call"] for r in runs)
+    workers = [msgspec.to_builtins(t) for t in (first, again)]
+    best = min(r["reference_us"] for r in workers + runs)
+    mine = [w["us_per_call"] for w in workers if at_speed(w, best)]
+    theirs = [r["us_per_call"] for r in runs if at_speed(r, best)]
 
     def said(t: Any) -> str:
         spent = t.window_s[1] - t.window_s[0]
@@ -77,7 +95,11 @@ def test_unprofiled_time_is_within_ten_percent_of_fresh_processes(
         f"{r['us_per_call']:.1f} ({slowed(r['slowed'])}, loop {r['reference_us']:.1f} µs)"
         for r in runs
     )
+    counted = f"at the host's speed {len(mine)} of 2 and {len(theirs)} of {len(runs)}"
+    ratio = statistics.median(mine) / statistics.median(theirs) if mine and theirs else None
     print(f"{qualname}: {said(first)}, then {said(again)}; fresh (2 between, 3 after) "
-          f"{each} µs; ratio {ratio:.3f}")  # fmt: skip
+          f"{each} µs; {counted}; ratio {ratio or 0:.3f}")  # fmt: skip
     assert first.reps >= 20 or first.reps * first.us_per_call >= 4.5e6
+    if ratio is None or len(theirs) < 2:
+        pytest.skip(f"{qualname}: the host ran slowed through most timings ({counted})")
     assert abs(ratio - 1) <= 0.10

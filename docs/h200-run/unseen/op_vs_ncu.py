@@ -4,7 +4,8 @@ datasheet bandwidth, t5_2026-12-03.txt; RAFT's grid sampler, fourth/raft_2026-12
 
     python3 op_vs_ncu.py SPEC OP WORD list OUT.json  # one step profiled: each kernel, its op
     ncu --clock-control none --profile-from-start off --csv --kernel-name regex:WORD \
-      --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum \
+      --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,\
+lts__t_sectors_srcunit_tex_op_write.sum \
       python3 op_vs_ncu.py SPEC OP WORD ncu > ncu.csv  # one step inside cudaProfilerStart/Stop
     python3 op_vs_ncu.py SPEC OP WORD merge OUT.json ncu.csv
 
@@ -71,7 +72,10 @@ def listing(out):
         inner = min(owners, key=lambda o: o.get("dur", 0)) if owners else {}
         op = inner.get("name", "?")
         dims = str(inner.get("args", {}).get("Input Dims", ""))
-        kernels.append({"name": e["name"], "op": op, "dims": dims, "us": e.get("dur", 0)})
+        types = inner.get("args", {}).get("Input type", [])
+        kernels.append(
+            {"name": e["name"], "op": op, "dims": dims, "types": types, "us": e.get("dur", 0)}
+        )
     with open(out, "w") as f:
         json.dump(kernels, f)
     print(len(kernels), "kernels;", sum(k["op"] == OP for k in kernels), "of", OP)
@@ -123,6 +127,9 @@ def merge(listing_path, csv_path):
         g["n"] += 1
         g["dram"] += m.get("dram__bytes_read.sum", 0) + m.get("dram__bytes_write.sum", 0)
         g["l2"] += m.get("lts__t_bytes.sum", 0)
+        g["l2w"] += 32 * m.get("lts__t_sectors_srcunit_tex_op_write.sum", 0)
+        g["read"] += m.get("dram__bytes_read.sum", 0)
+        g["model"] += _elementwise_bytes(k)
         g["us"] += m.get("gpu__time_duration.sum", 0)
         g["trace_us"] += k["us"]
         total["n"] += 1
@@ -140,8 +147,36 @@ def merge(listing_path, csv_path):
     for dims, g in sorted(groups.items(), key=lambda kv: -kv[1]["trace_us"])[:12]:
         print(
             f"  {g['n']:3.0f}x trace {g['trace_us']:8.1f} us ncu {g['us']:8.1f} us  DRAM "
-            f"{g['dram'] / 1e6:8.1f} MB  L2 {g['l2'] / 1e6:8.1f} MB  {dims[:90]}"
+            f"{g['dram'] / 1e6:8.1f} MB  L2 {g['l2'] / 1e6:8.1f} MB  read+L2w "
+            f"{(g['read'] + g['l2w']) / 1e6:8.1f} MB  model {g['model'] / 1e6:8.1f} MB  "
+            f"{dims[:70]}"
         )
+
+
+SIZES = {"float": 4, "c10::Half": 2, "c10::BFloat16": 2, "double": 8, "long int": 8, "int": 4}
+
+
+def _elementwise_bytes(k):
+    """An elementwise op's minimum bytes: each input tensor read once, the first written
+    (an in-place op's; an out-of-place op's output is as large), broadcasts counted small."""
+    import ast
+
+    try:
+        dims = ast.literal_eval(k["dims"]) if k["dims"] else []
+    except (ValueError, SyntaxError):
+        return 0
+    total = 0
+    for i, d in enumerate(dims):
+        if not isinstance(d, list) or not d:
+            continue
+        n = 1
+        for x in d:
+            n *= x
+        types = k.get("types") or []
+        total += n * SIZES.get(types[i] if i < len(types) else "float", 4)
+        if i == 0:
+            total += n * SIZES.get(types[0] if types else "float", 4)
+    return total
 
 
 def _words(name):
