@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from kernelscope.analysis.costs.foreach import (
     CHUNK_ELEMENTS,
+    OPTIMIZER_STEP,
+    SQUARE_INTO,
     bytes_per_element,
     foreach_bytes,
     listed_elements,
+    repeated_lists,
 )
-from kernelscope.analysis.trace_model import OpInputs
+from kernelscope.analysis.trace_model import USER_ANNOTATION, Op, OpInputs
 
 NS = "at::native::(anonymous namespace)::"
 
@@ -42,3 +45,35 @@ def test_the_lists_shapes_give_exact_bytes_else_the_grid_a_bound() -> None:
     assert foreach_bytes(unrecorded, "void other_kernel<float>()", 300) == (0.0, True)
     corrupt = OpInputs(dims=[[[4096, -1]], []])
     assert listed_elements(corrupt) == 0
+
+
+def span(cat: str, name: str, ts: float, dur: float, index: int, parent: int) -> Op:
+    return Op(cat, name, 1, 1, ts, dur, b"{}", dur, index=index, parent=parent)
+
+
+def step(optimizer: str, *before: str) -> tuple[list[Op], Op]:
+    """An optimizer step's range around `before` ops and a ``_foreach_addcmul_`` after them."""
+    ops = [span(USER_ANNOTATION, f"{OPTIMIZER_STEP}{optimizer}.step", 0.0, 100.0, 0, -1)]
+    for name in before:
+        ops.append(span("cpu_op", name, len(ops), 0.5, len(ops), 0))
+    ops.append(span("cpu_op", SQUARE_INTO, 50.0, 1.0, len(ops), 0))
+    return ops, ops[-1]
+
+
+def test_an_optimizer_that_squares_its_gradients_reads_the_list_once() -> None:
+    """Adam's `addcmul_(exp_avg_sqs, g, g)`: 3 lists, not 4 (the fixtures' AdamW steps, with
+    Nsight Compute's bytes, are in test_neox_train.py)."""
+    addcmul = kernel("PointwiseOpScalarFunctor<float, 3, 3, 0>")
+    assert bytes_per_element(addcmul) == 16
+    assert bytes_per_element(addcmul, repeated=1) == 12
+    for optimizer in ("Adam", "AdamW", "Adagrad", "Adadelta", "RMSprop"):
+        assert repeated_lists(*step(optimizer, "aten::_foreach_mul_")) == 1, optimizer
+    # NAdam and RAdam also add other lists' products; a user's optimizer may do anything
+    for optimizer in ("NAdam", "RAdam", "ASGD", "MyAdam"):
+        assert repeated_lists(*step(optimizer)) == 0, optimizer
+    # Adam with a tensor beta2 scales the gradients into a new list first
+    assert repeated_lists(*step("Adam", "aten::_foreach_mul")) == 0
+    ops, addcmul_op = step("Adam")
+    outside = span("cpu_op", SQUARE_INTO, 200.0, 1.0, len(ops), -1)
+    assert repeated_lists([*ops, outside], outside) == 0  # not inside an optimizer's step
+    assert repeated_lists(ops, ops[0]) == 0 and addcmul_op.name == SQUARE_INTO

@@ -36,7 +36,12 @@ from kernelscope.analysis.costs import (
     REDUCTIONS,
     OpCosts,
 )
-from kernelscope.analysis.costs.foreach import FOREACH_PREFIX, MULTI_TENSOR_KERNEL, foreach_bytes
+from kernelscope.analysis.costs.foreach import (
+    FOREACH_PREFIX,
+    MULTI_TENSOR_KERNEL,
+    foreach_bytes,
+    repeated_lists,
+)
 from kernelscope.analysis.costs.generated import is_template_matmul
 from kernelscope.analysis.costs.lists import CONCATENATIONS, concatenation_bytes
 from kernelscope.analysis.costs.movement import MOVEMENT
@@ -320,7 +325,8 @@ def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, 
         if not modelled and op.name in CONCATENATIONS:  # no dtype in the trace: the kernel's
             modelled = concatenation_bytes(op.inputs(), (kernel or g).name)
         elif not modelled and op.name.startswith(FOREACH_PREFIX):
-            modelled, exact = foreach_bytes(op.inputs(), (kernel or g).name, blocks)
+            twice = repeated_lists(ops, op)
+            modelled, exact = foreach_bytes(op.inputs(), (kernel or g).name, blocks, twice)
             row.grid_bytes = row.grid_bytes or not exact
         row.bytes_moved += moved if moved > 0 else modelled
         if g.dur > row.top_kernel_us:

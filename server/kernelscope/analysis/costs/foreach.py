@@ -7,7 +7,14 @@ The elements: the listed tensors' shapes where the trace has them (Kineto record
 list's shapes only while it is short: train_mlp's 8 tensors, not ViT's or GPT-NeoX's ~80);
 else the kernels' grids, one block per chunk of at most 65,536 elements (ATen's
 ``kChunkSize``) of one tensor, a bound that counts each tensor's last chunk as full
-(GPT-NeoX's AdamW: 73.8 M elements from its grids against its 70.6 M parameters)."""
+(GPT-NeoX's AdamW: 73.8 M elements from its grids against its 70.6 M parameters).
+
+A list passed twice is read once from memory: torch.optim's Adam, AdamW, Adagrad, Adadelta
+and RMSprop square their gradients into a state with ``_foreach_addcmul_(state, g, g)``,
+whose kernel reads ``g`` twice in the same thread, the second time from cache (GPT-NeoX's
+AdamW: Nsight Compute measured it as its ``lerp_``, 3 lists, not 4). The trace holds no
+tensor identities; the optimizer's class comes from the range torch.optim opens around
+each step (``Optimizer.step#AdamW.step``)."""
 
 from __future__ import annotations
 
@@ -15,23 +22,52 @@ import re
 from typing import Any, cast
 
 from kernelscope.analysis.costs.tensors import DTYPE_BYTES, numel
-from kernelscope.analysis.trace_model import OpInputs
+from kernelscope.analysis.trace_model import USER_ANNOTATION, Op, OpInputs
 
 FOREACH_PREFIX = "aten::_foreach_"
 MULTI_TENSOR_KERNEL = "multi_tensor_apply_kernel"
 CHUNK_ELEMENTS = 65536
 _FUNCTOR = re.compile(r"(\w+Functor)<([\w:]+), (\d+), (\d+), (\d+)>")
 _MAX_ELEMENTS = 1 << 62  # beyond any memory: a corrupt shape
+#: The range torch.optim opens around each step: ``Optimizer.step#<class>.step``.
+OPTIMIZER_STEP = "Optimizer.step#"
+SQUARE_INTO = "aten::_foreach_addcmul_"
+#: torch.optim's optimizers whose every ``_foreach_addcmul_`` is ``(state, g, g)``.
+SQUARING_OPTIMIZERS = frozenset({"Adam", "AdamW", "Adagrad", "Adadelta", "RMSprop"})
+#: Adam with a tensor ``beta2`` scales the gradients into a new list first (out of place):
+#: then the two lists differ.
+SCALED_COPY = "aten::_foreach_mul"
 
 
-def bytes_per_element(kernel: str) -> int:
-    """Bytes a multi-tensor kernel moves per element of a list: each list it reads and the
-    one it writes; 0 where its name does not say."""
+def bytes_per_element(kernel: str, repeated: int = 0) -> int:
+    """Bytes a multi-tensor kernel moves per element of a list: each list it reads (less
+    the `repeated` ones it was passed twice) and the one it writes; 0 where its name does
+    not say."""
     if MULTI_TENSOR_KERNEL not in kernel:
         return 0
     match = _FUNCTOR.search(kernel)
     width = DTYPE_BYTES.get(match.group(2), 0) if match else 0
-    return width * (int(match.group(4)) + 1) if match else 0
+    return width * (max(int(match.group(4)) - repeated, 1) + 1) if match else 0
+
+
+def repeated_lists(ops: list[Op], op: Op) -> int:
+    """How many of the lists a foreach op reads were passed to it twice: 1 for a
+    ``_foreach_addcmul_`` in the step of one of SQUARING_OPTIMIZERS (unless a scaled copy
+    of the gradients was made in that step before it), else 0."""
+    if op.name != SQUARE_INTO:
+        return 0
+    i = op.parent
+    while i >= 0:
+        outer = ops[i]
+        if outer.cat == USER_ANNOTATION and outer.name.startswith(OPTIMIZER_STEP):
+            optimizer = outer.name[len(OPTIMIZER_STEP) :].split(".", 1)[0]
+            if optimizer not in SQUARING_OPTIMIZERS:
+                return 0
+            before = (ops[k] for k in range(outer.index + 1, op.index))
+            scaled = any(o.name == SCALED_COPY and o.tid == op.tid for o in before)
+            return 0 if scaled else 1
+        i = outer.parent
+    return 0
 
 
 def listed_elements(inputs: OpInputs) -> int:
@@ -48,10 +84,13 @@ def listed_elements(inputs: OpInputs) -> int:
     return total if total <= _MAX_ELEMENTS else 0
 
 
-def foreach_bytes(inputs: OpInputs, kernel: str, blocks: int) -> tuple[float, bool]:
-    """Bytes one call of a foreach op moves, and whether they are exact (the lists' shapes)
-    rather than a bound (`blocks`, its kernels' grids summed); (0, True) where unknown."""
-    per = bytes_per_element(kernel)
+def foreach_bytes(
+    inputs: OpInputs, kernel: str, blocks: int, repeated: int = 0
+) -> tuple[float, bool]:
+    """Bytes one call of a foreach op moves (`repeated`: lists it was passed twice), and
+    whether they are exact (the lists' shapes) rather than a bound (`blocks`, its kernels'
+    grids summed); (0, True) where unknown."""
+    per = bytes_per_element(kernel, repeated)
     if not per:
         return 0.0, True
     exact = listed_elements(inputs)
