@@ -29,6 +29,7 @@ import pytest
 from kernelscope.worker.program.timing import SLOWED
 
 from support import REPO_ROOT
+from support.fresh_timing import at_speed
 from support.gpu import NEEDS_GPU
 from support.jobs import LauncherDriver, ok
 
@@ -55,16 +56,6 @@ def slowed(s: dict[str, Any] | None) -> str:
     return f"{s['share']:.0%} slowed {s['factor']:.1f}x{'' if s['left_out'] else ', kept in'}"
 
 
-def at_speed(figure: dict[str, Any], best_loop: float) -> bool:
-    """Whether a figure (UnprofiledTiming as JSON, or fresh_timing.py's) was timed at the
-    host's speed: no slowed spell among its calls, or the slowed calls left out (or kept as
-    no slower), and its thread's best loop within SLOWED of the best any process read (a
-    thread slowed for all its calls finds no spell in them)."""
-    s = figure["slowed"]
-    spells_out = s is None or s["left_out"] or s["kept_because"] == "not slower"
-    return spells_out and figure["reference_us"] <= SLOWED * best_loop
-
-
 @pytest.mark.parametrize("qualname", ["churn", "graph_break", "checkpointed", "loader_step"])
 def test_unprofiled_time_is_within_ten_percent_of_fresh_processes(
     driver: LauncherDriver, qualname: str
@@ -81,8 +72,8 @@ def test_unprofiled_time_is_within_ten_percent_of_fresh_processes(
     runs += [fresh(spec, first.reps) for _ in range(FRESH_PROCESSES - 2)]
     workers = [msgspec.to_builtins(t) for t in (first, again)]
     best = min(r["reference_us"] for r in workers + runs)
-    mine = [w["us_per_call"] for w in workers if at_speed(w, best)]
-    theirs = [r["us_per_call"] for r in runs if at_speed(r, best)]
+    mine = [w["us_per_call"] for w in workers if at_speed(w, best, SLOWED)]
+    theirs = [r["us_per_call"] for r in runs if at_speed(r, best, SLOWED)]
 
     def said(t: Any) -> str:
         spent = t.window_s[1] - t.window_s[0]

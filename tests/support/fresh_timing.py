@@ -47,6 +47,16 @@ class TimingJob:
         pass
 
 
+def at_speed(figure: dict[str, Any], best_loop: float, slowed: float = 1.3) -> bool:
+    """Whether a figure (UnprofiledTiming as JSON, or this script's) was timed at the host's
+    speed: no slowed spell among its calls, or the slowed calls left out (or kept as no
+    slower), and its thread's best loop within `slowed` (the worker's SLOWED) of the best
+    any process read (a thread slowed for all its calls finds no spell in them)."""
+    s = figure["slowed"]
+    spells_out = s is None or s["left_out"] or s["kept_because"] == "not slower"
+    return spells_out and figure["reference_us"] <= slowed * best_loop
+
+
 def last_cpu() -> int:
     """The CPU this process last ran on (/proc/self/stat's 39th field; -1 where unknown)."""
     try:
