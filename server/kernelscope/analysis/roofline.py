@@ -37,9 +37,9 @@ from kernelscope.analysis.costs import (
     OpCosts,
 )
 from kernelscope.analysis.costs.foreach import (
-    FOREACH_PREFIX,
     MULTI_TENSOR_KERNEL,
     foreach_bytes,
+    is_multi_tensor_op,
     repeated_lists,
 )
 from kernelscope.analysis.costs.generated import is_template_matmul
@@ -324,7 +324,7 @@ def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, 
         modelled = cost.bytes
         if not modelled and op.name in CONCATENATIONS:  # no dtype in the trace: the kernel's
             modelled = concatenation_bytes(op.inputs(), (kernel or g).name)
-        elif not modelled and op.name.startswith(FOREACH_PREFIX):
+        elif not modelled and is_multi_tensor_op(op.name):
             twice = repeated_lists(ops, op)
             modelled, exact = foreach_bytes(op.inputs(), (kernel or g).name, blocks, twice)
             row.grid_bytes = row.grid_bytes or not exact
@@ -447,9 +447,7 @@ def _roof(
             out.flops_low_per_step = low[0] * len(row.op_indexes) / steps
         if moved > 0:
             per_call = (  # each byte once
-                row.event_bytes
-                or owner.name in CONCATENATIONS
-                or owner.name.startswith(FOREACH_PREFIX)
+                row.event_bytes or owner.name in CONCATENATIONS or is_multi_tensor_op(owner.name)
             )
             out.footprint = moved / len(row.op_indexes) if per_call else footprint_of(owner)
         if flops > 0:

@@ -14,7 +14,12 @@ and RMSprop square their gradients into a state with ``_foreach_addcmul_(state, 
 whose kernel reads ``g`` twice in the same thread, the second time from cache (GPT-NeoX's
 AdamW: Nsight Compute measured it as its ``lerp_``, 3 lists, not 4). The trace holds no
 tensor identities; the optimizer's class comes from the range torch.optim opens around
-each step (``Optimizer.step#AdamW.step``)."""
+each step (``Optimizer.step#AdamW.step``).
+
+torch.optim's fused steps (``fused=True``: ``_fused_adamw_`` and kin) run one multi-tensor
+kernel whose functor (``FusedAdamMathFunctor<float, 4, …>``) reads its ``depth`` lists and
+writes back all but the gradients (params first, gradients second, then the states), and the
+gradients too when a GradScaler passed its scale (ATen's ``fused_adam_utils.cuh``)."""
 
 from __future__ import annotations
 
@@ -37,14 +42,35 @@ SQUARING_OPTIMIZERS = frozenset({"Adam", "AdamW", "Adagrad", "Adadelta", "RMSpro
 #: Adam with a tensor ``beta2`` scales the gradients into a new list first (out of place):
 #: then the two lists differ.
 SCALED_COPY = "aten::_foreach_mul"
+#: torch.optim's fused steps: one multi-tensor kernel over all their lists.
+FUSED_STEPS = frozenset(
+    {"aten::_fused_adam_", "aten::_fused_adamw_", "aten::_fused_sgd_", "aten::_fused_adagrad_"}
+)
+_FUSED_FUNCTOR = re.compile(r"Fused\w*MathFunctor<([\w:]+),\s*(\d+)")
 
 
-def bytes_per_element(kernel: str, repeated: int = 0) -> int:
+def is_multi_tensor_op(name: str) -> bool:
+    """A foreach op or a fused optimizer step: lists of tensors, one multi-tensor kernel."""
+    return name.startswith(FOREACH_PREFIX) or name in FUSED_STEPS
+
+
+def writes_gradients(inputs: OpInputs) -> bool:
+    """Whether a fused step was passed a GradScaler's scale (its second-to-last argument,
+    ``grad_scale``, a tensor): its kernel then writes the unscaled gradients back."""
+    types = inputs.types
+    return len(types) >= 2 and types[-2] in DTYPE_BYTES
+
+
+def bytes_per_element(kernel: str, repeated: int = 0, grads_written: bool = False) -> int:
     """Bytes a multi-tensor kernel moves per element of a list: each list it reads (less
-    the `repeated` ones it was passed twice) and the one it writes; 0 where its name does
-    not say."""
+    the `repeated` ones it was passed twice) and the one it writes (a fused step's: all
+    but the gradients, unless `grads_written`); 0 where its name does not say."""
     if MULTI_TENSOR_KERNEL not in kernel:
         return 0
+    fused = _FUSED_FUNCTOR.search(kernel)
+    if fused:
+        width, depth = DTYPE_BYTES.get(fused.group(1), 0), int(fused.group(2))
+        return width * (2 * depth - (0 if grads_written else 1))
     match = _FUNCTOR.search(kernel)
     width = DTYPE_BYTES.get(match.group(2), 0) if match else 0
     return width * (max(int(match.group(4)) - repeated, 1) + 1) if match else 0
@@ -87,10 +113,10 @@ def listed_elements(inputs: OpInputs) -> int:
 def foreach_bytes(
     inputs: OpInputs, kernel: str, blocks: int, repeated: int = 0
 ) -> tuple[float, bool]:
-    """Bytes one call of a foreach op moves (`repeated`: lists it was passed twice), and
-    whether they are exact (the lists' shapes) rather than a bound (`blocks`, its kernels'
-    grids summed); (0, True) where unknown."""
-    per = bytes_per_element(kernel, repeated)
+    """Bytes one call of a foreach op or a fused step moves (`repeated`: lists it was passed
+    twice), and whether they are exact (the lists' shapes) rather than a bound (`blocks`,
+    its kernels' grids summed); (0, True) where unknown."""
+    per = bytes_per_element(kernel, repeated, writes_gradients(inputs))
     if not per:
         return 0.0, True
     exact = listed_elements(inputs)
