@@ -221,8 +221,13 @@ def test_in_place_a_module_level_while_loop(project: Path) -> None:
     assert process == "before the profiler started, in a worker that never profiled"
     traced = out["timing"]["unprofiled_traced"]
     if sys.version_info < (3, 12):  # the tracer that finds the steps slows Python there
-        assert traced == ("the steps are found by sys.settrace, which slows Python code "
-                          "while it is set (a 90 us loop body read 1.3x)")  # fmt: skip
+        said = re.fullmatch(
+            r"the steps are found by sys.settrace, under which a pure-Python loop ran "
+            r"([0-9.]+)x slower here: host-bound steps read slower than they run",
+            traced,
+        )
+        assert said is not None, traced
+        assert 1.2 <= float(said[1]) <= 10  # Python 3.11 here: 2.7x (a tracer returning None)
     else:
         assert traced == ""
     assert out["timing"]["unprofiled_reps"] == 4  # iterations 2-5; the first is the cold one
