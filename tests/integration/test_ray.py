@@ -442,6 +442,21 @@ def minigpt_on_ray(head: RayHead, tmp_path: Path) -> Path:
     return local
 
 
+def profile_in(local: Path, capsys: pytest.CaptureFixture[str], *args: str) -> Any:
+    """`kernelscope profile ARGS` on the remote `cluster` from the project's folder, as a user
+    runs it there (CPU, JSON, no line pass): the report."""
+    cwd = Path.cwd()
+    os.chdir(local)
+    try:
+        code = main(["profile", *args, "--remote", "cluster", "--device", "cpu", "--json",
+                     "--no-lines"])  # fmt: skip
+    finally:
+        os.chdir(cwd)
+    out = capsys.readouterr().out
+    assert code == 0, out[-3000:]
+    return json.loads(out)
+
+
 def test_a_program_runs_on_ray_with_via(
     ray_head: RayHead, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -449,16 +464,7 @@ def test_a_program_runs_on_ray_with_via(
     configs and text data) and runs there to the call; the report names the local files."""
     local = minigpt_on_ray(ray_head, tmp_path)
     train = "train.py config/tiny.py --max_iters=3 --eval_interval=2 --device=cpu"
-    cwd = Path.cwd()
-    os.chdir(local)
-    try:
-        code = main(["profile", "model.py::Block.forward", "--via", train, "--remote", "cluster",
-                     "--device", "cpu", "--json", "--no-lines", "--call", "2"])  # fmt: skip
-    finally:
-        os.chdir(cwd)
-    out = capsys.readouterr().out
-    assert code == 0, out[-3000:]
-    report = json.loads(out)
+    report = profile_in(local, capsys, "model.py::Block.forward", "--via", train, "--call", "2")
     assert report["runner"]["remote"] == "cluster"
     site = report["call_site"]
     assert (site["call"], site["captured"]) == (2, True)
@@ -474,16 +480,7 @@ def test_in_place_on_ray_the_steps_are_timed_where_the_profiler_was_never_warmed
     that never profiles: the Ray job's worker does not warm its profiler at start."""
     local = minigpt_on_ray(ray_head, tmp_path)
     train = "train_main.py --max_iters 20 --device cpu --num_workers 0"
-    cwd = Path.cwd()
-    os.chdir(local)
-    try:
-        code = main(["profile", "train_main.py::train_step", "--via", train, "--in-place",
-                     "--remote", "cluster", "--device", "cpu", "--json", "--no-lines"])  # fmt: skip
-    finally:
-        os.chdir(cwd)
-    out = capsys.readouterr().out
-    assert code == 0, out[-3000:]
-    report = json.loads(out)
+    report = profile_in(local, capsys, "train_main.py::train_step", "--via", train, "--in-place")
     assert report["timing"]["unprofiled_process"] == (
         "before the profiler started, in a worker that never profiled"
     )

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import msgspec
+import asyncio
 
-from kernelscope.engine.clean_timing import timing_request, with_clean_timing
+import msgspec
+import pytest
+
+from kernelscope.engine.clean_timing import timed_again, timing_request, with_clean_timing
+from kernelscope.engine.runner import JobFailed
 from kernelscope.protocol import (
     CallSite,
     ColdCall,
@@ -14,6 +18,7 @@ from kernelscope.protocol import (
     Sidecar,
     TimingFinished,
     UnprofiledTiming,
+    failure,
 )
 
 
@@ -68,3 +73,20 @@ def test_the_clean_timing_replaces_the_profiling_one_and_keeps_it_beside() -> No
     assert (timing.us_per_call, timing.process) == (600.0, "clean worker")
     assert timing.profiling_worker_us_per_call == 900.0
     assert msgspec.json.decode(msgspec.json.encode(out), type=ProfileFinished) == out
+
+
+def test_a_failed_clean_timing_keeps_the_profiling_one_and_says_why(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def fails() -> object:
+        raise JobFailed(failure("crash", "the clean worker died"))
+
+    async def times() -> object:
+        return TimingFinished(job_id="j-t", timing=UnprofiledTiming(700.0, "cuda_events", 20))
+
+    kept = asyncio.run(timed_again(_finished(None), fails, "profiling worker's"))
+    assert kept.sidecar.timing.us_per_call == 900.0
+    assert "keeping the profiling worker's: " in caplog.text and "died" in caplog.text
+    timed = asyncio.run(timed_again(_finished(None), times, "profiling job's"))
+    assert timed.sidecar.timing.us_per_call == 700.0
+    assert timed.sidecar.timing.profiling_worker_us_per_call == 900.0

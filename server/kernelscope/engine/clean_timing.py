@@ -4,11 +4,13 @@ code unchanged. The launcher keeps such a worker warm; a Ray job runs one more j
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Awaitable, Callable
 from typing import Literal
 
 import msgspec
 
-from kernelscope.engine.runner import ProgressCallback
+from kernelscope.engine.runner import JobFailed, ProgressCallback
 from kernelscope.protocol import (
     JobProgress,
     ProfileFinished,
@@ -16,6 +18,8 @@ from kernelscope.protocol import (
     RunTiming,
     TimingFinished,
 )
+
+log = logging.getLogger(__name__)
 
 #: Set in the environment of the worker that only times calls: it never starts the profiler.
 TIMING_WORKER_ENV = "KERNELSCOPE_TIMING_WORKER"
@@ -67,6 +71,20 @@ def with_clean_timing(finished: ProfileFinished, timed: TimingFinished) -> Profi
     timing.profiling_worker_us_per_call = finished.sidecar.timing.us_per_call
     finished.sidecar.timing = timing
     return finished
+
+
+async def timed_again(
+    finished: ProfileFinished, run: Callable[[], Awaitable[object]], kept: str
+) -> ProfileFinished:
+    """The profile with the timing `run` returns (a TimingFinished) in place of its own; where
+    `run` fails, the profile as it was, and the log says why (`kept`: whose timing stays)."""
+    try:
+        outcome = await run()
+    except JobFailed as e:
+        log.warning("clean timing failed, keeping the %s: %s", kept, e)
+        return finished
+    assert isinstance(outcome, TimingFinished)
+    return with_clean_timing(finished, outcome)
 
 
 def clean_progress(on_progress: ProgressCallback | None) -> ProgressCallback:

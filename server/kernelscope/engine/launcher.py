@@ -31,8 +31,8 @@ from kernelscope.engine.clean_timing import (
     CleanTiming,
     clean_progress,
     host_bound,
+    timed_again,
     timing_request,
-    with_clean_timing,
 )
 from kernelscope.engine.host_memory import SAMPLE_S, memory_total, oom_message, resident_bytes
 from kernelscope.engine.remotes import Remote, explain_exit
@@ -50,7 +50,6 @@ from kernelscope.protocol import (
     RunProfile,
     RunTiming,
     RunTry,
-    TimingFinished,
     TryFinished,
     WorkerReady,
     failure,
@@ -554,15 +553,12 @@ class Launcher:
         job = timing_request(request, finished, self.host_best_us())
         progress = clean_progress(on_progress)
 
+        async def run() -> JobOutcome:
+            timer = await self._clean_worker()
+            return await timer.run(job, progress, timeout, self._local)
+
         async with self._lock:
-            try:
-                timer = await self._clean_worker()
-                outcome = await timer.run(job, progress, timeout, self._local)
-            except JobFailed as e:
-                log.warning("clean timing failed, keeping the profiling worker's: %s", e)
-                return finished
-        assert isinstance(outcome, TimingFinished)
-        return with_clean_timing(finished, outcome)
+            return await timed_again(finished, run, "profiling worker's")
 
     async def try_variants(
         self,

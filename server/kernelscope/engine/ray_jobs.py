@@ -24,7 +24,6 @@ import contextlib
 import hashlib
 import io
 import json
-import logging
 import shlex
 import time
 import urllib.error
@@ -44,8 +43,8 @@ from kernelscope.engine.clean_timing import (
     CleanTiming,
     clean_progress,
     host_bound,
+    timed_again,
     timing_request,
-    with_clean_timing,
 )
 from kernelscope.engine.ranks import GRACE_S, RankState, rank_failure
 from kernelscope.engine.remotes import Remote
@@ -62,7 +61,6 @@ from kernelscope.protocol import (
     RunProfile,
     RunTiming,
     RunTry,
-    TimingFinished,
     TryFinished,
     WorkerReady,
     failure,
@@ -74,7 +72,6 @@ FRAME_PREFIX = "KSFRAME "
 MAX_PACKAGE_BYTES = 90 * 2**20  # the dashboard reads a request body of up to 100 MiB
 SRC_FILE, REQ_FILE = "ks_src.z", "ks_req.z"  # zlib'd, in the job's working_dir
 _DONE = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
-log = logging.getLogger(__name__)
 
 # One-shot: program and request from files in the working directory (the request's name in
 # KS_REQ_FILE when a rank's), frames out as text lines on stdout. A worker that ran a program
@@ -397,13 +394,11 @@ class RayJobs:
         job = timing_request(request, finished, None, replay_saved=False)
         progress = clean_progress(on_progress)
 
-        try:
+        async def run() -> JobOutcome:
             outcome, _ = await self.run(job, progress, timeout, {TIMING_WORKER_ENV: CLEAN_WORKER})
-        except JobFailed as e:
-            log.warning("clean timing failed, keeping the profiling job's: %s", e)
-            return finished
-        assert isinstance(outcome, TimingFinished)
-        return with_clean_timing(finished, outcome)
+            return outcome
+
+        return await timed_again(finished, run, "profiling job's")
 
     async def try_variants(
         self,
