@@ -324,7 +324,7 @@ def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, 
         modelled = cost.bytes
         if not modelled and op.name in CONCATENATIONS:  # no dtype in the trace: the kernel's
             modelled = concatenation_bytes(op.inputs(), (kernel or g).name)
-        elif not modelled and is_multi_tensor_op(op.name):
+        elif is_multi_tensor_op(op.name):  # the generic rule saw only its 0-d tensors
             twice = repeated_lists(ops, op)
             modelled, exact = foreach_bytes(op.inputs(), (kernel or g).name, blocks, twice)
             row.grid_bytes = row.grid_bytes or not exact

@@ -1,10 +1,15 @@
-"""Elementwise ops and reductions: no FLOPs counted; each input read once and the output
-written once (nothing for a reduction, the largest input for the rest).
+"""Elementwise ops and reductions: no FLOPs counted; each input's memory read once (an
+expanded, stride-0 dimension once: ``mean``'s backward divides a scalar expanded to the
+input's shape, 4 B read, not the shape's size) and the output written once (nothing for a
+reduction, the largest input for the rest).
 """
 
 from __future__ import annotations
 
-from kernelscope.analysis.costs.tensors import Tensor, size_of
+from typing import Any
+
+from kernelscope.analysis.costs.movement import distinct_elements, int_strides
+from kernelscope.analysis.costs.tensors import DTYPE_BYTES, Tensor, size_of
 
 REDUCTIONS = frozenset(
     {
@@ -54,12 +59,24 @@ DATA_DEPENDENT = frozenset(
 )
 
 
-def elementwise_bytes(name: str, args: list[Tensor]) -> float:
-    """Each tensor argument read once and the output written once: nothing for a reduction,
+def held_bytes(args: list[Tensor | None], strides: list[Any]) -> list[int]:
+    """Bytes each tensor argument's memory holds (``Input Strides`` as recorded: a stride-0
+    dimension once), in the order of the tensors among `args`."""
+    held: list[int] = []
+    for i, arg in enumerate(args):
+        if arg is not None:
+            at = int_strides(strides[i]) if i < len(strides) else None
+            held.append(distinct_elements(arg[0], at) * DTYPE_BYTES[arg[1]])
+    return held
+
+
+def elementwise_bytes(name: str, args: list[Tensor], held: list[int] | None = None) -> float:
+    """Each tensor argument read once (`held`: the bytes its memory holds, as held_bytes
+    says; its size where not given) and the output written once: nothing for a reduction,
     the largest argument's size for the rest."""
     if not args:
         return 0.0
-    read = sum(map(size_of, args))
+    read = sum(held) if held is not None and len(held) == len(args) else sum(map(size_of, args))
     # an Inductor-generated Triton kernel is recorded with its output buffers among its
     # arguments: each is read or written once
     generated = name.startswith(GENERATED_KERNEL_PREFIX)
@@ -67,9 +84,11 @@ def elementwise_bytes(name: str, args: list[Tensor]) -> float:
     return float(read + written)
 
 
-def elementwise_footprint(name: str, args: list[Tensor]) -> float:
+def elementwise_footprint(name: str, args: list[Tensor], held: list[int] | None = None) -> float:
     """Distinct bytes one call touches: its bytes, but an in-place op (``add_``) writes a
     tensor it also reads, counted once."""
     if name.endswith("_") and args and not name.startswith(GENERATED_KERNEL_PREFIX):
-        return float(sum(map(size_of, args)))
-    return elementwise_bytes(name, args)
+        return float(
+            sum(held) if held is not None and len(held) == len(args) else sum(map(size_of, args))
+        )
+    return elementwise_bytes(name, args, held)

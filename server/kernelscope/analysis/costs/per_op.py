@@ -27,6 +27,7 @@ from kernelscope.analysis.costs.elementwise import (
     GENERATED_KERNEL_PREFIX,
     elementwise_bytes,
     elementwise_footprint,
+    held_bytes,
 )
 from kernelscope.analysis.costs.generated import inductor_estimate, template_matmul_flops
 from kernelscope.analysis.costs.movement import MOVEMENT, movement_bytes
@@ -121,7 +122,8 @@ def op_bytes(name: str, inputs: OpInputs, concrete: list[Any] | None = None) -> 
             return movement_bytes(name, args, inputs.strides, concrete or []) if args else 0.0
         except (IndexError, ValueError, OverflowError):
             return 0.0
-    return elementwise_bytes(name, tensors(inputs))
+    args = by_position(inputs) or []
+    return elementwise_bytes(name, tensors(inputs), held_bytes(args, inputs.strides))
 
 
 def footprint_of(op: Op) -> float:
@@ -130,7 +132,9 @@ def footprint_of(op: Op) -> float:
     name = op.name
     if name in FLOP_OPS or name in MOVEMENT:
         return bytes_of(op)
-    buffers = elementwise_footprint(op.name, tensors(op.inputs()))
+    inputs = op.inputs()
+    held = held_bytes(by_position(inputs) or [], inputs.strides)
+    buffers = elementwise_footprint(op.name, tensors(inputs), held)
     return min(bytes_of(op), buffers) if from_inductor(op) else buffers
 
 
@@ -187,6 +191,7 @@ class _Shapes(msgspec.Struct, gc=False):
 
     dims: msgspec.Raw = msgspec.field(default=_ABSENT, name="Input Dims")
     types: msgspec.Raw = msgspec.field(default=_ABSENT, name="Input type")
+    strides: msgspec.Raw = msgspec.field(default=_ABSENT, name="Input Strides")
     flop: msgspec.Raw = msgspec.field(default=_ABSENT, name="kernel_flop")
     num_gb: msgspec.Raw = msgspec.field(default=_ABSENT, name="kernel_num_gb")
 
@@ -195,7 +200,6 @@ class _ConcreteShapes(_Shapes, gc=False):
     """Those of an op of BY_CONCRETE, whose costs also depend on ``Concrete Inputs``."""
 
     concrete: msgspec.Raw = msgspec.field(default=_ABSENT, name="Concrete Inputs")
-    strides: msgspec.Raw = msgspec.field(default=_ABSENT, name="Input Strides")
 
 
 _SHAPES = msgspec.json.Decoder(_Shapes)
@@ -205,10 +209,10 @@ _MANY_SHAPES = msgspec.json.Decoder(list[_ConcreteShapes])
 
 class OpCosts:
     """``OpCost`` of ops, worked out once per distinct signature: the op's name and the raw
-    JSON of its ``Input Dims``, ``Input type`` (and, for ops of BY_CONCRETE, ``Concrete
-    Inputs``), all that the costs depend on. The ops of a trace repeat a few signatures per
-    step; their other args (``External id``, ``Ev Idx`` ...) differ. Keep one per trace or
-    analysis."""
+    JSON of its ``Input Dims``, ``Input type``, ``Input Strides`` (an expanded input is read
+    once) and, for ops of BY_CONCRETE, ``Concrete Inputs``: all that the costs depend on.
+    The ops of a trace repeat a few signatures per step; their other args (``External id``,
+    ``Ev Idx`` ...) differ. Keep one per trace or analysis."""
 
     def __init__(self) -> None:
         self._memo: dict[bytes, OpCost] = {}
@@ -229,7 +233,7 @@ class OpCosts:
 
     def signatures(self, ops: list[Op]) -> list[bytes] | None:
         """Each op's signature, all that its costs depend on (its name and the raw JSON of
-        its shapes, dtypes and, for BY_CONCRETE, Concrete Inputs): one decode for all. None
+        its shapes, dtypes, strides and, for BY_CONCRETE, Concrete Inputs): one decode for all. None
         when an op's args are malformed."""
         try:  # all args as one JSON array: one call into the decoder
             all_shapes = _MANY_SHAPES.decode(b"[%b]" % b",".join([op.args for op in ops]))
@@ -256,11 +260,12 @@ class OpCosts:
 
 
 def _key(shapes: _Shapes, name: str) -> bytes:
-    """The memo key of an op not of BY_CONCRETE: its shapes' raw JSON and its name (and an
-    Inductor kernel's own estimate), NUL-separated."""
+    """The memo key of an op not of BY_CONCRETE: its shapes', dtypes' and strides' raw JSON
+    and its name (and an Inductor kernel's own estimate), NUL-separated."""
+    head = (shapes.dims, shapes.types, shapes.strides)
     if shapes.flop is _ABSENT and shapes.num_gb is _ABSENT:
-        return _SEPARATOR.join((shapes.dims, shapes.types, _ENCODE(name)))
-    return _SEPARATOR.join((shapes.dims, shapes.types, shapes.flop, shapes.num_gb, _ENCODE(name)))
+        return _SEPARATOR.join((*head, _ENCODE(name)))
+    return _SEPARATOR.join((*head, shapes.flop, shapes.num_gb, _ENCODE(name)))
 
 
 def _concrete_key(shapes: _ConcreteShapes, name: str) -> bytes:
