@@ -6,9 +6,9 @@ three more fresh processes: the host's speed drifts over a minute (checkpointed'
 processes read 4.6 then 6.0 ms two minutes apart, docs/h200-run/sixth/checkpointed_pairs.txt),
 so the worker's runs are bracketed by the fresh ones. The median of the worker's two figures
 must be within 10 % of the fresh processes' median. That host runs a thread's CPU ~1.7x
-slower in spells of 0.2-2 s (docs/h200-run/fourth/clocks.txt); the worker and the fresh
-processes alike leave the calls of such spells out, found by a pure-Python loop timed in the
-same thread, and each process's share of them is printed. Only figures timed at the host's
+slower in spells (docs/h200-run/fourth/clocks.txt); the worker and the fresh processes alike
+leave the calls of such spells out, found by their blocks' own speed (timing.Blocks), and each
+process's share of them is printed. Only figures timed at the host's
 speed are compared (``at_speed``): a spell can outlast a whole timing (on 2026-12-04 the same
 fresh process read graph_break 97 or 177 µs, churn 765 or 1294 µs), and such a figure is the
 host's, not the worker's. Where the host left fewer than one worker figure and two fresh ones at

@@ -136,7 +136,7 @@ def test_a_host_slow_for_most_of_the_timing_keeps_every_call_and_says_so(
 ) -> None:
     """Left out only while a quarter of the calls remain: a laptop whose turbo fades after
     a first burst reads as a host slow after its first blocks."""
-    out, _ = slowed_host(timing, monkeypatch, range(150, 10_000))  # after 3 blocks of 50
+    out, _ = slowed_host(timing, monkeypatch, range(120, 10_000))  # in the third block of 50
     slowed = out["slowed"]
     assert slowed is not None and not slowed["left_out"] and slowed["share"] > 0.75
     assert out["us_per_call"] == pytest.approx(1700)  # the median of all, and the report says why
@@ -163,52 +163,52 @@ def test_the_reference_loop_reads_this_threads_speed(
     assert 0 < short < 50_000 and timing_module.reference_us() > 5 * short  # it runs the loop
 
 
-def test_blocks_leave_out_exactly_the_calls_beside_a_slowed_loop(timing: Any) -> None:
-    """Six blocks of 3 calls; the loop after block 3 read slow: blocks 3 (closed by it) and
-    4 (opened by it) go, their calls and their host time."""
+def test_blocks_leave_out_exactly_the_calls_of_slowed_blocks(timing: Any) -> None:
+    """Six blocks of 3 calls; blocks 3 and 4 ran 1.7x slower: their calls go, and their host
+    time. The loops beside the blocks judge none: on the H200 a loop 40 ms from a slowed block
+    read the host fast as often as slow (docs/h200-run/tenth/cpu_sweep.txt)."""
     blocks = timing.Blocks()
     blocks.ends = [3, 6, 9, 12, 15, 18]
-    blocks.refs = [40.0, 41.0, 70.0, 40.5, 40.0, 41.0]
-    blocks.host_s = [0.003, 0.003, 0.006, 0.006, 0.003, 0.003]
-    samples = [float(i) for i in range(18)]
+    blocks.refs = [40.0, 70.0, 40.0, 41.0, 70.0, 41.0]  # slow beside fast blocks, fast beside slow
+    blocks.host_s = [0.003, 0.003, 0.0051, 0.0051, 0.003, 0.003]
+    samples = [1000.0, 1010.0, 990.0] * 2 + [1700.0, 1690.0, 1710.0] * 2 + [1000.0] * 6
     kept, host_us, slowed = blocks.unslowed(samples)
-    assert kept == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0]
+    assert kept == samples[:6] + samples[12:]
     assert host_us == pytest.approx(1000.0)  # 12 ms over the 12 calls kept
-    assert blocks.host_us() == pytest.approx(24e3 / 18)  # all blocks: the slowed ones too
-    assert slowed == {"share": 6 / 18, "factor": pytest.approx(70.0 / 40.0),
-                      "us_per_call": 8.5, "reps": 6, "left_out": True,
+    assert blocks.host_us() == pytest.approx(22.2e3 / 18)  # all blocks: the slowed ones too
+    assert slowed == {"share": 6 / 18, "factor": pytest.approx(1.7),
+                      "us_per_call": 1700.0, "reps": 6, "left_out": True,
                       "kept_because": ""}  # fmt: skip
     assert blocks.baseline() == 40.0
-    blocks.refs = [40.0, 70.0, 70.0, 70.0, 70.0, 41.0]  # the slowed ones the most: all kept
+    steady = [1000.0, 1020.0, 980.0] * 6  # a steady host: the loops' readings change nothing
+    assert blocks.unslowed(steady) == (steady, blocks.host_us(), None)
+    blocks.ends = [3 * (i + 1) for i in range(12)]  # 12 blocks, 10 slowed: all kept
+    blocks.refs, blocks.host_s = [40.0] * 12, [0.003] * 12
+    samples = [1000.0] * 3 + [1700.0] * 30 + [1000.0] * 3
     kept, _, slowed = blocks.unslowed(samples)
     assert kept == samples and slowed is not None and not slowed["left_out"]
     assert slowed["kept_because"] == "most slowed"
 
 
-def test_slowed_blocks_whose_calls_ran_faster_are_kept_in(
+def test_calls_descheduled_between_fast_loops_are_left_out(
     timing: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Beside a CPU hog on 2 CPUs (CI, 2026-12-03) churn's calls read 0.3-95 ms: the slow ones
     descheduled between loops that read fast, the fast ones beside loops that read slow.
-    Leaving those out made the figure 11.6 ms where they took 1.6: the loop did not read what
-    set the calls' time, so every call stays in."""
+    Judged by the loops, leaving calls out made the figure 11.6 ms where they took 1.6;
+    judged by their blocks, the descheduled ones go and the figure is what the calls took."""
     made = [0]
-    spell = range(200, 400)
+    spell = range(200, 300)
 
     def call() -> None:
         made[0] += 1
-        clock.take(0.0005 if made[0] in spell else 0.002)
+        clock.take(0.02 if made[0] in spell else 0.0016)
 
-    monkeypatch.setattr(timing, "reference_us", lambda: 70.0 if made[0] in spell else 40.0)
+    monkeypatch.setattr(timing, "reference_us", lambda: 40.0 if made[0] in spell else 70.0)
     out = timing.time_unprofiled(TimingJob(torch, 0), call, lambda: None, False, None, 600)
     slowed = out["slowed"]
-    assert slowed is not None and not slowed["left_out"] and slowed["share"] < 0.5
-    assert slowed["kept_because"] == "not slower" and slowed["us_per_call"] < 2000
-    assert out["us_per_call"] == pytest.approx(2000)  # the median of all 600, 400 of them 2 ms
-    made[0] = 0  # the worker that never profiles would go on in quarters: nothing to wait out
-    spell = range(0, 400)
-    out = timing.time_unprofiled(TimingJob(torch, 0), call, lambda: None, False, None, 600, True)
-    assert made[0] == out["reps"] == 600 and out["slowed"]["kept_because"] == "not slower"
+    assert slowed is not None and slowed["left_out"] and slowed["us_per_call"] > 10_000
+    assert out["us_per_call"] == pytest.approx(1600)
 
 
 def test_a_timing_slowed_throughout_is_seen_against_the_hosts_best(

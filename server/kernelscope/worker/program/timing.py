@@ -30,13 +30,17 @@ TIMING_MAX_CALLS = 100_000
 #: 0.4-2.4 s inside one process (docs/h200-run/timing/modes_2026-12-02.txt), so 0.5 s of
 #: calls could land inside one spell and decide the figure; the median over 2 s does not.
 CLEAN_TIMING_MIN_S = 2.0
-#: A pure-Python reference loop runs after every TIMING_BLOCK_S of timed calls, in the same
-#: thread (the fastest of REFERENCE_RUNS loops of REFERENCE_LOOP iterations, ~40 µs each on
-#: the H200). On that host a thread's CPU ran ~1.7x slower in spells of 0.2-2 s, which a
-#: reference loop in the same thread read at the same moments, and a probe process on
-#: another CPU did not (docs/h200-run/fourth/clocks.txt): a block next to a reference that
-#: ran more than SLOWED times the thread's best ran in such a spell, and its calls are left
-#: out of the median (reported apart) while a quarter of the calls remain.
+#: The timed calls are cut into blocks of TIMING_BLOCK_S. On the H200 host-bound code ran
+#: 1.4-1.7x slower in spells that come and go within tens of ms, from outside the guest
+#: (docs/h200-run/fourth/clocks.txt, docs/h200-run/tenth/cpu_sweep.txt): a block whose
+#: calls' median ran more than SLOWED times the second-fastest block's ran in such a spell,
+#: and its calls are left out of the median (reported apart) while a quarter of the calls
+#: remain. A pure-Python reference loop runs after each block, in the same thread (the
+#: fastest of REFERENCE_RUNS loops of REFERENCE_LOOP iterations, ~40 µs each on the H200):
+#: it read the host fast as often as slow beside a slowed block, so it judges no block; it
+#: gives the thread's speed at its best, and where that never came within SLOWED of the
+#: host's best (another process's) the thread ran slowed throughout, with no fast block to
+#: judge by.
 TIMING_BLOCK_S = 0.05
 REFERENCE_RUNS = 3
 REFERENCE_LOOP = 1000
@@ -272,7 +276,7 @@ def _more_calls(blocks, samples, reps, cuda):
     where the slowed blocks' calls ran faster than the rest (they are kept in: Blocks.unslowed)."""
     if time.perf_counter() - blocks.began >= TIMING_MAX_S:
         return 0
-    if not _host_bound(blocks, samples, cuda) or blocks.unslowed_calls() >= reps // 2:
+    if not _host_bound(blocks, samples, cuda) or blocks.unslowed_calls(samples) >= reps // 2:
         return 0
     _, _, slowed = blocks.unslowed(samples)
     return 0 if slowed is not None and slowed["kept_because"] == "not slower" else max(1, reps // 4)
@@ -345,18 +349,27 @@ class Blocks:
         """The next block starts now (what ran since the last closed is in none)."""
         self._opened = time.perf_counter()
 
-    def unslowed_calls(self):
-        """Calls in blocks no slowed loop is beside (all, before three blocks)."""
+    def unslowed_calls(self, samples):
+        """Calls in blocks not slowed (all, before three blocks)."""
         calls = [e - (self.ends[i - 1] if i else 0) for i, e in enumerate(self.ends)]
-        beside = self._beside() or [1.0] * len(calls)
-        return sum(c for c, b in zip(calls, beside) if b <= SLOWED)
+        slowed = self._slowed(samples) or [1.0] * len(calls)
+        return sum(c for c, b in zip(calls, slowed) if b <= SLOWED)
 
-    def _beside(self):
-        """Each block's slower neighbouring loop, in baselines; empty before three blocks."""
-        base = self.baseline()
-        if base is None or len(self.refs) < 3:
+    def _slowed(self, samples):
+        """Each block's calls' median over the second-fastest block's (see SLOWED); SLOWED
+        times over for all where the thread's best loop never came within SLOWED of the
+        host's (slowed throughout); empty before three blocks."""
+        if len(self.ends) < 3:
             return []
-        return [max(self.refs[max(i - 1, 0)], r) / base for i, r in enumerate(self.refs)]
+        own, base = thread_best(self.refs), self.baseline()
+        if own is not None and base is not None and own > SLOWED * base:
+            return [own / base] * len(self.ends)
+        medians = [
+            statistics.median(samples[(self.ends[i - 1] if i else 0) : e] or [0.0])
+            for i, e in enumerate(self.ends)
+        ]
+        fast = sorted(medians)[1]
+        return [m / fast if fast > 0 else 1.0 for m in medians]
 
     def host_us(self, keep=None):
         """The host's µs per call over the blocks `keep` says (all by default)."""
@@ -368,11 +381,12 @@ class Blocks:
     def unslowed(self, samples):
         """The samples of the blocks the host did not slow, the host's µs per call over
         them, and what the slowed blocks were (None when none was). A block was slowed when
-        the loop before it (the previous block's) or after it ran more than SLOWED times the
-        baseline. All are kept unless enough_left (a host whose turbo fades after a first
-        burst reads as slowed throughout) and the slowed calls ran no faster than the rest."""
-        beside = self._beside()
-        flags = [b > SLOWED for b in beside]
+        its calls' median ran more than SLOWED times the second-fastest block's, or all were
+        where the thread ran slowed throughout. All are kept unless enough_left (a host whose
+        turbo fades after a first burst reads as slowed throughout) and the slowed calls ran
+        no faster than the rest."""
+        ratios = self._slowed(samples)
+        flags = [r > SLOWED for r in ratios]
         if not any(flags):
             return samples, self.host_us(), None
         kept, slowed = [], []
@@ -380,14 +394,11 @@ class Blocks:
         for end, flag in zip(self.ends, flags):
             (slowed if flag else kept).extend(samples[begin:end])
             begin = end
-        # Slowed calls no slower than the rest: the loops did not read what set the calls'
-        # time (beside a CPU hog on 2 CPUs churn's calls read 0.3-95 ms, the slow ones
-        # descheduled between fast loops), and leaving the faster calls out would raise it.
         enough = enough_left(len(kept), len(samples))
         left_out = enough and _not_faster(slowed, kept)
         info = {
             "share": len(slowed) / len(samples),
-            "factor": statistics.median(b for b in beside if b > SLOWED),
+            "factor": statistics.median(r for r in ratios if r > SLOWED),
             "us_per_call": statistics.median(slowed),
             "reps": len(slowed),
             "left_out": left_out,
