@@ -36,6 +36,7 @@ from kernelscope.analysis.costs import (
     REDUCTIONS,
     OpCosts,
 )
+from kernelscope.analysis.costs.batch_norm import batch_norm_reread_bytes
 from kernelscope.analysis.costs.foreach import (
     MULTI_TENSOR_KERNEL,
     foreach_bytes,
@@ -428,9 +429,10 @@ def _roof(
         out.dtype = cost.dtype or (inputs.types[0] if inputs.types else None)
         out.strides = _strides(owner)
         flops, moved = row.flops, row.bytes_moved
-        if moved > 0 and not row.event_bytes:  # a generic softmax kernel's passes
+        if moved > 0 and not row.event_bytes:  # a generic softmax's or a batch norm's passes
             l2 = peaks.l2_bytes if peaks else 0.0
             again = reread_bytes(owner.name, inputs, row.top_kernel, sm_count, l2)
+            again += batch_norm_reread_bytes(owner.name, inputs, row.top_kernel, l2)
             moved += again * len(row.op_indexes)
         if row.event_bytes:
             out.estimate = "events"

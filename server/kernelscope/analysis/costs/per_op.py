@@ -31,6 +31,7 @@ from kernelscope.analysis.costs.elementwise import (
 )
 from kernelscope.analysis.costs.generated import inductor_estimate, template_matmul_flops
 from kernelscope.analysis.costs.movement import MOVEMENT, movement_bytes
+from kernelscope.analysis.costs.pooling import POOL_BACKWARD, pool_backward_bytes
 from kernelscope.analysis.costs.products import (
     MATMULS,
     MATVECS,
@@ -123,6 +124,8 @@ def op_bytes(name: str, inputs: OpInputs, concrete: list[Any] | None = None) -> 
         except (IndexError, ValueError, OverflowError):
             return 0.0
     args = by_position(inputs) or []
+    if name in POOL_BACKWARD:
+        return pool_backward_bytes(args)
     return elementwise_bytes(name, tensors(inputs), held_bytes(args, inputs.strides))
 
 
