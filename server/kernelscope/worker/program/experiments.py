@@ -616,12 +616,11 @@ def unslowed_rounds(out, refs, host_best=None):
     times its candidate's second-fastest block (one fast block alone sets nothing). A block
     is its own probe: on the H200 a host-bound block ran 1.4-1.7x slower in spells that come
     and go within tens of ms, and a reference loop 40 ms before it read fast as often as
-    slow (docs/h200-run/tenth/cpu_sweep.txt); a
-    GPU-bound block varies by a few %. Whole rounds go, so each variant's rounds stay
-    paired with the baseline's; none unless timing.enough_left, nor where the thread's
-    reference loops (`refs`, per round) never ran within SLOWED of `host_best` (the host's
-    best, read in another process): a thread slowed throughout has no fast block to judge
-    by. Returns (rounds, {"left_out": rounds left out, "kept": slowed rounds kept in,
+    slow (docs/h200-run/tenth/cpu_sweep.txt); a GPU-bound block varies by a few %. Whole
+    rounds go, so each variant's rounds stay paired with the baseline's; none unless
+    timing.enough_left, nor where the thread's reference loops (`refs`, per round) never ran
+    within SLOWED of `host_best` (the host's best, read in another process): a thread
+    slowed throughout has no fast block to judge by. Returns (rounds, {"left_out": rounds left out, "kept": slowed rounds kept in,
     "reference_us": the thread's best loop})."""
     readings = [ref for block_refs in refs for ref in block_refs]
     best = timing.thread_best(readings)
