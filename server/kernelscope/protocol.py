@@ -290,15 +290,28 @@ class GpuSample(msgspec.Struct):
     """NVML's clocks-event (throttle) reasons seen in any reading, as a bit mask."""
 
 
+class ThreadUse(msgspec.Struct):
+    """One thread of the timing's process, over the timed calls."""
+
+    name: str
+    """As the system names it (``pt_autograd_0``: autograd's thread for device 0)."""
+    cpu: int
+    """The CPU it last ran on."""
+    cpu_s: float
+    """CPU seconds it spent (in ticks of the system's clock, 10 ms on Linux)."""
+    timing: bool = False
+    """The thread that made the calls."""
+
+
 class SlowedSpells(msgspec.Struct):
-    """The timed calls the host slowed: blocks beside a pure-Python reference loop (run in
-    the same thread between blocks) that ran more than SLOWED (1.3) times the thread's best."""
+    """The timed calls the host slowed: blocks of calls whose median ran more than SLOWED
+    (1.3) times the second-fastest block's (or all, where the timing thread's reference loop
+    never came within SLOWED of the host's best)."""
 
     share: float
     """Of the timed calls."""
     factor: float
-    """How much slower than its best the reference loop ran beside those blocks (their
-    median)."""
+    """How much slower than the second-fastest block those blocks ran (their median)."""
     us_per_call: float
     """The median of those calls."""
     reps: int
@@ -306,8 +319,7 @@ class SlowedSpells(msgspec.Struct):
     """Whether they were left out of the median (they are while a quarter of the calls remain,
     and when they ran no faster than the others)."""
     kept_because: Literal["", "most slowed", "not slower"] = ""
-    """Why they were kept in: most calls ran slowed, or they ran faster than the others (the
-    loop did not read what set the calls' time)."""
+    """Why they were kept in: most calls ran slowed, or they ran faster than the others."""
 
     def kept(self, reps: int) -> int:
         """Of `reps` timed calls, those the median and the spread are of."""
@@ -345,9 +357,13 @@ class UnprofiledTiming(msgspec.Struct):
     """The fastest reference loop of the timing (µs): the timing thread's CPU speed at its
     best, comparable between processes on one host (~40 µs on the lent H200's)."""
     host_reference_us: float | None = None
-    """In the clean worker: the profiling worker's ``reference_us``, the host's best. Blocks
-    are judged slowed against the faster of it and this thread's own best (a thread can be
-    slowed for all of its timing)."""
+    """In the clean worker: the profiling worker's ``reference_us``, the host's best: where
+    this thread's own best never came within SLOWED of it, the thread ran slowed for all of
+    its timing."""
+    threads: list[ThreadUse] = []
+    """The process's threads that ran during the timed calls (Linux), busiest first: a
+    training step's backward runs on autograd's own thread, and where the host puts it
+    beside the calling thread can move the figure (on the lent H200, 4.1 or 6.5 ms a step)."""
 
 
 class LineStat(msgspec.Struct):

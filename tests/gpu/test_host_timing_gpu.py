@@ -49,6 +49,13 @@ def fresh(spec: str, reps: int) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def placed(threads: list[dict[str, Any]]) -> str:
+    """Where a process's busy threads ran (UnprofiledTiming.threads as JSON): ``main@15
+    pt_autograd_0@0``, those of at least 5 % of the busiest's CPU time."""
+    busy = [t for t in threads if t["cpu_s"] >= 0.05 * threads[0]["cpu_s"]] if threads else []
+    return " ".join(f"{'main' if t['timing'] else t['name']}@{t['cpu']}" for t in busy)
+
+
 def slowed(s: dict[str, Any] | None) -> str:
     """A process's slowed calls (UnprofiledTiming.slowed as JSON), in a few words."""
     if s is None:
@@ -78,12 +85,14 @@ def test_unprofiled_time_is_within_ten_percent_of_fresh_processes(
     def said(t: Any) -> str:
         spent = t.window_s[1] - t.window_s[0]
         how = slowed(msgspec.to_builtins(t.slowed))
+        where = placed(msgspec.to_builtins(t.threads))
         return f"{t.process} {t.us_per_call:.1f} µs ({t.reps} calls in {spent:.2f} s, {how}, " + (
-            f"loop {t.reference_us:.1f} µs)"
+            f"loop {t.reference_us:.1f} µs, {where})"
         )
 
     each = "; ".join(
-        f"{r['us_per_call']:.1f} ({slowed(r['slowed'])}, loop {r['reference_us']:.1f} µs)"
+        f"{r['us_per_call']:.1f} ({slowed(r['slowed'])}, loop {r['reference_us']:.1f} µs, "
+        f"{placed(r['threads'])})"
         for r in runs
     )
     counted = f"at the host's speed {len(mine)} of 2 and {len(theirs)} of {len(runs)}"

@@ -7,7 +7,8 @@ reference the worker's unprofiled figure must match (issue 24, item 5).
 prints one JSON object: ``us_per_call`` (median), ``reps``, ``warmup_us_per_call``,
 ``cpu`` (the CPU it last ran on), ``window_s`` (when the timed calls ran, on
 ``time.monotonic()``), ``slowed`` (the calls the host slowed, as the worker reports them),
-``reference_us`` (its fastest reference loop: the thread's CPU speed at its best).
+``reference_us`` (its fastest reference loop: the thread's CPU speed at its best),
+``threads`` (the threads that ran during the timed calls, as the worker reports them).
 
 With KS_FRESH_AS_WORKER=1 the process takes on the two things the profiling worker's start
 leaves behind (TORCHINDUCTOR_BENCHMARK_KERNEL=1, and torch's objects collected and frozen out
@@ -109,6 +110,7 @@ def main() -> None:
     out["window_s"] = timing["window_s"]
     out["slowed"] = timing["slowed"]
     out["reference_us"] = timing["reference_us"]
+    out["threads"] = timing["threads"]
     print(json.dumps(out | {"warmup_us_per_call": per_call}))
 
 

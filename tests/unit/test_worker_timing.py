@@ -266,3 +266,41 @@ def test_a_requested_count_of_calls_is_kept_even_when_slowed(
         TimingJob(torch, 300), call, lambda: None, False, None, 300, True, 40.0
     )
     assert made[0] == out["reps"] == 300 and out["slowed"] is not None
+
+
+def test_the_threads_a_call_ran_on_are_reported(timing_module: Any) -> None:
+    """A call whose work runs on a thread of its own (as a training step's backward runs on
+    autograd's device thread): both threads are named, with their CPU and CPU time, the
+    timing thread marked. On the lent H200 where the host put that thread moved a
+    checkpointed step 4.1 or 6.5 ms (docs/h200-run/tenth/checkpointed_threads.txt)."""
+    import queue
+    import threading
+    import time
+
+    jobs: queue.Queue[float] = queue.Queue()
+    done: queue.Queue[None] = queue.Queue()
+
+    def helper() -> None:
+        while (seconds := jobs.get()) > 0:
+            end = time.thread_time() + seconds
+            while time.thread_time() < end:
+                pass
+            done.put(None)
+
+    worker = threading.Thread(target=helper, daemon=True)
+    worker.start()
+
+    def call() -> None:
+        jobs.put(0.01)  # 10 ms of CPU on the helper thread
+        done.get()
+
+    try:
+        out = timing_module.time_unprofiled(
+            TimingJob(torch, 20), call, lambda: None, False, None, 20
+        )
+    finally:
+        jobs.put(0.0)
+    busiest = out["threads"][0]  # the helper (its system name is the process's here)
+    assert busiest["cpu_s"] >= 0.1 and not busiest["timing"] and busiest["cpu"] >= 0
+    assert all(t["cpu_s"] <= busiest["cpu_s"] for t in out["threads"])
+    assert sum(t["timing"] for t in out["threads"]) <= 1  # the calling thread, if it ran a tick

@@ -92,6 +92,7 @@ def build_report(
             unprofiled_window_s=side.timing.window_s,
             unprofiled_slowed=side.timing.slowed,
             unprofiled_reference_us=side.timing.reference_us,
+            unprofiled_threads=side.timing.threads,
             host_reference_us=side.timing.host_reference_us,
         ),
         dead_window=DeadWindow(

@@ -20,6 +20,7 @@ from kernelscope.protocol import (
     LineTracerCost,
     MemoryPass,
     SlowedSpells,
+    ThreadUse,
 )
 
 
@@ -96,6 +97,8 @@ class Timing(msgspec.Struct):
     unprofiled_reference_us: float | None = None
     """The timing thread's pure-Python reference loop at its best (µs): its CPU's speed,
     comparable between processes of one host."""
+    unprofiled_threads: list[ThreadUse] = []
+    """The threads that ran during the timed calls (Linux): name, last CPU, CPU seconds."""
     host_reference_us: float | None = None
     """In the worker that never profiles: the profiling worker's reference loop (the host's
     best), against which its blocks were judged slowed too."""

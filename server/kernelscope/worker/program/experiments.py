@@ -620,8 +620,8 @@ def unslowed_rounds(out, refs, host_best=None):
     rounds go, so each variant's rounds stay paired with the baseline's; none unless
     timing.enough_left, nor where the thread's reference loops (`refs`, per round) never ran
     within SLOWED of `host_best` (the host's best, read in another process): a thread
-    slowed throughout has no fast block to judge by. Returns (rounds, {"left_out": rounds left out, "kept": slowed rounds kept in,
-    "reference_us": the thread's best loop})."""
+    slowed throughout has no fast block to judge by. Returns (rounds, {"left_out": rounds
+    left out, "kept": slowed rounds kept in, "reference_us": the thread's best loop})."""
     readings = [ref for block_refs in refs for ref in block_refs]
     best = timing.thread_best(readings)
     info = {"left_out": 0, "kept": 0, "reference_us": best}

@@ -1,7 +1,9 @@
 # pyright: basic
 """The call timed without the profiler: CUDA events on a GPU, ``perf_counter`` on the CPU."""
 
+import os
 import statistics
+import threading
 import time
 
 from .names import PROFILED_BUDGET_ENV, positive_env
@@ -186,6 +188,7 @@ def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best
     # TIMING_MAX_S; with ranks every rank makes every call (each may hold a collective).
     alone = job.ranks.dist is None
     asked = bool(job.req.get("timing_reps"))  # the request's count of calls is kept
+    threads_before = thread_times()
     began = time.monotonic()
     blocks = Blocks(host_best)
     deadline = blocks.began + 2 * TIMING_MAX_S
@@ -201,6 +204,7 @@ def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best
     method = "cuda_events" if cuda else "perf_counter"
     window = [began, time.monotonic()]
     gpu = sampler.stop() if sampler is not None else None
+    threads = threads_used(threads_before, thread_times())
     # Left out only where the host decides the calls' time (on a GPU the calls of a block run
     # there later, behind the queue) and one process times them (ranks stall on each other).
     host_bound = _host_bound(blocks, samples, cuda)
@@ -225,6 +229,7 @@ def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best
         "slowed": slowed,
         "reference_us": thread_best(blocks.refs),
         "host_reference_us": host_best,
+        "threads": threads,
     }
 
 
@@ -280,6 +285,39 @@ def _more_calls(blocks, samples, reps, cuda):
         return 0
     _, _, slowed = blocks.unslowed(samples)
     return 0 if slowed is not None and slowed["kept_because"] == "not slower" else max(1, reps // 4)
+
+
+def thread_times():
+    """Each thread of this process: {native id: (name, the CPU it last ran on, CPU
+    seconds)}, from /proc/self/task (Linux); {} where there is none."""
+    out = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+        tick = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return out
+    for tid in tids:
+        try:
+            with open("/proc/self/task/%s/stat" % tid) as f:
+                fields = f.read().rpartition(")")[2].split()
+            with open("/proc/self/task/%s/comm" % tid) as f:
+                name = f.read().strip()
+            out[int(tid)] = (name, int(fields[36]), (int(fields[11]) + int(fields[12])) / tick)
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+    return out
+
+
+def threads_used(before, after):
+    """The threads that spent CPU time between two thread_times readings, busiest first:
+    name, last CPU, CPU seconds, and whether it is this one (the timing thread)."""
+    me = threading.get_native_id()
+    used = []
+    for tid, (name, cpu, total) in after.items():
+        spent = total - before.get(tid, (name, cpu, 0.0))[2]
+        if spent > 0:
+            used.append({"name": name, "cpu": cpu, "cpu_s": round(spent, 3), "timing": tid == me})
+    return sorted(used, key=lambda t: -t["cpu_s"])
 
 
 def thread_best(readings):
