@@ -305,13 +305,13 @@ class ThreadUse(msgspec.Struct):
 
 class SlowedSpells(msgspec.Struct):
     """The timed calls the host slowed: blocks of calls whose median ran more than SLOWED
-    (1.3) times the second-fastest block's (or all, where the timing thread's reference loop
-    never came within SLOWED of the host's best)."""
+    (1.3) times a fast block's (the one a fifth of the blocks beat; or all, where the timing
+    thread's reference loop never came within SLOWED of the host's best)."""
 
     share: float
     """Of the timed calls."""
     factor: float
-    """How much slower than the second-fastest block those blocks ran (their median)."""
+    """How much slower than that fast block those blocks ran (their median)."""
     us_per_call: float
     """The median of those calls."""
     reps: int
@@ -363,7 +363,8 @@ class UnprofiledTiming(msgspec.Struct):
     threads: list[ThreadUse] = []
     """The process's threads that ran during the timed calls (Linux), busiest first: a
     training step's backward runs on autograd's own thread, and where the host puts it
-    beside the calling thread can move the figure (on the lent H200, 4.1 or 6.5 ms a step)."""
+    beside the calling thread can move the figure (on the lent H200 a checkpointed step, both
+    threads pinned to one vCPU or to two: 4.1 or 6.5 ms in one pair of processes)."""
 
 
 class LineStat(msgspec.Struct):

@@ -133,7 +133,7 @@ def footprint_of(op: Op) -> float:
     """Distinct bytes one call of `op` touches (its working set): its bytes, but an in-place
     op's tensor once, though it is read and written."""
     name = op.name
-    if name in FLOP_OPS or name in MOVEMENT:
+    if name in FLOP_OPS or name in MOVEMENT or name in POOL_BACKWARD:
         return bytes_of(op)
     inputs = op.inputs()
     held = held_bytes(by_position(inputs) or [], inputs.strides)

@@ -613,7 +613,7 @@ def _block_us(torch, call, n, sync, cuda):
 
 def unslowed_rounds(out, refs, host_best=None):
     """The rounds the host did not slow: none of their blocks ran more than timing.SLOWED
-    times its candidate's second-fastest block (one fast block alone sets nothing). A block
+    times its candidate's at_speed_anchor (about its fifth-fastest of 20). A block
     is its own probe: on the H200 a host-bound block ran 1.4-1.7x slower in spells that come
     and go within tens of ms, and a reference loop 40 ms before it read fast as often as
     slow (docs/h200-run/tenth/cpu_sweep.txt); a GPU-bound block varies by a few %. Whole
@@ -631,7 +631,7 @@ def unslowed_rounds(out, refs, host_best=None):
     base = timing.best_speed(readings, host_best)
     if best is not None and base is not None and best > timing.SLOWED * base:
         return out, info | {"kept": total}
-    fast = {name: sorted(us)[1] for name, us in out.items() if len(us) > 1}
+    fast = {name: timing.at_speed_anchor(us) for name, us in out.items() if len(us) > 1}
     keep = [
         i
         for i in range(total)
