@@ -12,6 +12,7 @@ import pytest
 
 from kernelscope.analysis.costs.batch_norm import batch_norm_reread_bytes
 from kernelscope.analysis.costs.per_op import op_bytes
+from kernelscope.analysis.costs.pooling import pool_forward_bytes
 from kernelscope.analysis.peaks import datasheet_peaks
 from kernelscope.analysis.trace_model import OpInputs
 
@@ -72,3 +73,59 @@ def test_max_pool_backward_reads_the_gradient_and_indices_not_the_input() -> Non
     )  # fmt: skip
     modelled = op_bytes(row["name"], inputs) * row["calls_per_step"]
     assert modelled == pytest.approx(row["bytes_per_step"], rel=0.01)
+
+
+def test_max_pool_forward_writes_its_indices_too() -> None:
+    """ResNet's stem: 3x3, stride 2, padding 1 (its Concrete Inputs as torch records them)."""
+    (row,) = measured_rows("aten::max_pool2d_with_indices")
+    (source,) = dims(row["shapes"])
+    inputs = OpInputs(
+        dims=[source, [], [], [], [], []],
+        types=["c10::Half", "ScalarList", "ScalarList", "ScalarList", "ScalarList", "Scalar"],
+    )
+    concrete = ["", "[3, 3]", "[2, 2]", "[1, 1]", "[1, 1]", "False"]
+    modelled = op_bytes(row["name"], inputs, concrete) * row["calls_per_step"]
+    assert modelled == pytest.approx(row["bytes_per_step"], rel=0.01)
+    unknown = op_bytes(row["name"], inputs, [])  # no kernel size: the generic rule
+    assert unknown == pytest.approx(2 * 64 * 64 * 112 * 112 * 2, rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("size", "kernel", "stride", "padding", "ceil", "out"),
+    [
+        (112, 3, 2, 1, False, 56),
+        (7, 2, 2, 0, False, 3),
+        (7, 2, 2, 0, True, 4),
+        (5, 3, 2, 1, True, 3),
+    ],
+)
+def test_pooled_sizes_follow_aten(
+    size: int, kernel: int, stride: int, padding: int, ceil: bool, out: int
+) -> None:
+    import torch
+
+    got = torch.nn.functional.max_pool2d(
+        torch.zeros(1, 1, size, size), kernel, stride, padding, ceil_mode=ceil
+    ).shape[-1]
+    assert got == out  # ATen's own
+    args: list[Any] = [([1, 1, size, size], "float")]
+    concrete = ["", f"[{kernel}, {kernel}]", f"[{stride}, {stride}]", f"[{padding}, {padding}]",
+                "[1, 1]", str(ceil)]  # fmt: skip
+    elements = out * out
+    assert pool_forward_bytes("aten::max_pool2d_with_indices", args, concrete) == (
+        size * size * 4 + elements * (4 + 8)
+    )
+
+
+def test_a_resnet_trace_pools_into_values_and_indices() -> None:
+    """fixtures/resnet50 (inference, bf16, batch 128): its stem's max pool, through the whole
+    roofline, reads 128x64x112x112 and writes 128x64x56x56 values and int64 indices."""
+    from kernelscope.analysis.diagnose import analyze
+    from kernelscope.analysis.facts import Options
+    from kernelscope.analysis.trace_model import load_trace
+
+    trace = load_trace(FIXTURES / "resnet50" / "raw.json.gz")
+    roofline = analyze(trace, None, Options(peaks=datasheet_peaks("NVIDIA H200"))).roofline
+    (pool,) = [r for r in roofline if r.name == "aten::max_pool2d_with_indices"]
+    per_call = (pool.bytes_per_step or 0.0) / pool.calls_per_step
+    assert per_call == pytest.approx(128 * 64 * (112 * 112 * 2 + 56 * 56 * (2 + 8)))

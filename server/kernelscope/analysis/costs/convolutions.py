@@ -11,6 +11,7 @@ from kernelscope.analysis.costs.tensors import (
     FLAGS,
     Tensor,
     concrete_ints,
+    concrete_per_dim,
     concrete_value,
     numel,
     size_of,
@@ -100,11 +101,11 @@ def conv_costs(where: _Conv, args: list[Tensor | None], concrete: list[Any]) -> 
         raise ValueError("shapes of no convolution")
     batch, sizes, kernel = numel(xs[: -spatial - 1]), xs[-spatial:], ws[2:]
     transposed = where.transposed or concrete_value(concrete, where.transposed_at) == "True"
-    stride = _per_dim(concrete, where.stride, spatial) or [1] * spatial
-    dilation = _per_dim(concrete, where.dilation, spatial) or [1] * spatial
-    padding = _per_dim(concrete, where.padding, spatial)  # a str padding is recorded as ''
+    stride = concrete_per_dim(concrete, where.stride, spatial) or [1] * spatial
+    dilation = concrete_per_dim(concrete, where.dilation, spatial) or [1] * spatial
+    padding = concrete_per_dim(concrete, where.padding, spatial)  # a str padding is recorded as ''
     pads: list[int | None] = [None] * spatial if padding is None else [*padding]
-    extra = _per_dim(concrete, where.output_padding, spatial) or [0] * spatial
+    extra = concrete_per_dim(concrete, where.output_padding, spatial) or [0] * spatial
     out = list(map(_out_size, sizes, kernel, stride, pads, dilation, extra, [transposed] * spatial))
     groups = (concrete_ints(concrete, where.groups) or [1])[0]
     channels = ws[1] * max(1, groups) if transposed else ws[0]
@@ -123,14 +124,6 @@ def _out_size(
             0, n * s if padding is None else (n - 1) * s - 2 * padding + d * (k - 1) + extra + 1
         )
     return max(0, -(-n // s) if padding is None else (n + 2 * padding - d * (k - 1) - 1) // s + 1)
-
-
-def _per_dim(concrete: list[Any], index: int, spatial: int) -> list[int] | None:
-    """A per-dimension list argument (one value stands for all); None when not recorded."""
-    values = concrete_ints(concrete, index)
-    if len(values) == 1:
-        return values * spatial
-    return values if len(values) == spatial else None
 
 
 def conv_backward_costs(

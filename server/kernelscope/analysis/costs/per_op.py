@@ -31,7 +31,12 @@ from kernelscope.analysis.costs.elementwise import (
 )
 from kernelscope.analysis.costs.generated import inductor_estimate, template_matmul_flops
 from kernelscope.analysis.costs.movement import MOVEMENT, movement_bytes
-from kernelscope.analysis.costs.pooling import POOL_BACKWARD, pool_backward_bytes
+from kernelscope.analysis.costs.pooling import (
+    POOL_BACKWARD,
+    POOL_FORWARD,
+    pool_backward_bytes,
+    pool_forward_bytes,
+)
 from kernelscope.analysis.costs.products import (
     MATMULS,
     MATVECS,
@@ -50,6 +55,7 @@ BY_CONCRETE = (
     | ATTENTION
     | MOVEMENT
     | frozenset(n for n, p in PRODUCTS.items() if p.added >= 0 or p.out_dtype >= 0)
+    | POOL_FORWARD
 )
 _ABSENT = msgspec.Raw(b"")  # not valid JSON: no field's raw text equals it
 _SEPARATOR = b"\0"  # nor does any hold a NUL byte: joined, they are told apart
@@ -126,6 +132,10 @@ def op_bytes(name: str, inputs: OpInputs, concrete: list[Any] | None = None) -> 
     args = by_position(inputs) or []
     if name in POOL_BACKWARD:
         return pool_backward_bytes(args)
+    if name in POOL_FORWARD:
+        return pool_forward_bytes(name, args, concrete or []) or elementwise_bytes(
+            name, tensors(inputs), held_bytes(args, inputs.strides)
+        )
     return elementwise_bytes(name, tensors(inputs), held_bytes(args, inputs.strides))
 
 
@@ -133,7 +143,7 @@ def footprint_of(op: Op) -> float:
     """Distinct bytes one call of `op` touches (its working set): its bytes, but an in-place
     op's tensor once, though it is read and written."""
     name = op.name
-    if name in FLOP_OPS or name in MOVEMENT or name in POOL_BACKWARD:
+    if name in FLOP_OPS or name in MOVEMENT or name in POOL_BACKWARD or name in POOL_FORWARD:
         return bytes_of(op)
     inputs = op.inputs()
     held = held_bytes(by_position(inputs) or [], inputs.strides)

@@ -122,6 +122,14 @@ def concrete_ints(values: list[Any], index: int) -> list[int]:
     return [int(v) for v in _INTS.findall(concrete_value(values, index))]
 
 
+def concrete_per_dim(values: list[Any], index: int, spatial: int) -> list[int] | None:
+    """A per-dimension list argument (one value stands for all); None when not recorded."""
+    ints = concrete_ints(values, index)
+    if len(ints) == 1:
+        return ints * spatial
+    return ints if len(ints) == spatial else None
+
+
 def concrete_number(values: list[Any], index: int) -> float | None:
     try:
         return float(concrete_value(values, index))
