@@ -316,10 +316,11 @@ class SlowedSpells(msgspec.Struct):
     """The median of those calls."""
     reps: int
     left_out: bool
-    """Whether they were left out of the median (they are while a quarter of the calls remain,
-    and when they ran no faster than the others)."""
+    """Whether they were left out of the median (they are while a quarter of the calls
+    remain)."""
     kept_because: Literal["", "most slowed", "not slower"] = ""
-    """Why they were kept in: most calls ran slowed, or they ran faster than the others."""
+    """Why they were kept in: most calls ran slowed; "not slower" (they ran faster than the
+    others) only in timings made before 2026-12-04 night, when a reference loop judged them."""
 
     def kept(self, reps: int) -> int:
         """Of `reps` timed calls, those the median and the spread are of."""

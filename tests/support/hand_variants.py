@@ -10,6 +10,7 @@ docs/h200-run/timing/try_vs_hand.py (GPU only)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from typing import Any
@@ -90,12 +91,9 @@ for r in range(15):
 # host's slowed CPU) left out while a quarter remain, as the worker leaves them out
 # (timing.SLOWED, experiments.unslowed_rounds): at least 3 of the 15
 best = sorted(x for ref in refs for x in ref)[1]
-def anchor(us):  # timing.at_speed_anchor: the block a fifth of the others beat
-    us = sorted(us)
-    at = us[max(1, (len(us) - 1) // 5)]
-    return us[1] if at > 1.3 * us[1] else at
-fast = {k: anchor([us for rnd in rounds for name, us in rnd if name == k]) for k in calls}
-keep = [rnd for rnd in rounds if all(us <= 1.3 * fast[name] for name, us in rnd)]
+from kernelscope.worker.program.timing import SLOWED, at_speed_anchor  # after the timing
+fast = {k: at_speed_anchor([us for rnd in rounds for name, us in rnd if name == k]) for k in calls}
+keep = [rnd for rnd in rounds if all(us <= SLOWED * fast[name] for name, us in rnd)]
 rounds = keep if len(keep) >= 3 else rounds
 med = {k: statistics.median(us for rnd in rounds for name, us in rnd if name == k) for k in calls}
 print(json.dumps({"us": med, "speedup": {k: med["baseline"] / med[k] for k in med},
@@ -106,9 +104,10 @@ print(json.dumps({"us": med, "speedup": {k: med["baseline"] / med[k] for k in me
 
 def compare(name: str, variants: str) -> dict[str, Any]:
     """Both measurements of one workload: {"hand": ..., "try": ..., "error": ...}."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "server")}  # the worker's timing rule
     hand = subprocess.run(
         [sys.executable, "-c", HAND, f"{W}::{name}", variants],
-        capture_output=True, text=True, timeout=150, check=False,
+        capture_output=True, text=True, timeout=150, check=False, env=env,
     )  # fmt: skip
     argv = [sys.executable, "-m", "kernelscope", "try", f"{W}::{name}", "--device", "cuda"]
     ks = subprocess.run(

@@ -11,17 +11,13 @@ import json
 from functools import cache
 from typing import Any
 
-import msgspec
 import pytest
 
-from kernelscope.analysis.diagnose import Analysis, analyze
-from kernelscope.analysis.facts import Options
-from kernelscope.analysis.peaks import datasheet_peaks
+from kernelscope.analysis.diagnose import Analysis
 from kernelscope.analysis.roofline import OpRoof
-from kernelscope.analysis.trace_model import load_trace
-from kernelscope.protocol import Sidecar
 
 from support import FIXTURES
+from support.recorded import analyzed
 
 PARAMETERS = 8 * (2048 * 2048 + 2048)  # fixtures/workloads/fused_step.py: 8 Linear(2048, 2048)
 CASES = {"adamw_fused": 28, "adamw_fused_scaled": 32}  # bytes a parameter, a step
@@ -29,14 +25,7 @@ CASES = {"adamw_fused": 28, "adamw_fused_scaled": 32}  # bytes a parameter, a st
 
 @cache
 def analysis(name: str, raw: bool) -> Analysis:
-    """The live trace with its sidecar, or the raw trace alone, against the H200's datasheet."""
-    folder = FIXTURES / name
-    options = Options(peaks=datasheet_peaks("NVIDIA H200"))
-    if raw:
-        return analyze(load_trace(folder / "raw.json.gz"), None, options)
-    side = msgspec.json.decode((folder / "sidecar.json").read_bytes(), type=Sidecar)
-    cold = load_trace(folder / "cold.json.gz")
-    return analyze(load_trace(folder / "trace.json.gz"), side, options, cold_trace=cold)
+    return analyzed(name, raw)
 
 
 def measured(name: str) -> dict[tuple[str, str], dict[str, Any]]:

@@ -10,17 +10,13 @@ import json
 from functools import cache
 from typing import Any
 
-import msgspec
 import pytest
 
-from kernelscope.analysis.diagnose import Analysis, analyze
-from kernelscope.analysis.facts import Options
-from kernelscope.analysis.peaks import datasheet_peaks
+from kernelscope.analysis.diagnose import Analysis
 from kernelscope.analysis.roofline import OpRoof
-from kernelscope.analysis.trace_model import load_trace
-from kernelscope.protocol import Sidecar
 
 from support import FIXTURES
+from support.recorded import analyzed
 
 FOLDER = FIXTURES / "neox_train"
 PARAMETERS = 70_557_696  # GPTNeoXConfig(vocab 50432, hidden 512, 6 layers, ffn 2048)
@@ -30,12 +26,7 @@ LOGITS = 4096 * 50432 * 4  # 8 x 512 tokens, fp32 under autocast's log_softmax
 @cache
 def analysis(raw: bool) -> Analysis:
     """The live trace with its sidecar, or the raw trace alone, against the H200's datasheet."""
-    options = Options(peaks=datasheet_peaks("NVIDIA H200"))
-    if raw:
-        return analyze(load_trace(FOLDER / "raw.json.gz"), None, options)
-    side = msgspec.json.decode((FOLDER / "sidecar.json").read_bytes(), type=Sidecar)
-    cold = load_trace(FOLDER / "cold.json.gz")
-    return analyze(load_trace(FOLDER / "trace.json.gz"), side, options, cold_trace=cold)
+    return analyzed(FOLDER.name, raw)
 
 
 def measured() -> dict[tuple[str, str], dict[str, Any]]:

@@ -11,14 +11,12 @@ from typing import Any
 import msgspec
 import pytest
 
-from kernelscope.analysis.diagnose import Analysis, analyze
-from kernelscope.analysis.peaks import datasheet_peaks
-from kernelscope.analysis.trace_model import load_trace
+from kernelscope.analysis.diagnose import Analysis
 from kernelscope.protocol import Sidecar
 
 from support import FIXTURES
+from support.recorded import analyzed
 
-H200 = datasheet_peaks("NVIDIA H200")
 REAL = sorted(p.parent.name for p in FIXTURES.glob("*/raw.json.gz"))
 
 
@@ -29,15 +27,7 @@ def meta(name: str) -> dict[str, Any]:
 def run(name: str, raw: bool = False) -> Analysis:
     """The analysis of the fixture's kernelscope trace with its sidecar, or of its raw trace
     alone (datasheet peaks, so the numbers do not depend on this machine's cache)."""
-    from kernelscope.analysis.facts import Options
-
-    folder = FIXTURES / name
-    options = Options(peaks=H200)
-    if raw:
-        return analyze(load_trace(folder / "raw.json.gz"), None, options)
-    side = msgspec.json.decode((folder / "sidecar.json").read_bytes(), type=Sidecar)
-    cold = load_trace(folder / "cold.json.gz")
-    return analyze(load_trace(folder / "trace.json.gz"), side, options, cold_trace=cold)
+    return analyzed(name, raw)
 
 
 def codes(a: Analysis) -> list[str]:

@@ -76,7 +76,7 @@ def elementwise_bytes(name: str, args: list[Tensor], held: list[int] | None = No
     the largest argument's size for the rest."""
     if not args:
         return 0.0
-    read = sum(held) if held is not None and len(held) == len(args) else sum(map(size_of, args))
+    read = _read(args, held)
     # an Inductor-generated Triton kernel is recorded with its output buffers among its
     # arguments: each is read or written once
     generated = name.startswith(GENERATED_KERNEL_PREFIX)
@@ -88,7 +88,10 @@ def elementwise_footprint(name: str, args: list[Tensor], held: list[int] | None 
     """Distinct bytes one call touches: its bytes, but an in-place op (``add_``) writes a
     tensor it also reads, counted once."""
     if name.endswith("_") and args and not name.startswith(GENERATED_KERNEL_PREFIX):
-        return float(
-            sum(held) if held is not None and len(held) == len(args) else sum(map(size_of, args))
-        )
+        return float(_read(args, held))
     return elementwise_bytes(name, args, held)
+
+
+def _read(args: list[Tensor], held: list[int] | None) -> int:
+    """Bytes the arguments' memory holds: `held` where it has one per argument, else their sizes."""
+    return sum(held) if held is not None and len(held) == len(args) else sum(map(size_of, args))

@@ -132,10 +132,8 @@ def op_bytes(name: str, inputs: OpInputs, concrete: list[Any] | None = None) -> 
     args = by_position(inputs) or []
     if name in POOL_BACKWARD:
         return pool_backward_bytes(args)
-    if name in POOL_FORWARD:
-        return pool_forward_bytes(name, args, concrete or []) or elementwise_bytes(
-            name, tensors(inputs), held_bytes(args, inputs.strides)
-        )
+    if name in POOL_FORWARD and (pooled := pool_forward_bytes(name, args, concrete or [])):
+        return pooled
     return elementwise_bytes(name, tensors(inputs), held_bytes(args, inputs.strides))
 
 
