@@ -452,7 +452,7 @@ def _slowed(t: Timing) -> list[str]:
     )
     return [
         f"            the host ran this thread's CPU {s.factor:.1f}x slower during {s.share:.0%} "
-        f"of the timed calls (a pure-Python loop timed beside them); those "
+        f"of the timed calls (their blocks against the fast ones); those "
         f"{s.reps} took {fmt_us(s.us_per_call)} (median), {fate}"
     ]
 
