@@ -303,3 +303,106 @@ def test_names_ncu_matched_none_of_fall_back_to_the_calls_first_kernels(
     counters = asyncio.run(measure_counters(_request(), result))
     assert len(asked) == 2 and "Kernel2" in asked[0] and asked[1] == []
     assert counters.kernels and counters.functions == [] and not counters.error
+
+
+def _held_for(path: str) -> bool:
+    """In the analysis process: whether it holds the trace at `path` (taking it)."""
+    from kernelscope.app.held_trace import HELD
+
+    return HELD.take(path) is not None
+
+
+def _copied_prefill(tmp_path: Path) -> JobResult:
+    """GPT-2's prefill job (219 kernels a call), its trace in `tmp_path`, where the report
+    saves the sidecar."""
+    import shutil
+
+    trace = tmp_path / "prefill.pt.trace.json.gz"
+    shutil.copy(FIXTURES / "gpt2_prefill" / "trace.json.gz", trace)
+    side = msgspec.json.decode(
+        (FIXTURES / "gpt2_prefill" / "sidecar.json").read_bytes(), type=Sidecar
+    )
+    side.cold.trace_path = None
+    finished = ProfileFinished(job_id="j", trace_path=str(trace), sidecar=side)
+    return JobResult(finished, _gpu_result().ready)
+
+
+def test_counters_read_the_trace_once_and_the_report_takes_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`--counters` reads the profile's trace to choose the kernels to measure; the report
+    built after it takes that trace instead of reading the file again, and is the report
+    a fresh read gives. A trace is taken once: the next report reads the file."""
+    import kernelscope.app.counters as app_counters
+    import kernelscope.app.held_trace as held_trace
+    import kernelscope.report.build as build
+    from kernelscope.app.profile import add_counters, job_report
+    from kernelscope.engine.counters import NcuRun
+
+    csv = (FIXTURES / "counters_probe" / "ncu_raw_cache_all.csv").read_text()
+
+    async def run(*args: Any, functions: Sequence[str] = (), **kwargs: Any) -> NcuRun:
+        return NcuRun(csv, 12.0, 64, [])
+
+    reads: list[str] = []
+
+    def counted(load: Any) -> Any:
+        def load_trace(path: Any, *args: Any) -> Any:
+            reads.append(str(path))
+            return load(path, *args)
+
+        return load_trace
+
+    monkeypatch.setattr(app_counters, "run_under_ncu", run)
+    monkeypatch.setattr(held_trace, "load_trace", counted(held_trace.load_trace))
+    monkeypatch.setattr(build, "load_trace", counted(build.load_trace))
+    result = _copied_prefill(tmp_path)
+    asyncio.run(add_counters(_request(), result, None, None, None, 60.0))
+    assert result.finished.sidecar.counters is not None
+    assert result.finished.sidecar.counters.functions  # chosen from the trace
+    held = job_report(result, str(FIXTURES / "gpt2_prefill" / "transformer.py"), "prefill")
+    assert reads == [result.finished.trace_path]
+    fresh = job_report(result, str(FIXTURES / "gpt2_prefill" / "transformer.py"), "prefill")
+    assert reads == [result.finished.trace_path] * 2
+    assert held.roofline and held.ops
+    assert msgspec.json.encode(held.roofline) == msgspec.json.encode(fresh.roofline)
+    assert msgspec.json.encode(held.ops) == msgspec.json.encode(fresh.ops)
+
+
+def test_a_held_trace_is_let_go_for_another_file_or_a_changed_one(tmp_path: Path) -> None:
+    import os
+    import shutil
+
+    from kernelscope.app.held_trace import HeldTrace
+
+    one, two = tmp_path / "one.json.gz", tmp_path / "two.json.gz"
+    for path in (one, two):
+        shutil.copy(FIXTURES / "matmul_add_64" / "trace.json.gz", path)
+    held = HeldTrace()
+    held.read(one)
+    assert held.take(two) is None and held.take(one) is not None and held.take(one) is None
+    held.read(one)
+    held.read(two)  # replaces it
+    assert held.take(one) is None and held.take(two) is not None
+    held.read(one)
+    os.utime(one, ns=(1, 1))  # rewritten since it was read
+    assert held.take(one) is None
+
+
+def test_the_editor_chooses_the_kernels_in_its_analysis_process(tmp_path: Path) -> None:
+    """The editor's server never reads the trace for `--counters`: the kernels are chosen in
+    the analysis process, which holds the trace there for the job's report."""
+    from kernelscope.app.analysis_pool import AnalysisPool
+    from kernelscope.app.counters import costliest_kernels
+    from kernelscope.app.held_trace import HELD
+
+    result = _copied_prefill(tmp_path)
+    pool = AnalysisPool()
+    try:
+        chosen = asyncio.run(pool.run(costliest_kernels, result.finished, 64))
+        assert "Kernel2" in chosen
+        assert HELD.take(result.finished.trace_path) is None  # not here
+        assert asyncio.run(pool.run(_held_for, result.finished.trace_path))
+        assert not asyncio.run(pool.run(_held_for, result.finished.trace_path))
+    finally:
+        pool.close()

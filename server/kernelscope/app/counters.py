@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 
 import msgspec
 
 from kernelscope.analysis.counters import CountersError, costliest_functions, parse_ncu_csv
 from kernelscope.analysis.timeline import build_timeline
-from kernelscope.analysis.trace_model import load_trace
+from kernelscope.app.held_trace import HELD
 from kernelscope.engine.counters import (
     DEFAULT_KERNELS,
     CountersUnavailable,
@@ -21,11 +21,15 @@ from kernelscope.engine.counters import (
 )
 from kernelscope.engine.remotes import Remote
 from kernelscope.engine.runner import JobFailed, JobResult
-from kernelscope.protocol import Counters, RunProfile
+from kernelscope.protocol import Counters, ProfileFinished, RunProfile
 
 NEEDS_CUDA = "hardware counters need a CUDA GPU: this call ran on the CPU"
 HERE_ONLY = "--counters measures on this machine's GPU only (not on a remote yet)"
 NOT_IN_PLACE = "--counters measures a captured call; a loop run in place cannot be run again"
+
+#: Chooses the kernel functions to measure for a job and a launch count (costliest_kernels,
+#: run where the caller keeps its traces: a thread, or the editor's analysis process).
+Chooser = Callable[[ProfileFinished, int], Awaitable[list[str]]]
 
 
 async def measure_counters(
@@ -36,12 +40,13 @@ async def measure_counters(
     timeout: float = 300.0,
     launch_count: int = DEFAULT_KERNELS,
     ncu_path: str | None = None,
-    choose: bool = True,
+    choose: Chooser | None = None,
 ) -> Counters:
     """The counters of the profiled call, or a Counters whose ``error`` says in one line why
     there are none (never raises for a machine that cannot measure). A call of more kernels
-    than `launch_count` has its costliest functions measured (`choose`), and its first
-    kernels where ncu found none of those names."""
+    than `launch_count` has its costliest functions measured (`choose`: costliest_kernels in
+    a thread by default; its trace is held for the report), and its first kernels where ncu
+    found none of those names."""
     side = result.finished.sidecar
     if side.device_type != "cuda":
         return Counters(error=NEEDS_CUDA)
@@ -56,7 +61,7 @@ async def measure_counters(
             request = msgspec.structs.replace(
                 request, entry=msgspec.structs.replace(entry, capture=site.saved)
             )
-    functions = await asyncio.to_thread(_costliest, result, launch_count) if choose else []
+    functions = await (choose or _in_thread)(result.finished, launch_count)
     try:
         run = await run_under_ncu(
             request, python or sys.executable, timeout, launch_count, ncu_path,
@@ -71,7 +76,7 @@ async def measure_counters(
     except CountersError as e:
         if functions and ncu_failure(run.log) is None:  # the names matched none: the first
             return await measure_counters(
-                request, result, python, remote, timeout, launch_count, ncu_path, choose=False
+                request, result, python, remote, timeout, launch_count, ncu_path, _none
             )
         return Counters(error=ncu_failure(run.log) or str(e), seconds=run.seconds)
     return Counters(
@@ -83,11 +88,20 @@ async def measure_counters(
     )
 
 
-def _costliest(result: JobResult, launch_count: int) -> list[str]:
-    """The kernel functions to measure, from the profile's own trace (costliest_functions);
-    [] where the trace cannot be read (then the call's first kernels are measured)."""
+def costliest_kernels(finished: ProfileFinished, launch_count: int) -> list[str]:
+    """The kernel functions to measure, from the profile's own trace (costliest_functions),
+    the trace held for the report (held_trace); [] where it cannot be read (then the call's
+    first kernels are measured)."""
     try:
-        timeline = build_timeline(load_trace(Path(result.finished.trace_path)))
+        timeline = build_timeline(HELD.read(finished.trace_path))
         return costliest_functions(timeline.events, timeline.steps, launch_count)
     except Exception:  # any trace it cannot read: the first kernels are measured, as before
         return []
+
+
+async def _in_thread(finished: ProfileFinished, launch_count: int) -> list[str]:
+    return await asyncio.to_thread(costliest_kernels, finished, launch_count)
+
+
+async def _none(finished: ProfileFinished, launch_count: int) -> list[str]:
+    return []

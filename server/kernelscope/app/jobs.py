@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from kernelscope.analysis.experiments import Experiments, suggested
 from kernelscope.app.analysis_pool import AnalysisFailed, AnalysisPool, report_read
+from kernelscope.app.counters import costliest_kernels
 from kernelscope.app.distributed import distributed_job
 from kernelscope.app.experiments import run_experiments, try_request
 from kernelscope.app.history import Delta, delta
@@ -282,7 +283,9 @@ class ProfileService:
         if counters is None:
             counters = target.project.counters or self.settings.counters
         if counters:
-            await add_counters(request, result, spec.python, remote, on_progress, spec.timeout)
+            await add_counters(
+                request, result, spec.python, remote, on_progress, spec.timeout, self._choose
+            )
         if on_progress:
             on_progress(JobProgress(job_id=request.job_id, stage="analysis"))
         record = await self._analyze(
@@ -352,11 +355,20 @@ class ProfileService:
         store.add(record, spec.source)
         return record
 
-    async def _analyze(self, job: Callable[..., T], *args: object) -> T:
-        """Run an analysis job in the analysis process; its death is a job failure."""
-        big = any(isinstance(a, Path) and _size(a) > BIG_TRACE_BYTES for a in args) or any(
-            isinstance(a, ProfileFinished) and _size(Path(a.trace_path)) > BIG_TRACE_BYTES // 8
-            for a in args
+    async def _choose(self, finished: ProfileFinished, launch_count: int) -> list[str]:
+        """The kernels ``--counters`` measures, chosen in the analysis process: the trace it
+        reads stays there for the job's report (``analyze_job``), not in the server."""
+        return await self._analyze(costliest_kernels, finished, launch_count, keep=True)
+
+    async def _analyze(self, job: Callable[..., T], *args: object, keep: bool = False) -> T:
+        """Run an analysis job in the analysis process; its death is a job failure. A big
+        trace's process is let go after, unless it is to `keep` what it read."""
+        big = not keep and (
+            any(isinstance(a, Path) and _size(a) > BIG_TRACE_BYTES for a in args)
+            or any(
+                isinstance(a, ProfileFinished) and _size(Path(a.trace_path)) > BIG_TRACE_BYTES // 8
+                for a in args
+            )
         )
         try:
             return await self.analysis.run(job, *args, recycle=big)

@@ -11,7 +11,8 @@ from typing import Any
 
 import msgspec
 
-from kernelscope.app.counters import measure_counters
+from kernelscope.app.counters import Chooser, measure_counters
+from kernelscope.app.held_trace import HELD
 from kernelscope.engine.dispatch import runner_for
 from kernelscope.engine.project import Project, provider_hint
 from kernelscope.engine.remotes import Remote, find_remote
@@ -66,23 +67,33 @@ async def add_counters(
     remote: Remote | None,
     on_progress: ProgressCallback | None,
     timeout: float,
+    choose: Chooser | None = None,
 ) -> None:
     """Measure the job's call under Nsight Compute and keep what came of it in its sidecar
-    (the counters, or the one line that says why there are none)."""
+    (the counters, or the one line that says why there are none). `choose` picks the kernels
+    where the report will be built (the trace it reads is held for it: ``job_report``)."""
     if on_progress is not None:
         on_progress(JobProgress(job_id=request.job_id, stage="counters"))
     t = time.perf_counter()
-    measured = await measure_counters(request, result, python, remote, max(timeout, 300.0))
+    measured = await measure_counters(
+        request, result, python, remote, max(timeout, 300.0), choose=choose
+    )
     result.finished.sidecar.counters = measured
     result.stages_s["counters"] = time.perf_counter() - t
 
 
 def job_report(result: JobResult, path: str, qualname: str, remote: str | None = None) -> Report:
-    """Save the job's sidecar beside its trace and build its report (reads the traces;
-    raises TraceError)."""
+    """Save the job's sidecar beside its trace and build its report (reads the traces, or
+    takes the one ``--counters`` read and held; raises TraceError)."""
     save_sidecar(result.finished)
     return report_for_job(
-        result.finished, path, qualname, result.ready, remote=remote, stages_s=result.stages_s
+        result.finished,
+        path,
+        qualname,
+        result.ready,
+        remote=remote,
+        stages_s=result.stages_s,
+        trace=HELD.take(result.finished.trace_path),
     )
 
 

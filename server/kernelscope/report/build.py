@@ -219,13 +219,15 @@ def report_for_job(
     options: Options | None = None,
     stages_s: dict[str, float] | None = None,
     progress: Progress | None = None,
+    trace: Trace | None = None,
 ) -> Report:
     """Read a finished job's traces, analyze them, and build the report (raises TraceError).
     ``stages_s`` are the launcher's (``JobResult.stages_s``); the report's ``stages_s`` has
     them with the worker's and the analysis's, in the order they ran. ``progress`` is told
-    how much of the trace file is read."""
+    how much of the trace file is read; ``trace`` is the job's, read already."""
     t0 = time.perf_counter()
-    trace = load_trace(finished.trace_path, progress)
+    if trace is None:
+        trace = load_trace(finished.trace_path, progress)
     cold_path = finished.sidecar.cold.trace_path
     cold = load_trace(cold_path) if cold_path and Path(cold_path).is_file() else None
     analysis = analyze(
