@@ -20,6 +20,7 @@ import dis
 import os
 import statistics
 import sys
+import threading
 import time
 import types
 from typing import Any
@@ -31,6 +32,7 @@ from .names import CALL_RANGE, STAGES_PROFILED, TIMING_WORKER_ENV
 from .phases import finished, peak_memory, profiler_schedule, trace_stem
 from .timing import fitted_schedule, profiled_budget_s, reference_us, spread
 from .traces import count_events, gzip_file
+from .trampoline import Trampoline, swappable
 from .watch import CallWatch
 
 
@@ -59,6 +61,7 @@ class Steps:
         self.shapes = bool(job.req.get("record_shapes", True))
         self.settrace = False  # found by sys.settrace (Python before 3.12): slower Python
         self.traced_factor = 1.0  # how much slower a pure-Python loop ran under it
+        self.watch: Any = None  # what finds the steps (its ``swapped``: the tracer went)
         self.range: Any = None  # the open step's record_function
         self.marks = {}
         self.done = False
@@ -261,7 +264,7 @@ class Steps:
             "traced": (
                 "the steps are found by sys.settrace, under which a pure-Python loop ran "
                 "%.1fx slower here: host-bound steps read slower than they run" % self.traced_factor
-                if self.settrace
+                if self.settrace and not getattr(self.watch, "swapped", False)
                 else ""
             ),
         }
@@ -380,6 +383,9 @@ class CallSteps(CallWatch):
         self.on_begin: Any = None
         self.on_end: Any = None
         self.depth = 0
+        self.trampoline: Any = None  # before 3.12, after the first call: trampoline.py
+        self.swap_tried = False
+        self.swapped = False  # the steps after the first ran without the tracer
 
     def started(self, frame):
         if os.getpid() != self.pid:
@@ -418,6 +424,9 @@ class CallSteps(CallWatch):
         monitoring.set_events(self.tool, events.PY_START | events.PY_UNWIND)
 
     def _trace(self, frame, event, arg):
+        if self.trampoline is not None:  # another thread's tracer: it goes too
+            sys.settrace(None)
+            return None
         code = frame.f_code
         if (
             event == "call"
@@ -432,9 +441,34 @@ class CallSteps(CallWatch):
     def _local_steps(self, frame, event, arg):
         if event == "return":
             self.returned()
+            if self.depth == 0 and not self.swap_tried and self.armed:
+                self._swap(frame)
         return self._local_steps
 
+    def _swap(self, frame):
+        """After the first call, the tracer's steps handed to a trampoline on the function,
+        and the tracer dropped (trampoline.py), where the function allows it."""
+        self.swap_tried = True
+        fn = swappable(frame.f_code, frame)
+        if fn is None:
+            return
+        self.trampoline = Trampoline(fn, self._through)
+        self.swapped = True
+        sys.settrace(None)
+        threading.settrace(None)
+
+    def _through(self, original, args, kwargs):
+        if not self.armed or not self.started(None):  # a forked child, or disarmed
+            return original(*args, **kwargs)
+        try:
+            return original(*args, **kwargs)
+        finally:
+            self.returned()
+
     def disarm(self):
+        if self.trampoline is not None:
+            self.trampoline.restore()
+            self.trampoline = None
         monitoring = getattr(sys, "monitoring", None)
         if monitoring is not None and self.tool is not None:
             if self.code is not None:
@@ -497,6 +531,7 @@ def run_in_place(job):
             conclude_if_done()
 
         watch.on_end = lambda: sys.call_tracing(safely, (ended,))
+    steps.watch = watch
     job.worker.fork_hooks.append(watch.disarm)
     job.progress("entry")
     try:
