@@ -90,3 +90,32 @@ def test_lines_that_sum_past_the_unprofiled_call_say_the_profiler_is_in_them() -
     assert "these lines' self CPU" not in text
     record = msgspec.structs.replace(record, report=msgspec.structs.replace(inflated, timing=quick))
     assert "self CPU sums" not in hover_markdown(record, line=26)
+
+
+def test_few_calls_timed_in_place_say_how_to_time_more() -> None:
+    """In place the program's calls 2 to --skip are timed (4 by default): fewer than the 20
+    a captured call's timing takes, and the report says how to take 20, and what the
+    program must then make (its profiled steps too; a loop one more)."""
+    report = msgspec.json.decode(
+        (FIXTURES / "matmul_add_8192" / "report.json").read_bytes(), type=Report
+    )
+    steps = report.steps
+    profiled = steps.wait + steps.warmup + steps.active
+    four = msgspec.structs.replace(report.timing, unprofiled_reps=4)
+    calls = CallSite("train.py", 6, captured=False, step="call")
+    lines = render_report(
+        msgspec.structs.replace(report, timing=four, call_site=calls)
+    ).splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("unprofiled"))
+    assert lines[at + 1].strip() == (
+        "4 calls timed (the program's calls 2-5), fewer than the 20 a captured call's timing "
+        f"takes: --skip 21 times 20 where the program makes {21 + profiled} calls"
+    )
+    loop = msgspec.structs.replace(calls, step="iteration")
+    text = render_report(msgspec.structs.replace(report, timing=four, call_site=loop))
+    assert f"where the program makes {22 + profiled} iterations" in text
+    enough = msgspec.structs.replace(four, unprofiled_reps=20)
+    captured = msgspec.structs.replace(calls, captured=True)
+    for timing, site in ((enough, calls), (four, captured), (four, None)):
+        text = render_report(msgspec.structs.replace(report, timing=timing, call_site=site))
+        assert "timed (the program's" not in text

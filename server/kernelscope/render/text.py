@@ -114,6 +114,7 @@ def render_report(
         + ")"
         + _inflation(report)
         + _traced_note(t),
+        *_few_in_place(report),
         *_slowed(t),
         f"cold call   {fmt_us(d.first_call_us)}"
         + (f" · entry → first kernel {fmt_us(d.entry_to_first_kernel_us)}" if cuda else "")
@@ -436,6 +437,27 @@ def _kept(t: Timing) -> int:
 def _counted(t: Timing) -> str:
     kept = _kept(t)
     return f"{kept} of {t.unprofiled_reps}" if kept < t.unprofiled_reps else f"{kept}"
+
+
+#: Calls a timing takes at least when it runs them itself (the worker's TIMING_MIN_CALLS).
+TIMED_CALLS = 20
+
+
+def _few_in_place(report: Report) -> list[str]:
+    """In place the program's own calls 2 to --skip are timed: where they are fewer than a
+    timing of its own would take, how to take more."""
+    site, reps = report.call_site, report.timing.unprofiled_reps
+    if site is None or site.captured or not 0 < reps < TIMED_CALLS:
+        return []
+    what = f"{site.step}{'' if reps == 1 else 's'}"
+    steps = report.steps
+    need = TIMED_CALLS + 1 + steps.wait + steps.warmup + steps.active
+    need += 1 if site.step == "iteration" else 0  # the last one ends where the next begins
+    return [
+        f"            {reps} {what} timed (the program's {what} 2-{reps + 1}), fewer than the "
+        f"{TIMED_CALLS} a captured call's timing takes: --skip {TIMED_CALLS + 1} times "
+        f"{TIMED_CALLS} where the program makes {need} {site.step}s"
+    ]
 
 
 def _slowed(t: Timing) -> list[str]:
