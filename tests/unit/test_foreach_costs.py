@@ -4,6 +4,11 @@ long list's shapes out, from the kernels' grids (costs/foreach.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import pytest
+
 from kernelscope.analysis.costs.foreach import (
     CHUNK_ELEMENTS,
     OPTIMIZER_STEP,
@@ -15,7 +20,7 @@ from kernelscope.analysis.costs.foreach import (
     repeated_lists,
     writes_gradients,
 )
-from kernelscope.analysis.trace_model import USER_ANNOTATION, Op, OpInputs
+from kernelscope.analysis.trace_model import USER_ANNOTATION, Op, OpInputs, load_trace
 
 NS = "at::native::(anonymous namespace)::"
 
@@ -67,13 +72,19 @@ def test_an_optimizer_that_squares_its_gradients_reads_the_list_once() -> None:
     addcmul = kernel("PointwiseOpScalarFunctor<float, 3, 3, 0>")
     assert bytes_per_element(addcmul) == 16
     assert bytes_per_element(addcmul, repeated=1) == 12
-    for optimizer in ("Adam", "AdamW", "Adagrad", "Adadelta", "RMSprop"):
+    # the state's decay right before: torch.optim's squaring steps, and a user's like them
+    for optimizer in ("Adam", "AdamW", "NAdam", "RAdam", "RMSprop", "Adadelta", "MyAdamW"):
         assert repeated_lists(*step(optimizer, "aten::_foreach_mul_")) == 1, optimizer
-    # NAdam and RAdam also add other lists' products; a user's optimizer may do anything
-    for optimizer in ("NAdam", "RAdam", "ASGD", "MyAdam"):
+        # NAdam's and RAdam's other addcmul_ (params, exp_avgs, buffer) follow other ops
+        assert repeated_lists(*step(optimizer, "aten::_foreach_add_")) == 0, optimizer
         assert repeated_lists(*step(optimizer)) == 0, optimizer
-    # Adam with a tensor beta2 scales the gradients into a new list first
-    assert repeated_lists(*step("Adam", "aten::_foreach_mul")) == 0
+    # Adam with a tensor beta2 scales the gradients into a new list first: two lists differ
+    assert repeated_lists(*step("Adam", "aten::_foreach_mul_", "aten::_foreach_mul")) == 0
+    # the decay's own per-tensor ops (a CPU step) are not foreach ops: still right after it
+    assert repeated_lists(*step("AdamW", "aten::_foreach_mul_", "aten::mul_")) == 1
+    assert repeated_lists(*step("Adagrad", "aten::_foreach_add_")) == 1  # no decay before
+    for optimizer in ("ASGD", "Rprop", "SGD"):  # theirs never square
+        assert repeated_lists(*step(optimizer, "aten::_foreach_mul_")) == 0, optimizer
     ops, addcmul_op = step("Adam")
     outside = span("cpu_op", SQUARE_INTO, 200.0, 1.0, len(ops), -1)
     assert repeated_lists([*ops, outside], outside) == 0  # not inside an optimizer's step
@@ -109,3 +120,36 @@ def test_a_fused_step_reads_every_list_and_writes_all_but_the_gradients() -> Non
     blocks = 1000
     unrecorded = OpInputs(dims=[[]] * 6, types=scaled)
     assert foreach_bytes(unrecorded, adamw, blocks) == (32.0 * blocks * CHUNK_ELEMENTS, False)
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "kwargs", "squares"),
+    [
+        ("Adam", {}, [1]),
+        ("AdamW", {}, [1]),
+        ("NAdam", {}, [1]),
+        ("RAdam", {}, [1, 0]),  # then (params, exp_avgs, buffer)
+        ("RMSprop", {"centered": True}, [1]),  # its centered square is out of place
+        ("Adadelta", {}, [1, 1]),  # gradients, then deltas
+        ("Adagrad", {}, [1]),
+        ("ASGD", {}, [0, 0]),
+        ("Rprop", {}, [0]),
+    ],
+)
+def test_the_squaring_addcmul_of_torch_optims_real_steps(
+    tmp_path: Path, optimizer: str, kwargs: dict[str, Any], squares: list[int]
+) -> None:
+    """One step of each of torch.optim's foreach optimizers recorded by the real profiler
+    (CPU): which of its ``_foreach_addcmul_`` read a list passed twice, as its source says."""
+    import torch
+
+    model = torch.nn.Linear(8, 8)
+    opt = getattr(torch.optim, optimizer)(model.parameters(), lr=0.01, foreach=True, **kwargs)
+    model(torch.ones(2, 8)).sum().backward()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        opt.step()
+    path = tmp_path / "step.json"
+    prof.export_chrome_trace(str(path))
+    trace = load_trace(path)
+    found = [repeated_lists(trace.ops, op) for op in trace.ops if op.name == SQUARE_INTO]
+    assert found == squares

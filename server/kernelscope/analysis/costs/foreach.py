@@ -9,12 +9,17 @@ else the kernels' grids, one block per chunk of at most 65,536 elements (ATen's
 ``kChunkSize``) of one tensor, a bound that counts each tensor's last chunk as full
 (GPT-NeoX's AdamW: 73.8 M elements from its grids against its 70.6 M parameters).
 
-A list passed twice is read once from memory: torch.optim's Adam, AdamW, Adagrad, Adadelta
-and RMSprop square their gradients into a state with ``_foreach_addcmul_(state, g, g)``,
-whose kernel reads ``g`` twice in the same thread, the second time from cache (GPT-NeoX's
-AdamW: Nsight Compute measured it as its ``lerp_``, 3 lists, not 4). The trace holds no
-tensor identities; the optimizer's class comes from the range torch.optim opens around
-each step (``Optimizer.step#AdamW.step``).
+A list passed twice is read once from memory: torch.optim's Adam, AdamW, NAdam, RAdam,
+RMSprop and Adadelta decay a state and square their gradients into it,
+``_foreach_mul_(state, beta)`` then ``_foreach_addcmul_(state, g, g, 1 - beta)``, whose
+kernel reads ``g`` twice in the same thread, the second time from cache (GPT-NeoX's AdamW:
+Nsight Compute measured it as its ``lerp_``, 3 lists, not 4). The trace holds no tensor
+identities, so the squaring is known by that pair: NAdam's and RAdam's other
+``_foreach_addcmul_`` (of three lists) follow other ops, and Adam's with a tensor ``beta2``
+follows the gradients' scaled copy. The pair holds for a user's optimizer too (a subclass of
+one of those); Adagrad squares with no decay before it, known by its class, from the range
+torch.optim opens around each step (``Optimizer.step#Adagrad.step``), and the optimizers of
+torch.optim that never square (SGD, ASGD, Rprop, Adamax ...) are known the same way.
 
 torch.optim's fused steps (``fused=True``: ``_fused_adamw_`` and kin) run one multi-tensor
 kernel whose functor (``FusedAdamMathFunctor<float, 4, …>``) reads its ``depth`` lists and
@@ -40,11 +45,13 @@ _MAX_ELEMENTS = 1 << 62  # beyond any memory: a corrupt shape
 #: The range torch.optim opens around each step: ``Optimizer.step#<class>.step``.
 OPTIMIZER_STEP = "Optimizer.step#"
 SQUARE_INTO = "aten::_foreach_addcmul_"
-#: torch.optim's optimizers whose every ``_foreach_addcmul_`` is ``(state, g, g)``.
-SQUARING_OPTIMIZERS = frozenset({"Adam", "AdamW", "Adagrad", "Adadelta", "RMSprop"})
-#: Adam with a tensor ``beta2`` scales the gradients into a new list first (out of place):
-#: then the two lists differ.
-SCALED_COPY = "aten::_foreach_mul"
+#: The decay of the state the gradients are squared into, just before (torch.optim's Adam,
+#: AdamW, NAdam, RAdam, RMSprop, Adadelta).
+DECAY = "aten::_foreach_mul_"
+#: torch.optim's optimizers that square with no decay before (``addcmul_(sums, g, g)``).
+SQUARING_OPTIMIZERS = frozenset({"Adagrad"})
+#: torch.optim's optimizers whose ``_foreach_addcmul_`` never squares.
+NEVER_SQUARING = frozenset({"SGD", "ASGD", "Adamax", "Rprop", "LBFGS", "SparseAdam"})
 #: torch.optim's fused steps: one multi-tensor kernel over all their lists.
 FUSED_STEPS = frozenset(
     {"aten::_fused_adam_", "aten::_fused_adamw_", "aten::_fused_sgd_", "aten::_fused_adagrad_"}
@@ -83,8 +90,9 @@ def bytes_per_element(kernel: str, repeated: int = 0, grads_written: bool = Fals
 
 def repeated_lists(ops: list[Op], op: Op) -> int:
     """How many of the lists a foreach op reads were passed to it twice: 1 for a
-    ``_foreach_addcmul_`` in the step of one of SQUARING_OPTIMIZERS (unless a scaled copy
-    of the gradients was made in that step before it), else 0."""
+    ``_foreach_addcmul_`` in an optimizer's step that squares its gradients (right after
+    the state's decay, ``DECAY``, on its thread; or in a step of SQUARING_OPTIMIZERS), else
+    0. Outside an optimizer's step, 0."""
     if op.name != SQUARE_INTO:
         return 0
     i = op.parent
@@ -92,11 +100,13 @@ def repeated_lists(ops: list[Op], op: Op) -> int:
         outer = ops[i]
         if outer.cat == USER_ANNOTATION and outer.name.startswith(OPTIMIZER_STEP):
             optimizer = outer.name[len(OPTIMIZER_STEP) :].split(".", 1)[0]
-            if optimizer not in SQUARING_OPTIMIZERS:
+            if optimizer in SQUARING_OPTIMIZERS:
+                return 1
+            if optimizer in NEVER_SQUARING:
                 return 0
-            before = (ops[k] for k in range(outer.index + 1, op.index))
-            scaled = any(o.name == SCALED_COPY and o.tid == op.tid for o in before)
-            return 0 if scaled else 1
+            before = (ops[k] for k in range(op.index - 1, outer.index, -1))
+            last = next((o for o in before if o.tid == op.tid and is_multi_tensor_op(o.name)), None)
+            return 1 if last is not None and last.name == DECAY else 0
         i = outer.parent
     return 0
 
