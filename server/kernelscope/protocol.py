@@ -589,6 +589,19 @@ class BlockMaskDensity(msgspec.Struct):
     sparsity: float
 
 
+class OptimizerList(msgspec.Struct):
+    """One tensor list of an optimizer's step, as torch.optim groups them (per parameter
+    group, per device and dtype): its trainable parameters, their elements, and the chunks
+    of at most 65,536 elements a multi-tensor kernel runs over them (one block each)."""
+
+    optimizer: str
+    device: str
+    dtype: str
+    tensors: int
+    elements: int
+    chunks: int
+
+
 class MemoryPass(msgspec.Struct):
     """Where the memory of one warm call went (the memory pass, after the timed steps)."""
 
@@ -689,6 +702,9 @@ class Sidecar(msgspec.Struct):
     """The user's Triton kernels launched by the cold call, with their tensors' bytes."""
     block_masks: list[BlockMaskDensity] = []
     """flex_attention's block masks alive after the cold call, with their density."""
+    optimizer_lists: list[OptimizerList] = []
+    """The tensor lists of the optimizers alive after the cold call (worker/program/
+    optimizers.py); [] before 2026-12-05."""
     recording_note: str = ""
     """Why the schedule was recorded otherwise than asked (fewer active steps, or without
     shapes, as its events would not have fit in memory); "" when as asked."""

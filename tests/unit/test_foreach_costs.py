@@ -153,3 +153,25 @@ def test_the_squaring_addcmul_of_torch_optims_real_steps(
     trace = load_trace(path)
     found = [repeated_lists(trace.ops, op) for op in trace.ops if op.name == SQUARE_INTO]
     assert found == squares
+
+
+def test_an_optimizers_list_whose_chunks_are_the_blocks_gives_the_elements() -> None:
+    """The worker's lists (tensors, elements, chunks): the one whose chunks are the op's
+    blocks gives its elements exactly; lists of other elements with the same chunks, or a
+    list of one chunk a tensor (as many 0-d counters would run), give none: the bound."""
+    from kernelscope.analysis.costs.foreach import list_elements
+
+    add = kernel("BinaryOpListAlphaFunctor<float, 2, 2, 0>")
+    unrecorded = OpInputs(dims=[[], [], []])
+    neox = (76, 70_557_696, 1126)
+    assert foreach_bytes(unrecorded, add, 1126, lists=[neox]) == (12.0 * 70_557_696, True)
+    assert foreach_bytes(unrecorded, add, 1125, lists=[neox]) == (
+        12.0 * 1125 * CHUNK_ELEMENTS,
+        False,
+    )
+    assert list_elements([neox, (2, 1000, 40)], 40) == 1000
+    assert list_elements([neox, neox], 1126) == 70_557_696  # two alike: the same elements
+    assert list_elements([(5, 900_000, 16), (6, 910_000, 16)], 16) == 0  # which one?
+    assert list_elements([(40, 4000, 40)], 40) == 0  # a chunk a tensor: counters too
+    shapes = OpInputs(dims=[[[4096, 4096], [4096]], []])  # the trace's shapes come first
+    assert foreach_bytes(shapes, add, 257, lists=[neox]) == (12.0 * (4096 * 4096 + 4096), True)

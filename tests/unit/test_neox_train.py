@@ -14,12 +14,17 @@ import pytest
 
 from kernelscope.analysis.diagnose import Analysis
 from kernelscope.analysis.roofline import OpRoof
+from kernelscope.protocol import OptimizerList
 
 from support import FIXTURES
 from support.recorded import analyzed
 
 FOLDER = FIXTURES / "neox_train"
 PARAMETERS = 70_557_696  # GPTNeoXConfig(vocab 50432, hidden 512, 6 layers, ffn 2048)
+#: Its AdamW's one list as the worker counts it since 2026-12-05 (worker/program/optimizers.py,
+#: run on the CPU over seventh.py's neox_train_inputs with transformers 4.x: 76 tensors,
+#: 1126 chunks of at most 65,536 elements; the sidecar was recorded before the worker did).
+ADAMW_LIST = OptimizerList("AdamW", "cuda:0", "float32", 76, PARAMETERS, 1126)
 LOGITS = 4096 * 50432 * 4  # 8 x 512 tokens, fp32 under autocast's log_softmax
 
 
@@ -83,3 +88,25 @@ def test_adamw_reads_the_gradients_it_squares_once(raw: bool) -> None:
     assert addcmul.efficiency is not None and addcmul.efficiency <= 1.0
     moved = truth[(addcmul.name, addcmul.shapes)]["bytes_per_step"]
     assert 0.8 <= moved / (addcmul.bytes_per_step or 0.0) <= 1.0
+
+
+def test_with_the_optimizers_list_the_foreach_rows_are_exact() -> None:
+    """In a live run the worker counts the optimizer's list: every foreach op of the step
+    ran 1126 blocks, the list's chunks, so each row's elements are its 70,557,696
+    parameters, not the grids' 73.8 M, rated as any row. Nsight Compute's DRAM bytes (what
+    L2 kept not among them) read 0.8-1.0 of them."""
+    truth = measured()
+    lists = analyzed(FOLDER.name, optimizer_lists=[ADAMW_LIST]).roofline
+    foreach = {r.name: r for r in lists if r.name.startswith("aten::_foreach_")}
+    bound = {r.name: r for r in rows(False, "aten::_foreach_")}
+    assert len(foreach) == 7
+    for name, r in foreach.items():
+        assert r.estimate != "grid" and r.bytes_per_step, name
+        assert r.bytes_per_step == pytest.approx(
+            (bound[name].bytes_per_step or 0.0) * PARAMETERS / (1126 * 65536)
+        ), name
+        moved = truth[(r.name, r.shapes)]["bytes_per_step"]
+        assert 0.8 <= moved / r.bytes_per_step <= 1.0, name
+        assert r.efficiency is not None and r.efficiency <= 1.0, name
+    sqrt = foreach["aten::_foreach_sqrt"]
+    assert sqrt.bytes_per_step == pytest.approx(8.0 * PARAMETERS)  # one list read, one written

@@ -138,7 +138,12 @@ def facts_of(
     )
     costs = OpCosts()
     sm_count = _sm_count(trace, sidecar)
-    rows = roofline(trace, timeline.events, steps, peaks, costs, sm_count)
+    lists = [
+        (o.tensors, o.elements, o.chunks)
+        for o in (sidecar.optimizer_lists if sidecar is not None else [])
+        if o.device.startswith("cuda")
+    ]
+    rows = roofline(trace, timeline.events, steps, peaks, costs, sm_count, lists)
     if sidecar is not None and sidecar.launches:
         apply_launches(rows, sidecar.launches, peaks)
     if sidecar is not None and sidecar.block_masks:

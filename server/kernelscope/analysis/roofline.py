@@ -23,6 +23,7 @@ model gets the generic rule's guess, shown but not rated (``estimate``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -39,6 +40,7 @@ from kernelscope.analysis.costs import (
 from kernelscope.analysis.costs.batch_norm import batch_norm_reread_bytes
 from kernelscope.analysis.costs.foreach import (
     MULTI_TENSOR_KERNEL,
+    ListSize,
     foreach_bytes,
     is_multi_tensor_op,
     repeated_lists,
@@ -175,9 +177,11 @@ def roofline(
     peaks: Peaks | None,
     costs: OpCosts,
     sm_count: int | None = None,
+    lists: Sequence[ListSize] = (),
 ) -> list[OpRoof]:
-    """The rows for the calls' GPU ``events``, costliest first."""
-    rows = _rows(trace, events, costs)
+    """The rows for the calls' GPU ``events``, costliest first (``lists``: the optimizers'
+    tensor lists the worker counted, for foreach ops whose shapes the trace left out)."""
+    rows = _rows(trace, events, costs, lists)
     total = sum(r.us for r in rows.values()) or 1.0
     out = [_roof(trace, r, steps, total, peaks, costs, sm_count) for r in rows.values()]
     out.sort(key=lambda r: -r.gpu_us_per_step)
@@ -248,7 +252,9 @@ def _generated_kind(name: str) -> str:
     return "elementwise"
 
 
-def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, _Row]:
+def _rows(
+    trace: Trace, events: list[GpuEvent], costs: OpCosts, lists: Sequence[ListSize]
+) -> dict[object, _Row]:
     """The events grouped into rows: by the op that owns them (a graph replay's: its
     launch) and that op's signature (``OpCosts.signatures``); copies over the host link by
     their name. FLOPs and bytes are summed over each row's ops."""
@@ -327,7 +333,8 @@ def _rows(trace: Trace, events: list[GpuEvent], costs: OpCosts) -> dict[object, 
             modelled = concatenation_bytes(op.inputs(), (kernel or g).name)
         elif is_multi_tensor_op(op.name):  # the generic rule saw only its 0-d tensors
             twice = repeated_lists(ops, op)
-            modelled, exact = foreach_bytes(op.inputs(), (kernel or g).name, blocks, twice)
+            name = (kernel or g).name
+            modelled, exact = foreach_bytes(op.inputs(), name, blocks, twice, lists)
             row.grid_bytes = row.grid_bytes or not exact
         row.bytes_moved += moved if moved > 0 else modelled
         if g.dur > row.top_kernel_us:

@@ -5,9 +5,12 @@ element type ``T``.
 
 The elements: the listed tensors' shapes where the trace has them (Kineto records a tensor
 list's shapes only while it is short: train_mlp's 8 tensors, not ViT's or GPT-NeoX's ~80);
-else the kernels' grids, one block per chunk of at most 65,536 elements (ATen's
-``kChunkSize``) of one tensor, a bound that counts each tensor's last chunk as full
-(GPT-NeoX's AdamW: 73.8 M elements from its grids against its 70.6 M parameters).
+else, in a live run, the optimizer's list whose chunks (at most 65,536 elements of one
+tensor each: ATen's ``kChunkSize``, one kernel block each) are the op's kernels' blocks
+(worker/program/optimizers.py counts each list after the cold call; GPT-NeoX's AdamW: 76
+tensors, 70,557,696 elements, 1126 chunks, and every foreach op of its step ran 1126
+blocks); else the grids, a bound that counts each tensor's last chunk as full (GPT-NeoX:
+73.8 M elements against its 70.6 M parameters).
 
 A list passed twice is read once from memory: torch.optim's Adam, AdamW, NAdam, RAdam,
 RMSprop and Adadelta decay a state and square their gradients into it,
@@ -32,6 +35,7 @@ Compute on the H200 (fixtures/adamw_fused*): 940.1 MB for 33.57 M fp32 parameter
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, cast
 
 from kernelscope.analysis.costs.tensors import DTYPE_BYTES, numel
@@ -58,6 +62,8 @@ FUSED_STEPS = frozenset(
 )
 #: AMP's unscale of a GradScaler's gradients: a foreach op by another name (one list).
 AMP_UNSCALE = "aten::_amp_foreach_non_finite_check_and_unscale_"
+#: An optimizer's tensor list as the worker counted it: (tensors, elements, chunks).
+ListSize = tuple[int, int, int]
 _FUSED_FUNCTOR = re.compile(r"Fused\w*MathFunctor<([\w:]+),\s*(\d+)")
 
 
@@ -126,15 +132,29 @@ def listed_elements(inputs: OpInputs) -> int:
 
 
 def foreach_bytes(
-    inputs: OpInputs, kernel: str, blocks: int, repeated: int = 0
+    inputs: OpInputs,
+    kernel: str,
+    blocks: int,
+    repeated: int = 0,
+    lists: Sequence[ListSize] = (),
 ) -> tuple[float, bool]:
     """Bytes one call of a foreach op or a fused step moves (`repeated`: lists it was passed
-    twice), and whether they are exact (the lists' shapes) rather than a bound (`blocks`,
-    its kernels' grids summed); (0, True) where unknown."""
+    twice), and whether they are exact (the lists' shapes, or the one list of `lists` whose
+    chunks are its kernels' `blocks`) rather than a bound (the grids); (0, True) where
+    unknown."""
     per = bytes_per_element(kernel, repeated, writes_gradients(inputs))
     if not per:
         return 0.0, True
-    exact = listed_elements(inputs)
+    exact = listed_elements(inputs) or list_elements(lists, blocks)
     if exact:
         return float(exact * per), True
     return float(blocks * CHUNK_ELEMENTS * per), False
+
+
+def list_elements(lists: Sequence[ListSize], blocks: int) -> int:
+    """The elements of the optimizer's list (tensors, elements, chunks) whose chunks are an
+    op's `blocks`, where one is (lists of different elements with the same chunks: none). A
+    list of one chunk per tensor is left out: so would be a list of as many 0-d tensors (a
+    step's counters), and the blocks cannot tell them apart."""
+    found = {elements for tensors, elements, chunks in lists if chunks == blocks > tensors}
+    return found.pop() if len(found) == 1 else 0

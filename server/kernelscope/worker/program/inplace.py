@@ -29,6 +29,7 @@ from .devices import profiler_activities
 from .errors import JobError
 from .event_budget import available_bytes, recording
 from .names import CALL_RANGE, STAGES_PROFILED, TIMING_WORKER_ENV
+from .optimizers import optimizer_lists
 from .phases import finished, peak_memory, profiler_schedule, trace_stem
 from .timing import fitted_schedule, profiled_budget_s, reference_us, spread
 from .traces import count_events, gzip_file
@@ -129,6 +130,7 @@ class Steps:
         if n == 1:
             self.sync()
             self.cold_us = (time.perf_counter() - self.t0) * 1e6
+            self.job.optimizer_lists = optimizer_lists()
             return
         if profiled < 1:
             self.window[1] = time.monotonic()

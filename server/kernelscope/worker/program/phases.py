@@ -19,6 +19,7 @@ from .lines import attribute_lines, line_pass_calls
 from .memory import memory_at_oom, memory_pass
 from .memory_sources import watch_recompute
 from .names import CALL_RANGE, COLD_RANGE, STAGES_PROFILED
+from .optimizers import optimizer_lists
 from .target import def_line
 from .timing import fitted_schedule, profiled_budget_s, unprofiled_timing, warm_up
 from .traces import first_kernel_after, gzip_file, load_json
@@ -88,6 +89,7 @@ def cold_call(job, call, sync, activities, stem, device):
     )
     cold_path, events = gzip_file(cold_tmp)
     job.block_masks = block_masks()
+    job.optimizer_lists = optimizer_lists()
     cold = {
         "first_call_us": first_call_us,
         "entry_to_first_kernel_us": entry_to_kernel,
@@ -248,5 +250,6 @@ def finished(job, fn, device, steps, cold, timing, trace_path, wall_us, lines, m
             "inputs_from": job.inputs_from,
             "launches": launch_report(job),
             "block_masks": job.block_masks,
+            "optimizer_lists": job.optimizer_lists,
         },
     }

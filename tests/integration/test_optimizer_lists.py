@@ -1,0 +1,52 @@
+"""The optimizers' tensor lists, live: the worker counts each list an optimizer's step runs
+over (per parameter group, device and dtype) after the cold call, so a foreach step whose
+long lists the trace keeps without shapes gets its elements, not a bound from the grids."""
+
+from __future__ import annotations
+
+import torch
+
+from kernelscope.worker.program.optimizers import CHUNK, optimizer_lists
+
+from support import WORKLOADS
+from support.cli_sidecar import cpu_sidecar
+
+SPEC = f"{WORKLOADS / 'memory_train.py'}::train_step"
+
+
+def test_the_sidecar_has_the_training_steps_optimizer_list() -> None:
+    sidecar = cpu_sidecar(SPEC)
+    # Mlp: Linear(256, 1024) and Linear(1024, 256), weights 4 chunks each, biases 1 each
+    assert sidecar["optimizer_lists"] == [
+        {
+            "optimizer": "AdamW",
+            "device": "cpu",
+            "dtype": "float32",
+            "tensors": 4,
+            "elements": 2 * 256 * 1024 + 1024 + 256,
+            "chunks": 10,
+        }
+    ]
+
+
+def test_each_group_device_and_dtype_is_a_list_and_frozen_parameters_are_not() -> None:
+    """As torch.optim groups a step's tensors: a list per parameter group, per device and
+    dtype; a parameter without requires_grad gets no gradient and is in none."""
+    big = torch.nn.Parameter(torch.zeros(CHUNK + 1))  # two chunks
+    small = torch.nn.Parameter(torch.zeros(3))
+    half = torch.nn.Parameter(torch.zeros(5, dtype=torch.bfloat16))
+    frozen = torch.nn.Parameter(torch.zeros(7), requires_grad=False)
+    opt = torch.optim.SGD(
+        [{"params": [big, small, half]}, {"params": [frozen, torch.nn.Parameter(torch.ones(2))]}],
+        lr=0.1,
+    )
+    mine = [entry for entry in optimizer_lists() if entry["optimizer"] == "SGD"]
+    assert mine == [
+        {"optimizer": "SGD", "device": "cpu", "dtype": "float32", "tensors": 2,
+         "elements": CHUNK + 4, "chunks": 3},
+        {"optimizer": "SGD", "device": "cpu", "dtype": "bfloat16", "tensors": 1,
+         "elements": 5, "chunks": 1},
+        {"optimizer": "SGD", "device": "cpu", "dtype": "float32", "tensors": 1,
+         "elements": 2, "chunks": 1},
+    ]  # fmt: skip
+    del opt
