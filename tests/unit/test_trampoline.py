@@ -7,6 +7,7 @@ later also have (there the steps are found by sys.monitoring instead)."""
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -42,10 +43,13 @@ def watched(qualname: str) -> tuple[CallSteps, list[str]]:
 def test_the_calls_after_the_first_run_without_a_tracer_and_are_steps() -> None:
     w, steps = watched("step")
     code = targets.step.__code__
+    signature = inspect.signature(targets.step)
     w.arm()
     try:
         assert targets.call(targets.step, 3) == 6  # found by the tracer
         assert w.swapped and sys.gettrace() is None
+        # what a program inspects is the function's own (a trainer reading forward's)
+        assert inspect.signature(targets.step) == signature
         assert targets.step(3, 3, shift=1) == 10  # defaults and keywords go through
         assert targets.call(targets.step, 4, scale=1) == 4
     finally:
@@ -54,6 +58,7 @@ def test_the_calls_after_the_first_run_without_a_tracer_and_are_steps() -> None:
     assert steps == ["begin", "end"] * 3 and w.calls == 3
     assert targets.step.__code__ is code and targets.step.__defaults__ == (2,)
     assert targets.step.__kwdefaults__ == {"shift": 0}
+    assert "__signature__" not in targets.step.__dict__
     assert targets.step(1) == 2 and steps == ["begin", "end"] * 3  # disarmed: not counted
 
 

@@ -7,7 +7,9 @@ is set the whole interpreter runs its slow path (no specialized instructions): a
 loop ran 2.7x slower under it on Python 3.11 here, and host-bound steps with it. Once the
 tracer has found the function's code, the one function object that holds it gets the
 trampoline's code instead; every caller (its module's name, a bound method, a reference
-kept anywhere) then reaches the trampoline, and the tracer can go.
+kept anywhere) then reaches the trampoline, and the tracer can go. What the program may
+inspect stays the function's own: ``inspect.signature`` (a trainer reading ``forward``'s
+parameters) reads a ``__signature__`` set from the original until the code is put back.
 
 Only a plain function can be swapped: no closure cells (a code object's free variables must
 match to be assigned), not a generator or coroutine (the trampoline returns the result), one
@@ -70,6 +72,12 @@ class Trampoline:
     def __init__(self, fn, call):
         self.fn = fn
         self.saved = (fn.__code__, fn.__defaults__, fn.__kwdefaults__)
+        self.had_signature = "__signature__" in fn.__dict__
+        if not self.had_signature:  # what a program inspects stays the function's own
+            try:
+                fn.__signature__ = inspect.signature(fn)
+            except (TypeError, ValueError):
+                self.had_signature = True  # none to keep: nothing to take off after
         original = types.FunctionType(
             fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__
         )
@@ -89,3 +97,5 @@ class Trampoline:
         self.fn.__code__ = code
         self.fn.__defaults__ = defaults
         self.fn.__kwdefaults__ = kwdefaults
+        if not self.had_signature:
+            self.fn.__dict__.pop("__signature__", None)
