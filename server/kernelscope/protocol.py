@@ -703,7 +703,7 @@ class Sidecar(msgspec.Struct):
     block_masks: list[BlockMaskDensity] = []
     """flex_attention's block masks alive after the cold call, with their density."""
     optimizer_lists: list[OptimizerList] = []
-    """The tensor lists of the optimizers alive after the cold call (worker/program/
+    """The tensor lists of the optimizers that stepped in the cold call (worker/program/
     optimizers.py); [] before 2026-12-05."""
     recording_note: str = ""
     """Why the schedule was recorded otherwise than asked (fewer active steps, or without

@@ -1,12 +1,12 @@
-"""The optimizers' tensor lists, live: the worker counts each list an optimizer's step runs
-over (per parameter group, device and dtype) after the cold call, so a foreach step whose
-long lists the trace keeps without shapes gets its elements, not a bound from the grids."""
+"""The optimizers' tensor lists, live: the worker counts each list the optimizers that step in
+the cold call run over (per parameter group, device and dtype), so a foreach step whose long
+lists the trace keeps without shapes gets its elements, not a bound from the grids."""
 
 from __future__ import annotations
 
 import torch
 
-from kernelscope.worker.program.optimizers import CHUNK, optimizer_lists
+from kernelscope.worker.program.optimizers import CHUNK, StepWatch
 
 from support import WORKLOADS
 from support.cli_sidecar import cpu_sidecar
@@ -30,8 +30,9 @@ def test_the_sidecar_has_the_training_steps_optimizer_list() -> None:
 
 
 def test_each_group_device_and_dtype_is_a_list_and_frozen_parameters_are_not() -> None:
-    """As torch.optim groups a step's tensors: a list per parameter group, per device and
-    dtype; a parameter without requires_grad gets no gradient and is in none."""
+    """The optimizers that step while the watch is open (torch.optim's global step
+    pre-hook), each list as torch.optim groups a step's tensors: per parameter group, per
+    device and dtype; a parameter without requires_grad gets no gradient and is in none."""
     big = torch.nn.Parameter(torch.zeros(CHUNK + 1))  # two chunks
     small = torch.nn.Parameter(torch.zeros(3))
     half = torch.nn.Parameter(torch.zeros(5, dtype=torch.bfloat16))
@@ -40,8 +41,12 @@ def test_each_group_device_and_dtype_is_a_list_and_frozen_parameters_are_not() -
         [{"params": [big, small, half]}, {"params": [frozen, torch.nn.Parameter(torch.ones(2))]}],
         lr=0.1,
     )
-    mine = [entry for entry in optimizer_lists() if entry["optimizer"] == "SGD"]
-    assert mine == [
+    idle = torch.optim.Adam([torch.nn.Parameter(torch.zeros(4))])  # never steps: not seen
+    with StepWatch() as watch:
+        opt.step()
+        opt.step()  # once is enough
+    opt.step()  # after: not watched
+    assert watch.lists() == [
         {"optimizer": "SGD", "device": "cpu", "dtype": "float32", "tensors": 2,
          "elements": CHUNK + 4, "chunks": 3},
         {"optimizer": "SGD", "device": "cpu", "dtype": "bfloat16", "tensors": 1,
@@ -49,4 +54,4 @@ def test_each_group_device_and_dtype_is_a_list_and_frozen_parameters_are_not() -
         {"optimizer": "SGD", "device": "cpu", "dtype": "float32", "tensors": 1,
          "elements": 2, "chunks": 1},
     ]  # fmt: skip
-    del opt
+    del idle

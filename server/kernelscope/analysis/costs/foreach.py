@@ -7,10 +7,10 @@ The elements: the listed tensors' shapes where the trace has them (Kineto record
 list's shapes only while it is short: train_mlp's 8 tensors, not ViT's or GPT-NeoX's ~80);
 else, in a live run, the optimizer's list whose chunks (at most 65,536 elements of one
 tensor each: ATen's ``kChunkSize``, one kernel block each) are the op's kernels' blocks
-(worker/program/optimizers.py counts each list after the cold call; GPT-NeoX's AdamW: 76
-tensors, 70,557,696 elements, 1126 chunks, and every foreach op of its step ran 1126
-blocks); else the grids, a bound that counts each tensor's last chunk as full (GPT-NeoX:
-73.8 M elements against its 70.6 M parameters).
+(worker/program/optimizers.py counts the lists of the optimizers that step in the cold
+call; GPT-NeoX's AdamW: 76 tensors, 70,557,696 elements, 1126 chunks, and every foreach op
+of its step ran 1126 blocks); else the grids, a bound that counts each tensor's last chunk
+as full (GPT-NeoX: 73.8 M elements against its 70.6 M parameters).
 
 A list passed twice is read once from memory: torch.optim's Adam, AdamW, NAdam, RAdam,
 RMSprop and Adadelta decay a state and square their gradients into it,

@@ -29,7 +29,7 @@ from .devices import profiler_activities
 from .errors import JobError
 from .event_budget import available_bytes, recording
 from .names import CALL_RANGE, STAGES_PROFILED, TIMING_WORKER_ENV
-from .optimizers import optimizer_lists
+from .optimizers import StepWatch
 from .phases import finished, peak_memory, profiler_schedule, trace_stem
 from .timing import fitted_schedule, profiled_budget_s, reference_us, spread
 from .traces import count_events, gzip_file
@@ -63,6 +63,7 @@ class Steps:
         self.settrace = False  # found by sys.settrace (Python before 3.12): slower Python
         self.traced_factor = 1.0  # how much slower a pure-Python loop ran under it
         self.watch: Any = None  # what finds the steps (its ``swapped``: the tracer went)
+        self.stepped = StepWatch()  # the optimizers that step in the cold one
         self.range: Any = None  # the open step's record_function
         self.marks = {}
         self.done = False
@@ -96,6 +97,8 @@ class Steps:
         n, profiled = self.n, self.n - self.skip
         if n == 1 or profiled < 1:
             self.job.progress("cold" if n == 1 else "timing", n, self.skip)
+            if n == 1:
+                self.stepped.__enter__()
             self.t0 = time.perf_counter()
             if n == 2:
                 self.window = [time.monotonic()] * 2
@@ -130,7 +133,8 @@ class Steps:
         if n == 1:
             self.sync()
             self.cold_us = (time.perf_counter() - self.t0) * 1e6
-            self.job.optimizer_lists = optimizer_lists()
+            self.stepped.__exit__(None, None, None)
+            self.job.optimizer_lists = self.stepped.lists()
             return
         if profiled < 1:
             self.window[1] = time.monotonic()

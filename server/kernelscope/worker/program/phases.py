@@ -19,7 +19,7 @@ from .lines import attribute_lines, line_pass_calls
 from .memory import memory_at_oom, memory_pass
 from .memory_sources import watch_recompute
 from .names import CALL_RANGE, COLD_RANGE, STAGES_PROFILED
-from .optimizers import optimizer_lists
+from .optimizers import StepWatch
 from .target import def_line
 from .timing import fitted_schedule, profiled_budget_s, unprofiled_timing, warm_up
 from .traces import first_kernel_after, gzip_file, load_json
@@ -76,7 +76,8 @@ def cold_call(job, call, sync, activities, stem, device):
     job.progress("cold")
     cold_tmp = os.path.join(job.trace_dir, stem + ".cold.json")
     compiled_before = compile_seconds()
-    with profile(activities=activities) as cold_prof:
+    stepped = StepWatch()
+    with stepped, profile(activities=activities) as cold_prof:
         t0 = time.perf_counter()
         with record_function(COLD_RANGE), watch_recompute(job), watch_triton_launches(job):
             call()
@@ -89,7 +90,7 @@ def cold_call(job, call, sync, activities, stem, device):
     )
     cold_path, events = gzip_file(cold_tmp)
     job.block_masks = block_masks()
-    job.optimizer_lists = optimizer_lists()
+    job.optimizer_lists = stepped.lists()
     cold = {
         "first_call_us": first_call_us,
         "entry_to_first_kernel_us": entry_to_kernel,
