@@ -390,19 +390,41 @@ def test_a_held_trace_is_let_go_for_another_file_or_a_changed_one(tmp_path: Path
 
 
 def test_the_editor_chooses_the_kernels_in_its_analysis_process(tmp_path: Path) -> None:
-    """The editor's server never reads the trace for `--counters`: the kernels are chosen in
-    the analysis process, which holds the trace there for the job's report."""
-    from kernelscope.app.analysis_pool import AnalysisPool
-    from kernelscope.app.counters import costliest_kernels
+    """The editor's server never reads the trace for `--counters`: the job service chooses
+    the kernels in its analysis process, which holds the trace there for the job's report
+    (the process is kept for it, though the trace is big)."""
     from kernelscope.app.held_trace import HELD
+    from kernelscope.app.jobs import ProfileService
 
     result = _copied_prefill(tmp_path)
-    pool = AnalysisPool()
+    service = ProfileService()
     try:
-        chosen = asyncio.run(pool.run(costliest_kernels, result.finished, 64))
+        chosen = asyncio.run(service._choose(result.finished, 64))  # pyright: ignore[reportPrivateUsage]
         assert "Kernel2" in chosen
         assert HELD.take(result.finished.trace_path) is None  # not here
-        assert asyncio.run(pool.run(_held_for, result.finished.trace_path))
-        assert not asyncio.run(pool.run(_held_for, result.finished.trace_path))
+        assert asyncio.run(service.analysis.run(_held_for, result.finished.trace_path))
+        assert not asyncio.run(service.analysis.run(_held_for, result.finished.trace_path))
     finally:
-        pool.close()
+        service.analysis.close()
+
+
+def _dies(finished: ProfileFinished, launch_count: int) -> list[str]:
+    import os
+
+    os._exit(3)
+
+
+def test_an_analysis_process_that_dies_choosing_leaves_the_first_kernels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the analysis process dies reading the trace (out of memory, say), the call's
+    first kernels are measured, as where the trace cannot be read: the profile stands."""
+    import kernelscope.app.jobs as jobs
+
+    monkeypatch.setattr(jobs, "costliest_kernels", _dies)
+    service = jobs.ProfileService()
+    try:
+        finished = _copied_prefill(tmp_path).finished
+        assert asyncio.run(service._choose(finished, 64)) == []  # pyright: ignore[reportPrivateUsage]
+    finally:
+        service.analysis.close()

@@ -29,17 +29,21 @@ def test_the_sidecar_has_the_training_steps_optimizer_list() -> None:
     ]
 
 
-def test_each_group_device_and_dtype_is_a_list_and_frozen_parameters_are_not() -> None:
+def test_each_group_device_and_dtype_is_a_list_of_the_parameters_with_gradients() -> None:
     """The optimizers that step while the watch is open (torch.optim's global step
     pre-hook), each list as torch.optim groups a step's tensors: per parameter group, per
-    device and dtype; a parameter without requires_grad gets no gradient and is in none."""
+    device and dtype, of the parameters that have a gradient as the step begins (a frozen
+    one, or one the loss did not reach, is in none: the step skips it)."""
     big = torch.nn.Parameter(torch.zeros(CHUNK + 1))  # two chunks
     small = torch.nn.Parameter(torch.zeros(3))
     half = torch.nn.Parameter(torch.zeros(5, dtype=torch.bfloat16))
     frozen = torch.nn.Parameter(torch.zeros(7), requires_grad=False)
+    unused = torch.nn.Parameter(torch.zeros(11))
+    other = torch.nn.Parameter(torch.ones(2))
+    for p in (big, small, half, other):
+        p.grad = torch.ones_like(p)
     opt = torch.optim.SGD(
-        [{"params": [big, small, half]}, {"params": [frozen, torch.nn.Parameter(torch.ones(2))]}],
-        lr=0.1,
+        [{"params": [big, small, half, unused]}, {"params": [frozen, other]}], lr=0.1
     )
     idle = torch.optim.Adam([torch.nn.Parameter(torch.zeros(4))])  # never steps: not seen
     with StepWatch() as watch:
@@ -54,4 +58,4 @@ def test_each_group_device_and_dtype_is_a_list_and_frozen_parameters_are_not() -
         {"optimizer": "SGD", "device": "cpu", "dtype": "float32", "tensors": 1,
          "elements": 2, "chunks": 1},
     ]  # fmt: skip
-    del idle
+    assert idle.param_groups

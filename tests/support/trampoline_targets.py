@@ -14,6 +14,11 @@ def step(x: int, scale: int = 2, *, shift: int = 0) -> int:
     return x * scale + shift
 
 
+def pure(x: Any) -> Any:
+    """Nothing torch.compile cannot trace."""
+    return x * 2 + 1
+
+
 def countdown(n: int) -> int:
     """Calls itself: one step per outermost call."""
     TRACERS.append(sys.gettrace())
@@ -39,6 +44,16 @@ def closing_over(k: int) -> Callable[[int], int]:
         return x + k
 
     return inner
+
+
+def epoch(n: int) -> int:
+    """Defines its step anew each time it runs (no free variables: not a closure)."""
+
+    def nested(x: int) -> int:
+        TRACERS.append(sys.gettrace())
+        return x
+
+    return sum(nested(i) for i in range(n))
 
 
 def numbers(n: int) -> Iterator[int]:

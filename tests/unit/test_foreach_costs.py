@@ -156,22 +156,28 @@ def test_the_squaring_addcmul_of_torch_optims_real_steps(
 
 
 def test_an_optimizers_list_whose_chunks_are_the_blocks_gives_the_elements() -> None:
-    """The worker's lists (tensors, elements, chunks): the one whose chunks are the op's
-    blocks gives its elements exactly; lists of other elements with the same chunks, or a
-    list of one chunk a tensor (as many 0-d counters would run), give none: the bound."""
-    from kernelscope.analysis.costs.foreach import list_elements
+    """The worker's lists (tensors, elements, chunks, dtype): the one of the kernel's dtype
+    whose chunks are the op's blocks gives its elements exactly; lists of other elements
+    with the same chunks give none: the bound. So does any list of as many tensors as the
+    blocks (an op over that many 0-d counters, Adam's capturable step count, runs so)."""
+    from kernelscope.analysis.costs.foreach import kernel_dtype, list_elements
 
     add = kernel("BinaryOpListAlphaFunctor<float, 2, 2, 0>")
+    assert kernel_dtype(add) == "float32"
+    assert kernel_dtype(kernel("FusedAdamMathFunctor<c10::BFloat16, 4, 1, false>")) == "bfloat16"
+    assert kernel_dtype("void other_kernel<float>()") == ""
     unrecorded = OpInputs(dims=[[], [], []])
-    neox = (76, 70_557_696, 1126)
+    neox = (76, 70_557_696, 1126, "float32")
     assert foreach_bytes(unrecorded, add, 1126, lists=[neox]) == (12.0 * 70_557_696, True)
-    assert foreach_bytes(unrecorded, add, 1125, lists=[neox]) == (
-        12.0 * 1125 * CHUNK_ELEMENTS,
-        False,
-    )
-    assert list_elements([neox, (2, 1000, 40)], 40) == 1000
+    bound = (12.0 * 1125 * CHUNK_ELEMENTS, False)
+    assert foreach_bytes(unrecorded, add, 1125, lists=[neox]) == bound
+    halves = (76, 70_557_696, 1126, "bfloat16")  # another dtype's list: not the kernel's
+    assert foreach_bytes(unrecorded, add, 1126, lists=[halves])[1] is False
+    assert list_elements([neox, (2, 1000, 40, "float32")], 40) == 1000
     assert list_elements([neox, neox], 1126) == 70_557_696  # two alike: the same elements
-    assert list_elements([(5, 900_000, 16), (6, 910_000, 16)], 16) == 0  # which one?
-    assert list_elements([(40, 4000, 40)], 40) == 0  # a chunk a tensor: counters too
+    assert list_elements([(5, 900_000, 16, "float32"), (6, 910_000, 16, "float32")], 16) == 0
+    assert list_elements([(40, 4000, 40, "float32")], 40) == 0  # a chunk a tensor
+    # 76 counters run 76 blocks: another group's list of 76 chunks cannot be told from them
+    assert list_elements([neox, (9, 4_000_000, 76, "float32")], 76) == 0
     shapes = OpInputs(dims=[[[4096, 4096], [4096]], []])  # the trace's shapes come first
     assert foreach_bytes(shapes, add, 257, lists=[neox]) == (12.0 * (4096 * 4096 + 4096), True)

@@ -114,6 +114,12 @@ def test_few_calls_timed_in_place_say_how_to_time_more() -> None:
     loop = msgspec.structs.replace(calls, step="iteration")
     text = render_report(msgspec.structs.replace(report, timing=four, call_site=loop))
     assert f"where the program makes {22 + profiled} iterations" in text
+    one = msgspec.structs.replace(four, unprofiled_reps=1)
+    text = render_report(msgspec.structs.replace(report, timing=one, call_site=calls))
+    assert "1 call timed (the program's call 2), fewer than the 20" in text
+    none = msgspec.structs.replace(four, unprofiled_reps=0)  # --skip 1: the cold call's
+    text = render_report(msgspec.structs.replace(report, timing=none, call_site=calls))
+    assert "no calls timed (--skip 1): the figure is the first call's, cold, fewer" in text
     enough = msgspec.structs.replace(four, unprofiled_reps=20)
     captured = msgspec.structs.replace(calls, captured=True)
     for timing, site in ((enough, calls), (four, captured), (four, None)):

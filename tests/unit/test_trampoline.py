@@ -120,8 +120,6 @@ def test_a_closure_or_a_generator_keeps_the_tracer(
 
 
 def test_functions_that_share_their_code_keep_the_tracer() -> None:
-    one, two = targets.closing_over(1), targets.closing_over(2)
-    del one, two
     code = targets.step.__code__
     twin = type(targets.step)(code, targets.step.__globals__, "twin")
     w, steps = watched("step")
@@ -133,3 +131,62 @@ def test_functions_that_share_their_code_keep_the_tracer() -> None:
     finally:
         w.disarm()
     assert twin.__code__ is code and steps == ["begin", "end"] * 2
+
+
+def test_a_nested_function_keeps_the_tracer() -> None:
+    """A `def` inside a function makes a new function object each time the outer one runs:
+    a swap would reach only the first, so the tracer stays and sees every call."""
+    w, steps = watched("epoch.<locals>.nested")
+    w.arm()
+    try:
+        for _ in range(3):
+            targets.epoch(2)
+        assert not w.swapped and sys.gettrace() is not None
+    finally:
+        w.disarm()
+    assert steps == ["begin", "end"] * 6
+
+
+def test_a_signature_of_its_own_is_left_as_it_was() -> None:
+    own = inspect.Signature([inspect.Parameter("batch", inspect.Parameter.POSITIONAL_OR_KEYWORD)])
+    targets.fails.__signature__ = own  # type: ignore[attr-defined]
+    w, _ = watched("fails")
+    w.arm()
+    try:
+        targets.fails(1)
+        assert w.swapped and inspect.signature(targets.fails) is own
+    finally:
+        w.disarm()
+        assert targets.fails.__dict__.pop("__signature__") is own
+
+
+def test_called_from_torch_compile_it_is_not_swapped_nor_breaks_a_later_graph() -> None:
+    """Dynamo's frames on the first call's stack: no swap. Swapped, then called from a
+    region torch.compile traces: the original is inlined (is_compiling), no graph break."""
+    import torch
+    from torch._dynamo.utils import counters
+
+    w, _ = watched("step")
+    w.arm()
+    try:
+        via_dynamo = {}
+        exec(compile("def call(f, x):\n    return f(x)\n", "/x/torch/_dynamo/stand.py", "exec"),
+             via_dynamo)  # fmt: skip
+        via_dynamo["call"](targets.step, 1)
+        assert w.swap_tried and not w.swapped
+    finally:
+        w.disarm()
+
+    w, steps = watched("pure")
+    w.arm()
+    try:
+        targets.pure(1)
+        assert w.swapped
+        torch._dynamo.reset()
+        counters.clear()
+        caller = torch.compile(lambda x: targets.pure(x) + 1, backend="eager")
+        assert caller(torch.ones(2)).tolist() == [4.0, 4.0]
+        assert not counters["graph_break"]
+    finally:
+        w.disarm()
+    assert steps[:2] == ["begin", "end"]

@@ -139,7 +139,7 @@ def facts_of(
     costs = OpCosts()
     sm_count = _sm_count(trace, sidecar)
     lists = [
-        (o.tensors, o.elements, o.chunks)
+        (o.tensors, o.elements, o.chunks, o.dtype)
         for o in (sidecar.optimizer_lists if sidecar is not None else [])
         if o.device.startswith("cuda")
     ]

@@ -23,8 +23,8 @@ class HeldTrace:
 
     def read(self, path: str | Path) -> Trace:
         """Read the trace (TraceError where it cannot be) and hold it in place of any other."""
+        key = _key(path)  # before the read: a file rewritten meanwhile is not this one
         trace = load_trace(path)
-        key = _key(path)
         with self._lock:
             self._held = (key, trace) if key is not None else None
         return trace

@@ -283,9 +283,13 @@ class ProfileService:
         if counters is None:
             counters = target.project.counters or self.settings.counters
         if counters:
-            await add_counters(
-                request, result, spec.python, remote, on_progress, spec.timeout, self._choose
-            )
+            try:
+                await add_counters(
+                    request, result, spec.python, remote, on_progress, spec.timeout, self._choose
+                )
+            except BaseException:  # cancelled under ncu: the trace held for it goes too
+                self.analysis.close()
+                raise
         if on_progress:
             on_progress(JobProgress(job_id=request.job_id, stage="analysis"))
         record = await self._analyze(
@@ -357,8 +361,12 @@ class ProfileService:
 
     async def _choose(self, finished: ProfileFinished, launch_count: int) -> list[str]:
         """The kernels ``--counters`` measures, chosen in the analysis process: the trace it
-        reads stays there for the job's report (``analyze_job``), not in the server."""
-        return await self._analyze(costliest_kernels, finished, launch_count, keep=True)
+        reads stays there for the job's report (``analyze_job``), not in the server. [] (the
+        call's first kernels) where that process died reading it."""
+        try:
+            return await self._analyze(costliest_kernels, finished, launch_count, keep=True)
+        except JobFailed:
+            return []
 
     async def _analyze(self, job: Callable[..., T], *args: object, keep: bool = False) -> T:
         """Run an analysis job in the analysis process; its death is a job failure. A big

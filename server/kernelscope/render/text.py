@@ -445,18 +445,25 @@ TIMED_CALLS = 20
 
 def _few_in_place(report: Report) -> list[str]:
     """In place the program's own calls 2 to --skip are timed: where they are fewer than a
-    timing of its own would take, how to take more."""
+    timing of its own would take, how to take more (with none, the figure is the cold
+    call's)."""
     site, reps = report.call_site, report.timing.unprofiled_reps
-    if site is None or site.captured or not 0 < reps < TIMED_CALLS:
+    if site is None or site.captured or reps >= TIMED_CALLS:
         return []
-    what = f"{site.step}{'' if reps == 1 else 's'}"
+    one = site.step
     steps = report.steps
     need = TIMED_CALLS + 1 + steps.wait + steps.warmup + steps.active
-    need += 1 if site.step == "iteration" else 0  # the last one ends where the next begins
+    need += 1 if one == "iteration" else 0  # the last one ends where the next begins
+    took = (
+        f"no {one}s timed (--skip 1): the figure is the first {one}'s, cold"
+        if reps <= 0
+        else f"1 {one} timed (the program's {one} 2)"
+        if reps == 1
+        else f"{reps} {one}s timed (the program's {one}s 2-{reps + 1})"
+    )
     return [
-        f"            {reps} {what} timed (the program's {what} 2-{reps + 1}), fewer than the "
-        f"{TIMED_CALLS} a captured call's timing takes: --skip {TIMED_CALLS + 1} times "
-        f"{TIMED_CALLS} where the program makes {need} {site.step}s"
+        f"            {took}, fewer than the {TIMED_CALLS} a captured call's timing takes: "
+        f"--skip {TIMED_CALLS + 1} times {TIMED_CALLS} where the program makes {need} {one}s"
     ]
 
 

@@ -62,8 +62,15 @@ FUSED_STEPS = frozenset(
 )
 #: AMP's unscale of a GradScaler's gradients: a foreach op by another name (one list).
 AMP_UNSCALE = "aten::_amp_foreach_non_finite_check_and_unscale_"
-#: An optimizer's tensor list as the worker counted it: (tensors, elements, chunks).
-ListSize = tuple[int, int, int]
+#: An optimizer's tensor list as the worker counted it: (tensors, elements, chunks, dtype).
+ListSize = tuple[int, int, int, str]
+#: The kernels' element types by torch's names of them (an optimizer's lists' dtypes).
+_TORCH_DTYPES = {
+    "double": "float64",
+    "float": "float32",
+    "c10::Half": "float16",
+    "c10::BFloat16": "bfloat16",
+}
 _FUSED_FUNCTOR = re.compile(r"Fused\w*MathFunctor<([\w:]+),\s*(\d+)")
 
 
@@ -145,16 +152,32 @@ def foreach_bytes(
     per = bytes_per_element(kernel, repeated, writes_gradients(inputs))
     if not per:
         return 0.0, True
-    exact = listed_elements(inputs) or list_elements(lists, blocks)
+    exact = listed_elements(inputs) or list_elements(lists, blocks, kernel_dtype(kernel))
     if exact:
         return float(exact * per), True
     return float(blocks * CHUNK_ELEMENTS * per), False
 
 
-def list_elements(lists: Sequence[ListSize], blocks: int) -> int:
-    """The elements of the optimizer's list (tensors, elements, chunks) whose chunks are an
-    op's `blocks`, where one is (lists of different elements with the same chunks: none). A
-    list of one chunk per tensor is left out: so would be a list of as many 0-d tensors (a
-    step's counters), and the blocks cannot tell them apart."""
-    found = {elements for tensors, elements, chunks in lists if chunks == blocks > tensors}
+def list_elements(lists: Sequence[ListSize], blocks: int, dtype: str = "") -> int:
+    """The elements of the optimizer's list (tensors, elements, chunks, dtype) of the
+    kernel's `dtype` (any, where "") whose chunks are an op's `blocks`, where one is (lists
+    of different elements with the same chunks: none). Where any list has as many tensors as
+    the blocks, none either: an op over that many 0-d tensors (a step's counters) would run
+    as many blocks, and the blocks cannot tell them apart."""
+    if any(tensors == blocks for tensors, _, _, _ in lists):
+        return 0
+    found = {
+        elements
+        for _, elements, chunks, of in lists
+        if chunks == blocks and (not dtype or of == dtype)
+    }
     return found.pop() if len(found) == 1 else 0
+
+
+def kernel_dtype(kernel: str) -> str:
+    """The element type a multi-tensor kernel's name gives, as torch names it (``float32``);
+    "" where it does not say or torch has no such name here."""
+    match = _FUSED_FUNCTOR.search(kernel) or _FUNCTOR.search(kernel)
+    if match is None:
+        return ""
+    return _TORCH_DTYPES.get(match.group(1) if match.re is _FUSED_FUNCTOR else match.group(2), "")

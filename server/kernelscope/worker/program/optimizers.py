@@ -8,6 +8,7 @@ an op whose grids sum to a list's chunks is known to run over that list's elemen
 The optimizers are those torch.optim's global step pre-hook sees during the call: no scan
 of the process's objects (~20 ms with torch alone loaded), and none that did not step."""
 
+import contextlib
 import sys
 
 #: ATen's kChunkSize (MultiTensorApply.cuh): the most elements of one tensor a block takes.
@@ -16,11 +17,14 @@ MAX_OPTIMIZERS = 8
 
 
 class StepWatch:
-    """While open, the optimizers whose ``step`` runs (torch.optim's global step pre-hook,
-    torch >= 2.0); nothing where torch.optim is not loaded or has no such hook."""
+    """While open, the lists of the optimizers whose ``step`` runs, counted as it begins
+    (torch.optim's global step pre-hook, torch >= 2.0): the parameters that have a gradient
+    then, as a foreach or fused step takes only those; nothing where torch.optim is not
+    loaded or has no such hook."""
 
     def __init__(self):
         self.stepped = []
+        self._lists = []
         self._handle = None
 
     def __enter__(self):
@@ -34,8 +38,12 @@ class StepWatch:
         return self
 
     def _hook(self, optimizer, args, kwargs):
-        if len(self.stepped) < MAX_OPTIMIZERS and all(o is not optimizer for o in self.stepped):
-            self.stepped.append(optimizer)
+        if len(self.stepped) >= MAX_OPTIMIZERS or any(o is optimizer for o in self.stepped):
+            return
+        self.stepped.append(optimizer)
+        # an optimizer of another layout: its steps keep the grid bound
+        with contextlib.suppress(Exception):
+            self._lists += _lists(optimizer)
 
     def __exit__(self, *exc):
         if self._handle is not None:
@@ -45,15 +53,8 @@ class StepWatch:
 
     def lists(self):
         """Per optimizer that stepped, per parameter group, per (device, dtype) (how
-        torch.optim groups a step's lists): its trainable parameters' count, elements and
-        chunks."""
-        out = []
-        for optimizer in self.stepped:
-            try:
-                out += _lists(optimizer)
-            except Exception:  # an optimizer of another layout: its steps keep the bound
-                continue
-        return out
+        torch.optim groups a step's lists): its parameters' count, elements and chunks."""
+        return list(self._lists)
 
 
 def _lists(optimizer):
@@ -62,7 +63,7 @@ def _lists(optimizer):
     for group in optimizer.param_groups:
         lists = {}
         for p in group["params"]:
-            if not p.requires_grad:
+            if p.grad is None:  # torch.optim's steps skip it
                 continue
             key = (str(p.device), str(p.dtype).replace("torch.", ""))
             n = int(p.numel())

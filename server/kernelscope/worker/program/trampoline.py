@@ -13,8 +13,15 @@ parameters) reads a ``__signature__`` set from the original until the code is pu
 
 Only a plain function can be swapped: no closure cells (a code object's free variables must
 match to be assigned), not a generator or coroutine (the trampoline returns the result), one
-function object for the code, and none of torch.compile's frames on the stack (Dynamo runs
-a function's code through its own frames and guards on the code object).
+function object for the code and not a nested one (a ``def`` inside a function makes a new
+object each time it runs, which the swap would not reach), and none of torch.compile's
+frames on the stack (Dynamo runs a function's code through its own frames and guards on the
+code object). A region torch.compile traces later goes straight to the original code
+(``torch.compiler.is_compiling()``, constant while Dynamo traces): the trampoline adds no
+graph break, and a call compiled into a graph is no step, as under the tracer.
+
+What else a program may read of the function while it is on is the trampoline's:
+``inspect.getsource``, ``__code__`` (torch.jit.script, torch.fx read it), ``__defaults__``.
 """
 
 import gc
@@ -46,6 +53,8 @@ def swappable(code, frame):
         return None
     holders = [o for o in gc.get_referrers(code) if isinstance(o, types.FunctionType)]
     if len(holders) != 1 or holders[0].__code__ is not code:
+        return None
+    if "<locals>" in holders[0].__qualname__:  # made again by each run of its outer function
         return None
     return holders[0]
 
@@ -85,7 +94,12 @@ class Trampoline:
         original.__qualname__ = fn.__qualname__
         original.__module__ = fn.__module__
 
+        compiler = getattr(sys.modules.get("torch"), "compiler", None)
+        tracing = getattr(compiler, "is_compiling", None)
+
         def enter(args, kwargs):
+            if tracing is not None and tracing():  # Dynamo inlines the original instead
+                return original(*args, **kwargs)
             return call(original, args, kwargs)
 
         fn.__code__ = _trampoline.__code__
