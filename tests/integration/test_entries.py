@@ -299,6 +299,16 @@ def test_in_place_a_functions_calls(project: Path) -> None:
     # before 3.12 the tracer that found the first call was swapped for a trampoline on
     # train_step after it: the timed calls ran untraced (worker/program/trampoline.py)
     assert out["timing"]["unprofiled_traced"] == ""
+    # the optimizer that stepped in the first call: its two groups (decay, no decay) a list each
+    sidecar = json.loads(
+        Path(out["trace"]["path"].replace(".pt.trace.json.gz", ".sidecar.json")).read_text()
+    )
+    lists = sidecar["optimizer_lists"]
+    assert [(x["optimizer"], x["device"], x["dtype"]) for x in lists] == [
+        ("AdamW", "cpu", "float32")
+    ] * 2
+    decay, no_decay = lists
+    assert decay["chunks"] >= decay["tensors"] > 0 and no_decay["tensors"] > 0
 
 
 def test_in_place_the_program_runs_to_its_end_with_no_stop_after(project: Path) -> None:
