@@ -4,9 +4,9 @@ One `Launcher` is kept warm (as the editor's server keeps it) and runs `--jobs` 
 row of each target in bench/workloads/loop_model.py: `model_step` (257 aten ops per call) and
 `one_matmul` (one 256x256 `a @ b`). Per job: the wall time of `await launcher.profile(...)`,
 its stages (the worker's `stages_s` joined with the launcher's, as report.py joins them), and
-the user's own time: every call the job makes (cold call, probe + timing reps, the
-wait/warmup/active schedule, the line pass, and the clean worker's warm-up call, probe and
-reps) at the unprofiled per-call time, plus the module import and the input provider as
+the user's own time: every call the job makes (cold call, the warm-up's calls as a loop
+warms up, timing reps, the wait/warmup/active schedule, the line pass, and the clean
+worker's warm-up and reps) at the unprofiled per-call time, plus the module import and the input provider as
 timed by the worker (once: the clean worker's repeat of both is counted as ours). Ours =
 wall - user's own. The analysis of the traces (report_for_job) is timed apart, after the
 wall. A cold `python script.py` doing the same profiling (import torch, build the inputs,
@@ -116,10 +116,11 @@ def user_calls(result: JobResult) -> dict[str, int]:
     """The function's calls per stage of one job, as program.py and the launcher make them."""
     side = result.finished.sidecar
     timing = side.timing
-    calls = {"cold": 1, "schedule": side.wait + side.warmup + side.active}
+    # the cold call, then the warm-up as a loop warms up (issue 24), in the same stage
+    calls = {"cold": 1 + side.cold.warmup_calls, "schedule": side.wait + side.warmup + side.active}
     if timing.process == "clean worker":
-        # The clean worker: one warm-up call, the probe, its reps (the sidecar's timing now).
-        calls["clean timing"] = 2 + timing.reps
+        # The clean worker: its warm-up and its reps (the sidecar's timing now).
+        calls["clean timing"] = timing.warmup_calls + timing.reps
         # The profiling worker's reps are not returned. Its timing stage is nothing but the
         # probe and 5..100 reps, so their count is the stage over that worker's median call.
         assert timing.profiling_worker_us_per_call is not None

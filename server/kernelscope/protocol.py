@@ -273,6 +273,9 @@ class ColdCall(msgspec.Struct):
     trace_path: str | None = None
     compile_us: float | None = None
     """Time torch.compile spent compiling during the cold call (dynamo's own timing)."""
+    warmup_calls: int = 0
+    """The calls of the warm-up after it, back to back as a loop warms up (the user's time
+    in the same stage); 0 before 2026-12-05."""
 
 
 class GpuSample(msgspec.Struct):
@@ -333,6 +336,8 @@ class UnprofiledTiming(msgspec.Struct):
     us_per_call: float
     method: str
     reps: int
+    warmup_calls: int = 0
+    """The calls of the warm-up before the timed ones; 0 before 2026-12-05."""
     samples_us: list[float] = []
     host_us_per_call: float | None = None
     p10_us: float | None = None

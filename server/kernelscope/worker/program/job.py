@@ -48,6 +48,7 @@ class Job:
         self.launches = {}  # user Triton kernel name -> its launches in the cold call
         self.block_masks = []  # flex_attention block masks alive after the cold call
         self.optimizer_lists = []  # the lists of the optimizers that step in the cold call
+        self.warmup_calls = 0  # the calls of the last warm-up (timing.warm_up)
         self.schedule_note = ""  # why the schedule has fewer steps than asked, for long calls
         self.recording_note = ""  # why the schedule was recorded otherwise than asked
         self.setup_output = None  # (text, truncated) the import and the provider printed

@@ -14,7 +14,7 @@ from .traces import load_json
 LONG_CALL_US = 5000.0
 #: Iterations of the calibration's comprehension and loop, run under the tracer before
 #: and after the calls (three line runs each).
-CALIBRATION_LOOPS = 2000
+CALIBRATION_LOOPS = 500
 
 
 def _calibration_loop(n):

@@ -47,6 +47,7 @@ def profile(job, fn, call, device, sync):
     stem = trace_stem(job)
     cold, events = cold_call(job, call, sync, activities, stem, device)
     per_call_us = warm_up(job, call, sync)
+    cold["warmup_calls"] = job.warmup_calls
     timing = unprofiled_timing(job, call, sync, device, per_call_us)
     steps = schedule_steps(job, timing)
     steps, shapes = fit_recording(job, events, steps)

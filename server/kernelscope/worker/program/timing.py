@@ -124,11 +124,13 @@ def warm_up(job, call, sync, stage: "str | None" = "cold"):
     n = 1
     previous = None
     t0 = None  # the clock starts after the first call: a cold one (a compile) says nothing
+    job.warmup_calls = 0
     while True:
         t = time.perf_counter()
         for _ in range(n):
             call()
         sync()
+        job.warmup_calls += n
         now = time.perf_counter()
         per_call = (now - t) / n
         elapsed = now - (t if t0 is None else t0)
@@ -169,7 +171,9 @@ def unprofiled_timing(
     job.progress("timing")
     reps = timing_reps(job, per_call_us, min_s)
     cuda = device.type == "cuda"
-    return time_unprofiled(job, call, sync, cuda, device, reps, extend, host_best)
+    timing = time_unprofiled(job, call, sync, cuda, device, reps, extend, host_best)
+    timing["warmup_calls"] = getattr(job, "warmup_calls", 0)
+    return timing
 
 
 def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best=None):
