@@ -6,13 +6,14 @@ row of each target in bench/workloads/loop_model.py: `model_step` (257 aten ops 
 its stages (the worker's `stages_s` joined with the launcher's, as report.py joins them), and
 the user's own time: every call the job makes (cold call, the warm-up's calls as a loop
 warms up, timing reps, the wait/warmup/active schedule, the line pass, and the clean
-worker's warm-up and reps) at the unprofiled per-call time, plus the module import and the input provider as
-timed by the worker (once: the clean worker's repeat of both is counted as ours). Ours =
-wall - user's own. The analysis of the traces (report_for_job) is timed apart, after the
-wall. A cold `python script.py` doing the same profiling (import torch, build the inputs,
-one call, the same schedule under torch.profiler, export and gzip a chrome trace) runs
-interleaved, per target. Job 1 warms the worker up: printed, left out of the medians.
-Targets (issue 10): ours <= 0.3 s for ~250 ops and <= 0.15 s for one op, on a warm worker.
+worker's warm-up and reps) at the unprofiled per-call time, plus the module import and the
+input provider as timed by the worker (once: the clean worker's repeat of both is counted
+as ours). Ours = wall - user's own. The analysis of the traces (report_for_job) is timed
+apart, after the wall. A cold `python script.py` doing the same profiling (import torch,
+build the inputs, one call, the same schedule under torch.profiler, export and gzip a
+chrome trace) runs interleaved, per target. Job 1 warms the worker up: printed, left out
+of the medians. Targets (issue 10): ours <= 0.3 s for ~250 ops and <= 0.15 s for one op,
+on a warm worker.
 
     python bench/loop_latency.py [--jobs N] [--device cpu|cuda] [--targets model,matmul]
                                  [--json OUT]
