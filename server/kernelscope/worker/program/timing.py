@@ -130,8 +130,8 @@ def warm_up(job, call, sync, stage: "str | None" = "cold"):
         for _ in range(n):
             call()
         sync()
-        job.warmup_calls += n
         now = time.perf_counter()
+        job.warmup_calls += n
         per_call = (now - t) / n
         elapsed = now - (t if t0 is None else t0)
         steady = previous is not None and max(per_call, previous) <= STEADY * min(
