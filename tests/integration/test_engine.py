@@ -228,6 +228,9 @@ def test_both_workers_start_together_before_anything_is_measured(tmp_path: Path)
     assert seen and seen[0][1] is WorkerState.READY, seen
     timing = result.finished.sidecar.timing
     assert timing.process == "clean worker" and timing.reps >= 20
+    # each worker warmed up as a loop does (blocks of 1, 2, 4 ... calls) and says how many
+    # calls that took: the user's time, in the cold stage (bench/loop_latency.py counts them)
+    assert timing.warmup_calls >= 3 and result.finished.sidecar.cold.warmup_calls >= 3
 
 
 def test_the_line_pass_takes_the_tracers_own_cost_out_of_pure_python_lines(
