@@ -90,15 +90,25 @@ def bytes_per_element(kernel: str, repeated: int = 0, grads_written: bool = Fals
     """Bytes a multi-tensor kernel moves per element of a list: each list it reads (less
     the `repeated` ones it was passed twice) and the one it writes (a fused step's: all
     but the gradients, unless `grads_written`); 0 where its name does not say."""
-    if MULTI_TENSOR_KERNEL not in kernel:
+    functor = _functor(kernel) if MULTI_TENSOR_KERNEL in kernel else None
+    if functor is None:
         return 0
+    fused, element, lists = functor
+    width = DTYPE_BYTES.get(element, 0)
+    if fused:
+        return width * (2 * lists - (0 if grads_written else 1))
+    return width * (max(lists - repeated, 1) + 1)
+
+
+def _functor(kernel: str) -> tuple[bool, str, int] | None:
+    """A multi-tensor kernel's functor as its name gives it: whether a fused step's, its
+    element type (as C++ names it) and the lists it reads (a fused step's ``depth``); None
+    where the name has none."""
     fused = _FUSED_FUNCTOR.search(kernel)
     if fused:
-        width, depth = DTYPE_BYTES.get(fused.group(1), 0), int(fused.group(2))
-        return width * (2 * depth - (0 if grads_written else 1))
+        return True, fused.group(1), int(fused.group(2))
     match = _FUNCTOR.search(kernel)
-    width = DTYPE_BYTES.get(match.group(2), 0) if match else 0
-    return width * (max(int(match.group(4)) - repeated, 1) + 1) if match else 0
+    return (False, match.group(2), int(match.group(4))) if match else None
 
 
 def repeated_lists(ops: list[Op], op: Op) -> int:
@@ -177,7 +187,5 @@ def list_elements(lists: Sequence[ListSize], blocks: int, dtype: str = "") -> in
 def kernel_dtype(kernel: str) -> str:
     """The element type a multi-tensor kernel's name gives, as torch names it (``float32``);
     "" where it does not say or torch has no such name here."""
-    match = _FUSED_FUNCTOR.search(kernel) or _FUNCTOR.search(kernel)
-    if match is None:
-        return ""
-    return _TORCH_DTYPES.get(match.group(1) if match.re is _FUSED_FUNCTOR else match.group(2), "")
+    functor = _functor(kernel)
+    return _TORCH_DTYPES.get(functor[1], "") if functor else ""
