@@ -58,4 +58,4 @@ def test_each_group_device_and_dtype_is_a_list_of_the_parameters_with_gradients(
         {"optimizer": "SGD", "device": "cpu", "dtype": "float32", "tensors": 1,
          "elements": 2, "chunks": 1},
     ]  # fmt: skip
-    assert idle.param_groups
+    assert watch.stepped == [opt] and all(o is not idle for o in watch.stepped)

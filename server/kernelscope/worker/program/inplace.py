@@ -98,7 +98,7 @@ class Steps:
         if n == 1 or profiled < 1:
             self.job.progress("cold" if n == 1 else "timing", n, self.skip)
             if n == 1:
-                self.stepped.__enter__()
+                self.stepped.start()
             self.t0 = time.perf_counter()
             if n == 2:
                 self.window = [time.monotonic()] * 2
@@ -133,7 +133,7 @@ class Steps:
         if n == 1:
             self.sync()
             self.cold_us = (time.perf_counter() - self.t0) * 1e6
-            self.stepped.__exit__(None, None, None)
+            self.stepped.stop()
             self.job.optimizer_lists = self.stepped.lists()
             return
         if profiled < 1:

@@ -27,15 +27,29 @@ class StepWatch:
         self._lists = []
         self._handle = None
 
-    def __enter__(self):
+    def start(self):
+        """Watch the steps from now on (again: nothing more)."""
         module = sys.modules.get("torch.optim.optimizer")
         register = getattr(module, "register_optimizer_step_pre_hook", None)
-        if register is not None:
+        if register is not None and self._handle is None:
             try:
                 self._handle = register(self._hook)
             except Exception:  # another torch's hook API: the steps keep the grid bound
                 self._handle = None
         return self
+
+    def stop(self):
+        """Stop watching (the lists stay)."""
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
 
     def _hook(self, optimizer, args, kwargs):
         if len(self.stepped) >= MAX_OPTIMIZERS or any(o is optimizer for o in self.stepped):
@@ -44,12 +58,6 @@ class StepWatch:
         # an optimizer of another layout: its steps keep the grid bound
         with contextlib.suppress(Exception):
             self._lists += _lists(optimizer)
-
-    def __exit__(self, *exc):
-        if self._handle is not None:
-            self._handle.remove()
-            self._handle = None
-        return False
 
     def lists(self):
         """Per optimizer that stepped, per parameter group, per (device, dtype) (how
