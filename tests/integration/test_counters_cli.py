@@ -393,7 +393,7 @@ def test_the_editor_chooses_the_kernels_in_its_analysis_process(tmp_path: Path) 
     """The editor's server never reads the trace for `--counters`: the job service chooses
     the kernels in its analysis process, which holds the trace there for the job's report
     (the process is kept for it, though the trace is big)."""
-    from kernelscope.app.held_trace import HELD
+    from kernelscope.app.held_trace import HELD, drop_held
     from kernelscope.app.jobs import ProfileService
 
     result = _copied_prefill(tmp_path)
@@ -403,6 +403,10 @@ def test_the_editor_chooses_the_kernels_in_its_analysis_process(tmp_path: Path) 
         assert "Kernel2" in chosen
         assert HELD.take(result.finished.trace_path) is None  # not here
         assert asyncio.run(service.analysis.run(_held_for, result.finished.trace_path))
+        assert not asyncio.run(service.analysis.run(_held_for, result.finished.trace_path))
+        # a job cancelled under ncu lets go of it there, the process kept for the others
+        asyncio.run(service._choose(result.finished, 64))  # pyright: ignore[reportPrivateUsage]
+        asyncio.run(service.analysis.run(drop_held))
         assert not asyncio.run(service.analysis.run(_held_for, result.finished.trace_path))
     finally:
         service.analysis.close()

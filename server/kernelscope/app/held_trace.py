@@ -40,6 +40,11 @@ class HeldTrace:
             self._held = None
             return held[1]
 
+    def drop(self) -> None:
+        """Let go of the trace held, whichever it is."""
+        with self._lock:
+            self._held = None
+
 
 def _key(path: str | Path) -> _Key | None:
     """The file as it is now: its resolved path, mtime and size; None where it is gone."""
@@ -52,3 +57,8 @@ def _key(path: str | Path) -> _Key | None:
 
 #: The process's one held trace (the CLI's, or the editor's analysis process's).
 HELD = HeldTrace()
+
+
+def drop_held() -> None:
+    """In the analysis process: let go of its held trace (a job that will not take it)."""
+    HELD.drop()

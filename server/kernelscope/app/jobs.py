@@ -22,6 +22,7 @@ from kernelscope.app.analysis_pool import AnalysisFailed, AnalysisPool, report_r
 from kernelscope.app.counters import costliest_kernels
 from kernelscope.app.distributed import distributed_job
 from kernelscope.app.experiments import run_experiments, try_request
+from kernelscope.app.held_trace import drop_held
 from kernelscope.app.history import Delta, delta
 from kernelscope.app.profile import add_counters, job_report, resolve_remote
 from kernelscope.app.settings import Settings
@@ -287,8 +288,11 @@ class ProfileService:
                 await add_counters(
                     request, result, spec.python, remote, on_progress, spec.timeout, self._choose
                 )
-            except BaseException:  # cancelled under ncu: the trace held for it goes too
-                self.analysis.close()
+            except BaseException:  # cancelled under ncu: the trace held for it goes too,
+                # behind the other jobs' analyses (closing the process would cancel them)
+                task = asyncio.ensure_future(self.analysis.run(drop_held))
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
                 raise
         if on_progress:
             on_progress(JobProgress(job_id=request.job_id, stage="analysis"))
