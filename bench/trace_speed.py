@@ -195,7 +195,7 @@ def gzip_copy(path: Path) -> Path:
 
 
 def _load(path: Path) -> object:
-    from kernelscope.analysis.trace_model import load_trace
+    from kernelscope.analysis.trace_load import load_trace
 
     return load_trace(path)
 
@@ -208,15 +208,15 @@ def _analyze(path: Path) -> object:
 
 def _analyze_one_stream(path: Path) -> object:
     """(b) with the file read by this process alone, as below MIN_BYTES."""
-    from kernelscope.analysis import trace_model
+    from kernelscope.analysis import trace_load
     from kernelscope.analysis.diagnose import analyze_file
 
-    apart = trace_model.processes
-    trace_model.processes = lambda _size, _gzipped=False: 1
+    apart = trace_load.processes
+    trace_load.processes = lambda _size, _gzipped=False: 1
     try:
         return analyze_file(path)
     finally:
-        trace_model.processes = apart
+        trace_load.processes = apart
 
 
 def _readers(size: int, gzipped: bool) -> int:
@@ -257,7 +257,7 @@ def _columns(
         "a": ("bare msgspec decode into a plain Struct (args: Raw), incl. file read", bare_decode),
         "a2": ("the same decode, Struct with gc=False (info)", bare_decode_no_gc),
         "b": ("kernelscope.analysis.diagnose.analyze_file(path), incl. file read", _analyze),
-        "b2": ("kernelscope trace_model.load_trace(path) (info: the trace model's share)", _load),
+        "b2": ("kernelscope trace_load.load_trace(path) (info: the trace model's share)", _load),
     }
     if parallel:
         columns["b1"] = (

@@ -238,7 +238,7 @@ def test_a_call_of_more_kernels_than_the_launch_count_measures_its_costliest_fun
 
     from kernelscope.analysis.counters import base_name, costliest_functions, one_call_kernels
     from kernelscope.analysis.timeline import build_timeline
-    from kernelscope.analysis.trace_model import load_trace
+    from kernelscope.analysis.trace_load import load_trace
     from kernelscope.engine.counters import kernel_filter
 
     timeline = build_timeline(load_trace(FIXTURES / "gpt2_prefill" / "trace.json.gz"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.trace_model import load_trace
+from kernelscope.analysis.trace_load import load_trace
 from kernelscope.engine.launcher import Launcher, WorkerState
 from kernelscope.engine.runner import JobResult
 from kernelscope.engine.targets import Schedule, build_request, load_target

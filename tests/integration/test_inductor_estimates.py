@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kernelscope.analysis.costs import bytes_of, flops_of
-from kernelscope.analysis.trace_model import load_trace
+from kernelscope.analysis.trace_load import load_trace
 
 from support import WORKLOADS
 

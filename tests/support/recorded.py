@@ -11,7 +11,7 @@ import msgspec
 from kernelscope.analysis.diagnose import Analysis, analyze
 from kernelscope.analysis.facts import Options
 from kernelscope.analysis.peaks import datasheet_peaks
-from kernelscope.analysis.trace_model import load_trace
+from kernelscope.analysis.trace_load import load_trace
 from kernelscope.protocol import Sidecar
 
 from support import FIXTURES

@@ -29,7 +29,8 @@ from kernelscope.analysis.costs import (
 from kernelscope.analysis.facts import Facts, Options, is_sync
 from kernelscope.analysis.syncs import python_places
 from kernelscope.analysis.timeline import Timeline, _HostOps, build_timeline
-from kernelscope.analysis.trace_model import CPU_OP, Event, Op, Trace, decode_trace, load_trace
+from kernelscope.analysis.trace_load import decode_trace, load_trace
+from kernelscope.analysis.trace_model import CPU_OP, Event, Op, Trace
 from kernelscope.analysis.user_code import user_frame
 
 from support import FIXTURES

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernelscope.analysis.diagnose import analyze
-from kernelscope.analysis.trace_model import TraceError, decode_trace
+from kernelscope.analysis.trace_load import decode_trace
+from kernelscope.analysis.trace_model import TraceError
 from kernelscope.render.text import render_trace_analysis
 from kernelscope.report.build import analyze_trace
 

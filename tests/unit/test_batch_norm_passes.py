@@ -122,7 +122,7 @@ def test_a_resnet_trace_pools_into_values_and_indices() -> None:
     roofline, reads 128x64x112x112 and writes 128x64x56x56 values and int64 indices."""
     from kernelscope.analysis.diagnose import analyze
     from kernelscope.analysis.facts import Options
-    from kernelscope.analysis.trace_model import load_trace
+    from kernelscope.analysis.trace_load import load_trace
 
     trace = load_trace(FIXTURES / "resnet50" / "raw.json.gz")
     roofline = analyze(trace, None, Options(peaks=datasheet_peaks("NVIDIA H200"))).roofline

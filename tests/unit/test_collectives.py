@@ -21,7 +21,8 @@ from kernelscope.analysis.collectives import (  # pyright: ignore[reportPrivateU
     bus_factor,
     communication,
 )
-from kernelscope.analysis.trace_model import Trace, decode_trace, load_trace
+from kernelscope.analysis.trace_load import decode_trace, load_trace
+from kernelscope.analysis.trace_model import Trace
 from kernelscope.render.text import communication_lines
 from kernelscope.units import fmt_rate
 

@@ -19,7 +19,7 @@ from kernelscope.analysis.counters import (
     parse_ncu_csv,
 )
 from kernelscope.analysis.diagnose import analyze, load_sidecar
-from kernelscope.analysis.trace_model import load_trace
+from kernelscope.analysis.trace_load import load_trace
 from kernelscope.protocol import Counters, KernelCounters
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

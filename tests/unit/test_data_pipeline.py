@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from kernelscope.analysis.diagnose import analyze
-from kernelscope.analysis.trace_model import load_trace
+from kernelscope.analysis.trace_load import load_trace
 from kernelscope.findings import Code
 
 from support.traces import doc, gpu, launch, op, span, step, write

@@ -19,7 +19,7 @@ from kernelscope.analysis.peaks import (
     peaks_for,
     save_calibrated,
 )
-from kernelscope.analysis.trace_model import load_trace
+from kernelscope.analysis.trace_load import load_trace
 from kernelscope.findings import Code
 
 from support import FIXTURES, REPO_ROOT

@@ -26,7 +26,8 @@ from kernelscope.analysis.costs import (
     op_bytes,
     op_flops,
 )
-from kernelscope.analysis.trace_model import Op, OpInputs, Trace, load_trace
+from kernelscope.analysis.trace_load import load_trace
+from kernelscope.analysis.trace_model import Op, OpInputs, Trace
 
 from support import FIXTURES
 

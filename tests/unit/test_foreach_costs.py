@@ -20,7 +20,8 @@ from kernelscope.analysis.costs.foreach import (
     repeated_lists,
     writes_gradients,
 )
-from kernelscope.analysis.trace_model import USER_ANNOTATION, Op, OpInputs, load_trace
+from kernelscope.analysis.trace_load import load_trace
+from kernelscope.analysis.trace_model import USER_ANNOTATION, Op, OpInputs
 
 NS = "at::native::(anonymous namespace)::"
 

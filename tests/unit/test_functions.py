@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernelscope.analysis.functions import function_times
-from kernelscope.analysis.trace_model import decode_trace, load_trace
+from kernelscope.analysis.trace_load import decode_trace, load_trace
 from kernelscope.report.build import analyze_trace
 from kernelscope.report.sources import local_files, locate
 

@@ -12,7 +12,7 @@ import pytest
 from kernelscope.analysis.diagnose import analyze
 from kernelscope.analysis.facts import Options
 from kernelscope.analysis.peaks import datasheet_peaks
-from kernelscope.analysis.trace_model import decode_trace, load_trace
+from kernelscope.analysis.trace_load import decode_trace, load_trace
 from kernelscope.findings import Code
 from kernelscope.protocol import Sidecar
 

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from kernelscope.analysis.ops import op_table
-from kernelscope.analysis.trace_model import load_trace
+from kernelscope.analysis.trace_load import load_trace
 from kernelscope.protocol import Sidecar
 from kernelscope.report.build import replay_report
 from kernelscope.report.schema import Report

@@ -7,7 +7,7 @@ import msgspec
 from kernelscope.analysis.diagnose import analyze
 from kernelscope.analysis.memory_diff import memory_delta
 from kernelscope.analysis.memory_fit import BatchPoint, checked, fit_line, forecast
-from kernelscope.analysis.trace_model import decode_trace
+from kernelscope.analysis.trace_load import decode_trace
 from kernelscope.findings import Code, Finding
 from kernelscope.protocol import (
     MemoryLine,

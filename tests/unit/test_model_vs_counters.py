@@ -22,7 +22,8 @@ from kernelscope.analysis.block_masks import apply_block_masks
 from kernelscope.analysis.costs import OpCosts
 from kernelscope.analysis.counters import apply_counters, parse_ncu_csv
 from kernelscope.analysis.roofline import OpRoof, roofline
-from kernelscope.analysis.trace_model import USER_ANNOTATION, GpuEvent, Trace, load_trace
+from kernelscope.analysis.trace_load import load_trace
+from kernelscope.analysis.trace_model import USER_ANNOTATION, GpuEvent, Trace
 from kernelscope.protocol import BlockMaskDensity, Counters, KernelCounters
 
 PROBE = Path(__file__).resolve().parents[2] / "fixtures" / "counters_probe"

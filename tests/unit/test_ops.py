@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from kernelscope.analysis.ops import OpStat, op_table, step_window
-from kernelscope.analysis.trace_model import Trace, decode_trace, load_trace
+from kernelscope.analysis.trace_load import decode_trace, load_trace
+from kernelscope.analysis.trace_model import Trace
 
 
 def span(cat: str, name: str, ts: float, dur: float, **args: Any) -> dict[str, Any]:

@@ -20,7 +20,8 @@ from kernelscope.analysis.costs.per_op import footprint_of, from_inductor
 from kernelscope.analysis.costs.tensors import size_of
 from kernelscope.analysis.diagnose import analyze
 from kernelscope.analysis.roofline import LATENCY_US, OpRoof, kind_of
-from kernelscope.analysis.trace_model import OpInputs, load_trace
+from kernelscope.analysis.trace_load import load_trace
+from kernelscope.analysis.trace_model import OpInputs
 from kernelscope.protocol import Sidecar
 
 from support import FIXTURES

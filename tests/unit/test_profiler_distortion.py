@@ -4,7 +4,7 @@ as a negative overhead. On CPU_ONLY (tests/support/traces.py): two calls of 85 Â
 from __future__ import annotations
 
 from kernelscope.analysis.diagnose import analyze
-from kernelscope.analysis.trace_model import decode_trace
+from kernelscope.analysis.trace_load import decode_trace
 from kernelscope.findings import Code
 
 from support.sidecars import cpu_sidecar

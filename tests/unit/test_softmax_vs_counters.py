@@ -16,7 +16,8 @@ from kernelscope.analysis.costs.softmax import reread_bytes
 from kernelscope.analysis.counters import parse_ncu_csv
 from kernelscope.analysis.peaks import Peaks, datasheet_peaks
 from kernelscope.analysis.roofline import OpRoof, roofline
-from kernelscope.analysis.trace_model import USER_ANNOTATION, OpInputs, Trace, load_trace
+from kernelscope.analysis.trace_load import load_trace
+from kernelscope.analysis.trace_model import USER_ANNOTATION, OpInputs, Trace
 from kernelscope.protocol import KernelCounters
 
 PROBE = Path(__file__).resolve().parents[2] / "fixtures" / "softmax_probe"

@@ -10,7 +10,7 @@ import msgspec
 from kernelscope.analysis.diagnose import Analysis, analyze
 from kernelscope.analysis.facts import Options
 from kernelscope.analysis.peaks import datasheet_peaks
-from kernelscope.analysis.trace_model import decode_trace, load_trace
+from kernelscope.analysis.trace_load import decode_trace, load_trace
 from kernelscope.findings import Code
 from kernelscope.protocol import LineStat, Sidecar
 

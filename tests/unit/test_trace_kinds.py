@@ -17,7 +17,8 @@ import pytest
 from kernelscope.analysis.diagnose import Analysis, analyze
 from kernelscope.analysis.facts import first_kernel_delay
 from kernelscope.analysis.timeline import build_timeline
-from kernelscope.analysis.trace_model import Trace, load_trace
+from kernelscope.analysis.trace_load import load_trace
+from kernelscope.analysis.trace_model import Trace
 from kernelscope.findings import Finding
 from kernelscope.report.build import analyze_trace
 from kernelscope.report.schema import TraceAnalysis

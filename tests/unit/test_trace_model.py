@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from kernelscope.analysis import trace_model
-from kernelscope.analysis.trace_model import Op, Trace, TraceError, decode_trace, load_trace
+from kernelscope.analysis import trace_load
+from kernelscope.analysis.trace_load import decode_trace, load_trace
+from kernelscope.analysis.trace_model import Op, Trace, TraceError
 
 PID = 100
 TID = 100
@@ -462,7 +463,7 @@ def _slow_path_traces(**top: Any) -> list[Trace]:
     mistyped = trace_doc(span("cpu_op", "aten::add", 0.0, 10.0), wrong, **top)
     return [
         load_trace_from(with_nan),
-        trace_model._decode_whole(json.dumps(mistyped).encode()),  # pyright: ignore[reportPrivateUsage]
+        trace_load._decode_whole(json.dumps(mistyped).encode()),  # pyright: ignore[reportPrivateUsage]
     ]
 
 

@@ -15,15 +15,16 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from kernelscope.analysis import trace_model, trace_segments
+from kernelscope.analysis import trace_load, trace_segments
 from kernelscope.analysis.diagnose import analyze
-from kernelscope.analysis.trace_model import (  # pyright: ignore[reportPrivateUsage]
-    FrameColumns,
-    Trace,
+from kernelscope.analysis.trace_build import Builder
+from kernelscope.analysis.trace_load import (  # pyright: ignore[reportPrivateUsage]
     _load_pieces,
     _load_segments,
     load_trace,
 )
+from kernelscope.analysis.trace_model import FrameColumns, Trace
+from kernelscope.analysis.trace_stream import file_chunks
 
 from support import REPO_ROOT
 
@@ -38,7 +39,7 @@ def parallel(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(trace_segments, "BYTES_PER_PROCESS", 32 << 10)
     monkeypatch.setattr(trace_segments, "MAX_PROCESSES", 2)
     monkeypatch.setattr(trace_segments, "SEGMENT_BYTES", 16 << 10)
-    monkeypatch.setattr(trace_model, "processes", _two)
+    monkeypatch.setattr(trace_load, "processes", _two)
 
 
 def _two(size: int, gzipped: bool = False) -> int:
@@ -53,9 +54,7 @@ def plain(tmp_path: Path, name: str) -> Path:
 
 
 def streamed(path: Path) -> Trace:
-    return trace_model._Builder().stream(  # pyright: ignore[reportPrivateUsage]
-        trace_model.file_chunks(path)
-    )
+    return Builder().stream(file_chunks(path))
 
 
 def spans(events: object) -> list[tuple[object, ...]]:
@@ -98,7 +97,7 @@ def test_a_gzip_inflated_here_and_decoded_apart_gives_the_trace_of_one_stream(
     path = plain(tmp_path, name)
     packed = tmp_path / f"{name}.json.gz"
     packed.write_bytes(gzip.compress(path.read_bytes(), 1))
-    chunks = trace_model.file_chunks(packed, chunk_bytes=16 << 10)
+    chunks = file_chunks(packed, chunk_bytes=16 << 10)
     read = _load_pieces(chunks, 2)
     assert read is not None
     assert isinstance(read.python_functions, FrameColumns) or not read.python_functions
@@ -145,7 +144,7 @@ def test_a_cut_inside_a_string_or_a_nested_value_falls_back_to_the_stream(
     assert_same(trace, streamed(path))
     packed = tmp_path / "tricky.json.gz"
     packed.write_bytes(gzip.compress(path.read_bytes(), 1))
-    assert _load_pieces(trace_model.file_chunks(packed, chunk_bytes=16 << 10), 2) is None
+    assert _load_pieces(file_chunks(packed, chunk_bytes=16 << 10), 2) is None
     assert_same(load_trace(packed), trace)
 
 
@@ -205,7 +204,7 @@ def test_processes_that_cannot_run_or_die_leave_it_to_one_stream(
 ) -> None:
     path = plain(tmp_path, "syncs")
     one = streamed(path)
-    monkeypatch.setattr(trace_model, "_filed_segment", _exit_at_once)
+    monkeypatch.setattr(trace_load, "_filed_segment", _exit_at_once)
     with pytest.raises(trace_segments.ProcessesUnavailable):
         _load_segments(path, path.stat().st_size, 2, lambda *_: None)
     assert_same(load_trace(path), one)

@@ -21,13 +21,13 @@ import msgspec
 import pytest
 
 from kernelscope.analysis.memory_budget import available_bytes, rss_bytes
-from kernelscope.analysis.trace_model import (  # pyright: ignore[reportPrivateUsage]
-    TraceError,
-    _Builder,
+from kernelscope.analysis.trace_build import Builder
+from kernelscope.analysis.trace_load import (  # pyright: ignore[reportPrivateUsage]
     _decode_whole,
     decode_trace,
     load_trace,
 )
+from kernelscope.analysis.trace_model import TraceError
 from kernelscope.analysis.trace_stream import Chunk, EventPieces, NotStreamable, file_chunks
 from kernelscope.cli.progress import ReadingBar
 
@@ -106,7 +106,7 @@ def test_what_cannot_be_cut_says_so(data: bytes) -> None:
 def test_a_file_read_in_pieces_gives_the_trace_of_the_whole(tmp_path: Path, size: int) -> None:
     plain = tmp_path / "t.json"
     plain.write_bytes(gzip.decompress(FIXTURE.read_bytes()))
-    streamed = _Builder().stream(file_chunks(plain, chunk_bytes=size))
+    streamed = Builder().stream(file_chunks(plain, chunk_bytes=size))
     whole_trace = _decode_whole(plain.read_bytes())  # one decode of the whole document
     assert len(streamed.ops) == len(whole_trace.ops) > 0
     assert [(o.name, o.ts, o.parent, o.args) for o in streamed.ops] == [
@@ -159,7 +159,8 @@ def test_a_trace_bigger_than_memory_is_refused_before_it_is_read(tmp_path: Path)
 _UNDER_LIMIT = """
 import resource, sys
 from pathlib import Path
-from kernelscope.analysis.trace_model import TraceError, load_trace
+from kernelscope.analysis.trace_model import TraceError
+from kernelscope.analysis.trace_load import load_trace
 vm = next(int(l.split()[1]) * 1024 for l in Path("/proc/self/status").read_text().splitlines()
           if l.startswith("VmSize:"))
 limit = vm + (512 << 20)

@@ -18,7 +18,7 @@ import pytest
 from kernelscope import protocol
 from kernelscope.analysis import calls, facts, trace_model
 from kernelscope.analysis.checks import cold_start
-from kernelscope.analysis.trace_model import load_trace
+from kernelscope.analysis.trace_load import load_trace
 from kernelscope.engine import clean_timing
 from kernelscope.protocol import PERCENT, STAGE_LABELS
 

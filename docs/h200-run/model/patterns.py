@@ -118,7 +118,7 @@ def main():
     except Exception as e:  # report and go on
         print("flex_attention: failed:", type(e).__name__, e)
     from kernelscope.analysis.diagnose import analyze
-    from kernelscope.analysis.trace_model import load_trace
+    from kernelscope.analysis.trace_load import load_trace
 
     worst = 0.0
     for name, path in paths.items():

@@ -16,7 +16,8 @@ from kernelscope.analysis.collectives import Communication, communication
 from kernelscope.analysis.facts import Options, facts_of, first_kernel_delay
 from kernelscope.analysis.roofline import OpRoof
 from kernelscope.analysis.timeline import build_timeline
-from kernelscope.analysis.trace_model import Trace, load_trace
+from kernelscope.analysis.trace_load import load_trace
+from kernelscope.analysis.trace_model import Trace
 from kernelscope.analysis.verdict import Verdict
 from kernelscope.findings import Finding
 from kernelscope.protocol import Sidecar

@@ -9,7 +9,8 @@ import os
 import threading
 from pathlib import Path
 
-from kernelscope.analysis.trace_model import Trace, load_trace
+from kernelscope.analysis.trace_load import load_trace
+from kernelscope.analysis.trace_model import Trace
 
 _Key = tuple[str, int, int]
 

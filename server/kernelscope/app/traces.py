@@ -10,7 +10,8 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 from kernelscope.analysis.diagnose import load_sidecar
-from kernelscope.analysis.trace_model import TraceError, load_trace
+from kernelscope.analysis.trace_load import load_trace
+from kernelscope.analysis.trace_model import TraceError
 from kernelscope.analysis.trace_stream import Progress, is_gzip
 from kernelscope.app.analysis_pool import report_read
 from kernelscope.app.store import RunRecord, now

@@ -14,7 +14,8 @@ from kernelscope.analysis.diagnose import Analysis, analyze
 from kernelscope.analysis.facts import Options
 from kernelscope.analysis.functions import function_times
 from kernelscope.analysis.ops import op_table
-from kernelscope.analysis.trace_model import Trace, TraceError, load_trace
+from kernelscope.analysis.trace_load import load_trace
+from kernelscope.analysis.trace_model import Trace, TraceError
 from kernelscope.analysis.trace_stream import Progress
 from kernelscope.protocol import LineStat, ProfileFinished, Sidecar, WorkerReady
 from kernelscope.report.files import companions
