@@ -12,7 +12,11 @@ process's share of them is printed. Only figures timed at the host's
 speed are compared (``at_speed``): a spell can outlast a whole timing (on 2026-12-04 the same
 fresh process read graph_break 97 or 177 µs, churn 765 or 1294 µs), and such a figure is the
 host's, not the worker's. Where the host left fewer than one worker figure and two fresh ones at
-its speed the test skips, saying so."""
+its speed the test skips, saying so. Checkpointed sits at the host's noise: its fresh
+processes spread with a CV of 0.11-0.13 (0.20-0.23 pinned), the same clean worker read it
+5400 then 7605 µs in two jobs, and two figures against five then fall outside 10 % in ~30-40 %
+of runs for an unbiased worker (docs/h200-run/eleventh/README.md: 1.064 and 0.885 in two runs
+back to back)."""
 
 from __future__ import annotations
 
