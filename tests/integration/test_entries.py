@@ -219,6 +219,27 @@ def test_in_place_a_module_level_while_loop(project: Path) -> None:
     assert out["function"]["line"] == loop
     process = out["timing"]["unprofiled_process"]
     assert process == "before the profiler started, in a worker that never profiled"
+    # the script's own loop marks its iterations (loop_mark.py): no tracer, on any Python
+    assert out["timing"]["unprofiled_traced"] == ""
+    assert out["timing"]["unprofiled_reps"] == 4  # iterations 2-5; the first is the cold one
+    start, end = out["timing"]["unprofiled_window_s"]  # iteration 2's begin to 5's end
+    assert 0 < end - start < out["call_site"]["entry_s"]
+    assert out["lines"] == []  # no line pass in place
+    assert "step 12: train loss" in out["output"]  # the program's own output is there ...
+    assert "Python replay stack is empty" not in out["output"]  # ... not the profiler's warning
+    names = {o["name"] for o in out["ops"]}
+    assert "Optimizer.step#AdamW.step" in names  # the whole iteration: the optimizer too
+
+
+def test_in_place_a_loop_in_an_imported_module_is_found_by_the_tracer(project: Path) -> None:
+    """GPT.forward's `for block in self.blocks:` (model.py, imported by train.py, not
+    compiled by the worker): each block is an iteration, found by sys.monitoring from 3.12
+    and by sys.settrace before, which the report then names with its factor."""
+    loop = _line_of(project / "model.py", "for block in self.blocks:")
+    command = TRAIN.replace("=3", "=20")
+    out = report(kernelscope(project, f"model.py:{loop}", "--via", command, "--json"))
+    assert out["call_site"]["step"] == "iteration"
+    assert out["function"]["line"] == loop
     traced = out["timing"]["unprofiled_traced"]
     if sys.version_info < (3, 12):  # the tracer that finds the steps slows Python there
         said = re.fullmatch(
@@ -230,14 +251,6 @@ def test_in_place_a_module_level_while_loop(project: Path) -> None:
         assert 1.2 <= float(said[1]) <= 10  # Python 3.11 here: 2.7x (a tracer returning None)
     else:
         assert traced == ""
-    assert out["timing"]["unprofiled_reps"] == 4  # iterations 2-5; the first is the cold one
-    start, end = out["timing"]["unprofiled_window_s"]  # iteration 2's begin to 5's end
-    assert 0 < end - start < out["call_site"]["entry_s"]
-    assert out["lines"] == []  # no line pass in place
-    assert "step 12: train loss" in out["output"]  # the program's own output is there ...
-    assert "Python replay stack is empty" not in out["output"]  # ... not the profiler's warning
-    names = {o["name"] for o in out["ops"]}
-    assert "Optimizer.step#AdamW.step" in names  # the whole iteration: the optimizer too
 
 
 def test_in_place_long_iterations_are_profiled_fewer_times(project: Path) -> None:

@@ -18,6 +18,7 @@ from .capture import CallState, arguments, function_of, replay, save_capture, wi
 from .digest import program_digest
 from .dynamo import dynamo_frames
 from .errors import JobError
+from .loop_mark import MARK
 from .rebatch import resized_call
 from .watch import CallWatch
 
@@ -170,14 +171,15 @@ def entry_label(entry):
     return " ".join(head.get(entry["kind"], [entry["target"]]) + list(entry.get("args") or []))
 
 
-def run_program(job, entry):
+def run_program(job, entry, mark=None):
     """Run the program to its end; how it ended ("ended", "exit N"), or a JobError when it
-    failed."""
+    failed. ``mark``: a LoopMark, for a loop of the script's that marks its own iterations
+    (``loop_mark``)."""
     kind = entry["kind"]
     label = entry_label(entry)
     try:
         if kind == "script":
-            _run_script(job, entry)
+            _run_script(job, entry, mark)
         elif kind == "module":
             import runpy
 
@@ -211,7 +213,7 @@ def run_program(job, entry):
     return "ended"
 
 
-def _run_script(job, entry):
+def _run_script(job, entry, mark=None):
     path = os.path.abspath(os.path.join(job.entry_cwd, entry["target"]))
     try:
         with open(path, "rb") as f:
@@ -222,8 +224,10 @@ def _run_script(job, entry):
             "cannot run %s: %s" % (entry["target"], e.strerror or e),
             path,
         ) from None
+    if mark is not None and not (mark.marked and mark.path == os.path.realpath(path)):
+        mark = None
     try:
-        code = compile(source, path, "exec", dont_inherit=True)
+        code = mark.code if mark is not None else compile(source, path, "exec", dont_inherit=True)
     except SyntaxError as e:
         raise JobError("syntax_error", "SyntaxError: %s" % e.msg, path, e.lineno) from None
     main = types.ModuleType("__main__")
@@ -234,6 +238,8 @@ def _run_script(job, entry):
     sys.modules["__main__"] = main
     sys.argv = [path, *entry.get("args", [])]
     sys.path.insert(0, os.path.dirname(path))
+    if mark is not None:
+        main.__dict__[MARK] = mark
     exec(code, main.__dict__)
 
 

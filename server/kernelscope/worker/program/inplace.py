@@ -14,6 +14,10 @@ for, nothing is weighed.
 kernelscope adds syncs only around the profiler: where the timed steps end, around the
 counting step, before the active window opens and before it closes (CUDA events time the
 steps before, with no sync). There is no line pass in place.
+
+The steps are found by sys.monitoring from Python 3.12; before it by sys.settrace, which a
+function's calls need only until the first returns (trampoline.py) and a loop of the script
+not at all (loop_mark.py).
 """
 
 import dis
@@ -28,6 +32,7 @@ from typing import Any
 from .devices import profiler_activities
 from .errors import JobError
 from .event_budget import available_bytes, recording
+from .loop_mark import LoopMark
 from .names import CALL_RANGE, STAGES_PROFILED, TIMING_WORKER_ENV
 from .optimizers import StepWatch
 from .phases import finished, peak_memory, profiler_schedule, trace_stem
@@ -487,7 +492,7 @@ class CallSteps(CallWatch):
 def run_in_place(job):
     """Run the program, its calls (or iterations) the steps; conclude the job from inside the
     last active step (the worker ends). Returns only by raising a JobError."""
-    from .entry import entry_label, files_now, run_program
+    from .entry import entry_label, files_now, in_script, run_program
 
     entry = job.req["entry"]
     req = job.req
@@ -518,6 +523,7 @@ def run_in_place(job):
 
             job.worker.conclude(job, fail)
 
+    mark = None
     if loop:
         watch = LoopWatch(job.path, int(entry["body_line"]), job.is_user_file)
 
@@ -527,6 +533,10 @@ def run_in_place(job):
             steps.begin()
 
         watch.on_line = lambda: sys.call_tracing(safely, (boundary,))
+        if getattr(sys, "monitoring", None) is None and entry["kind"] == "script":
+            mark = LoopMark(loop, int(entry["body_line"]), lambda: safely(boundary))
+            if not (in_script(job) and mark.prepare(job.path)):
+                mark = None
     else:
         watch = CallSteps(job.path, req["qualname"], int(entry.get("first_line") or 0),
                           job.is_user_file)  # fmt: skip
@@ -541,13 +551,14 @@ def run_in_place(job):
     job.worker.fork_hooks.append(watch.disarm)
     job.progress("entry")
     try:
-        untraced = reference_us()
-        watch.arm()
-        steps.settrace = watch.tool is None
-        if steps.settrace:  # the whole interpreter runs its slow path while a tracer is set
-            steps.traced_factor = reference_us() / untraced
+        if mark is None:  # else the loop calls the step machine itself: no tracer
+            untraced = reference_us()
+            watch.arm()
+            steps.settrace = watch.tool is None
+            if steps.settrace:  # the whole interpreter runs its slow path while a tracer is set
+                steps.traced_factor = reference_us() / untraced
         try:
-            run_program(job, entry)
+            run_program(job, entry, mark)
         except JobError as e:
             if not steps.done:
                 raise
