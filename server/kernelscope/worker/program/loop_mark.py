@@ -3,7 +3,7 @@
 
 Found by ``sys.settrace``, a loop's iterations cost the whole interpreter its slow path: a
 script's loop of 20,000 Python additions a step timed 1.6-2.1 ms a step under the tracer,
-0.6-1.25 ms with the mark, 0.6 ms in the program alone (Python 3.11, this 2-vCPU machine; a
+0.59-0.61 ms with the mark, 0.6 ms in the program alone (Python 3.11, this 2-vCPU machine; a
 C++-heavy step, makemore's, showed no difference above the host's noise). Where the loop is
 in the script the worker compiles (its ``__main__``), the worker compiles it with one call
 added as the first statement of the loop's body, on the body's first line, and sets no
