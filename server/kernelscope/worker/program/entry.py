@@ -224,7 +224,7 @@ def _run_script(job, entry, mark=None):
             "cannot run %s: %s" % (entry["target"], e.strerror or e),
             path,
         ) from None
-    if mark is not None and not (mark.marked and mark.path == os.path.realpath(path)):
+    if mark is not None and (mark.code is None or mark.path != os.path.realpath(path)):
         mark = None
     try:
         code = mark.code if mark is not None else compile(source, path, "exec", dont_inherit=True)

@@ -51,9 +51,8 @@ class LoopMark:
         self.body_line = body_line
         self.on_iteration = on_iteration
         self.pid = os.getpid()
-        self.marked = False  # the script was compiled with the call in (else: the tracer)
         self.path = ""
-        self.code = None
+        self.code = None  # the script compiled with the call in (None: the tracer finds them)
 
     def prepare(self, path):
         """Compile the script at ``path`` with the call in; whether that worked (else the
@@ -65,8 +64,7 @@ class LoopMark:
             return False
         self.path = os.path.realpath(path)
         self.code = marked_code(source, path, self.loop_line, self.body_line)
-        self.marked = self.code is not None
-        return self.marked
+        return self.code is not None
 
     def __call__(self):
         if os.getpid() == self.pid:
