@@ -1,7 +1,7 @@
 """cuDNN's two-pass batch norm kernels and max pooling's backward against Nsight Compute, on a
-ResNet-18 training step measured on the H200 (fixtures/resnet18_sgd: issue 24, item 3). No
-trace is kept there; each row's inputs are rebuilt from the shapes its report recorded, in
-the argument layout ATen gives these ops."""
+ResNet-18 training step measured on the H200 (fixtures/resnet18_sgd: issue 24, item 3): each
+row's inputs rebuilt from the shapes its --counters report recorded, in the argument layout
+ATen gives these ops, and the whole roofline over the same step's live and raw traces."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ import pytest
 from kernelscope.analysis.costs.batch_norm import batch_norm_reread_bytes
 from kernelscope.analysis.costs.per_op import op_bytes
 from kernelscope.analysis.costs.pooling import pool_forward_bytes
+from kernelscope.analysis.diagnose import Analysis
 from kernelscope.analysis.peaks import datasheet_peaks
 from kernelscope.analysis.trace_model import OpInputs
 
 from support import FIXTURES
+from support.recorded import analyzed
 
 L2 = datasheet_peaks("NVIDIA H200").l2_bytes
 
@@ -129,3 +131,43 @@ def test_a_resnet_trace_pools_into_values_and_indices() -> None:
     (pool,) = [r for r in roofline if r.name == "aten::max_pool2d_with_indices"]
     per_call = (pool.bytes_per_step or 0.0) / pool.calls_per_step
     assert per_call == pytest.approx(128 * 64 * (112 * 112 * 2 + 56 * 56 * (2 + 8)))
+
+
+def analysis(raw: bool) -> Analysis:
+    return analyzed("resnet18_sgd", raw)
+
+
+@pytest.mark.parametrize("raw", [False, True])
+def test_no_row_of_the_resnet_trace_is_above_its_roof(raw: bool) -> None:
+    over = [(r.name, r.efficiency) for r in analysis(raw).roofline if (r.efficiency or 0) > 1]
+    assert not over
+
+
+@pytest.mark.parametrize("raw", [False, True])
+def test_the_traces_batch_norm_and_pooling_rows_agree_with_the_counters(raw: bool) -> None:
+    """Through the whole roofline (kernel names, shapes and the L2's size read from the
+    trace): each measured batch-norm and max-pool row within 7 % of its DRAM traffic."""
+    measured = {
+        (r["name"], r["shapes"]): r["bytes_per_step"]
+        for name in ("aten::cudnn_batch_norm", "aten::cudnn_batch_norm_backward",
+                     "aten::max_pool2d_with_indices", "aten::max_pool2d_with_indices_backward")
+        for r in measured_rows(name)
+    }  # fmt: skip
+    rows = {(r.name, r.shapes): r.bytes_per_step for r in analysis(raw).roofline}
+    assert len(measured) >= 7
+    for key, truth in measured.items():
+        assert rows[key] == pytest.approx(truth, rel=0.07), key
+
+
+def test_the_fused_sgd_step_is_exact_from_the_optimizers_lists() -> None:
+    """The sidecar's count of the SGD's list (torchvision's ResNet-18: 62 tensors, 11.69 M
+    elements) makes the live row the bytes the kernels move; the raw trace, without it, has
+    the grids' bound: each tensor's last chunk counted whole (227 chunks of 65,536)."""
+    sidecar = json.loads((FIXTURES / "resnet18_sgd" / "sidecar.json").read_text())
+    (lists,) = sidecar["optimizer_lists"]
+    assert (lists["optimizer"], lists["tensors"], lists["elements"]) == ("SGD", 62, 11_689_512)
+    (truth,) = measured_rows("aten::_fused_sgd_")
+    (live,) = [r for r in analysis(False).roofline if r.name == "aten::_fused_sgd_"]
+    (raw,) = [r for r in analysis(True).roofline if r.name == "aten::_fused_sgd_"]
+    assert live.bytes_per_step == pytest.approx(truth["bytes_per_step"], rel=0.01)
+    assert truth["bytes_per_step"] <= (raw.bytes_per_step or 0) <= 1.3 * truth["bytes_per_step"]
