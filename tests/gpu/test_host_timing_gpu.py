@@ -72,6 +72,7 @@ def slowed(s: dict[str, Any] | None) -> str:
 ROUNDS = {"churn": 5, "graph_break": 5, "checkpointed": 20, "loader_step": 5}
 
 
+@pytest.mark.timeout(900)  # checkpointed's 20 rounds took 349 s on the H200
 @pytest.mark.parametrize("qualname", list(ROUNDS))
 def test_unprofiled_time_is_within_ten_percent_of_fresh_processes(
     driver: LauncherDriver, qualname: str
@@ -79,6 +80,7 @@ def test_unprofiled_time_is_within_ten_percent_of_fresh_processes(
     compare(driver, qualname, "", ROUNDS[qualname])
 
 
+@pytest.mark.timeout(600)
 def test_checkpointed_on_one_vcpu_is_within_ten_percent_of_fresh_processes(
     tmp_path: Path,
 ) -> None:
