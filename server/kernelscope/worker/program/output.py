@@ -1,47 +1,33 @@
 # pyright: basic
-"""What user code prints: fds 1 and 2 drained from a pipe, the last 64 KiB kept per job."""
+"""What user code prints: fds 1 and 2 point at an unlinked temporary file (in tempfile's
+folder), of which the last 64 KiB are read per job.
 
+The file holds all a job prints until the next job (or take()) empties it: a job that
+prints a lot grows it by as much meanwhile."""
+
+import fcntl
 import os
 import sys
-import threading
+import tempfile
 
 OUTPUT_KEEP = 64 * 1024
-SYNC_MARK = b"\x00kernelscope-sync\x00"
 
 
 class OutputCapture:
-    """Drains the pipe behind fds 1 and 2 and keeps the last 64 KiB of each job."""
+    """Owns the file behind fds 1 and 2 (``fd``, for the worker to dup2) and reads the last
+    64 KiB of each job from it."""
 
-    def __init__(self, fd):
+    def __init__(self):
+        # A file, not a pipe: a pipe needs a thread to drain it, and that thread took the GIL
+        # from the user's loop on every flushed line (a loop printing each step ran 2x slower).
+        # O_APPEND: each write goes to the end, also after begin() or take() empties the file
+        # under a forked child (a DataLoader worker) that still writes to it.
+        fd, path = tempfile.mkstemp(prefix="kernelscope-output-")
+        os.unlink(path)
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
         self.fd = fd
-        self.data = bytearray()
-        self.total = 0
-        self.lock = threading.Lock()
-        self.synced = threading.Event()
         self.dropped = ()
         self.dropped_within = ()
-        threading.Thread(target=self._drain, name="ks-output", daemon=True).start()
-
-    def _drain(self):
-        while True:
-            try:
-                chunk = os.read(self.fd, 1 << 16)
-            except OSError:
-                return
-            if not chunk:
-                return
-            with self.lock:
-                self.data += chunk
-                self.total += len(chunk)
-                mark = self.data.find(
-                    SYNC_MARK, max(0, len(self.data) - len(chunk) - len(SYNC_MARK))
-                )
-                if mark >= 0:
-                    self.total -= len(self.data) - mark
-                    del self.data[mark:]
-                    self.synced.set()
-                if len(self.data) > 2 * OUTPUT_KEEP:
-                    del self.data[: len(self.data) - OUTPUT_KEEP]
 
     def drop_lines(self, start):
         """Leave out of what user code printed the lines that begin with ``start`` (bytes):
@@ -54,36 +40,29 @@ class OutputCapture:
         self.dropped_within = (*self.dropped_within, text)
 
     def begin(self):
-        self.take()
+        """Start a job: what was printed before it is not its own."""
+        self._flush()
+        os.ftruncate(self.fd, 0)
 
     def take(self):
         """What was printed since the job began (or the last take), as collect() returns
         it; what comes next is kept apart from it."""
         text, truncated = self.collect()
-        with self.lock:
-            self.data.clear()
-            self.total = 0
+        os.ftruncate(self.fd, 0)
         return text, truncated
 
     def collect(self):
-        """Wait until everything written so far has been drained; return (text, truncated)."""
-        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-            try:
-                if stream is not None:
-                    stream.flush()
-            except Exception:
-                pass
-        self.synced.clear()
-        try:
-            os.write(1, SYNC_MARK)
-            self.synced.wait(2.0)
-        except OSError:
-            pass
-        with self.lock:
-            kept = bytes(self.data[-OUTPUT_KEEP:])
-            truncated = self.total > OUTPUT_KEEP
+        """What was printed since the job began (or the last take): (text, truncated), the
+        last 64 KiB from a whole line on where there was more."""
+        self._flush()
+        total = os.fstat(self.fd).st_size
+        # One byte more than is kept: where it is a newline, the kept bytes begin a line.
+        start = max(0, total - OUTPUT_KEEP - 1)
+        kept = os.pread(self.fd, total - start, start)
+        truncated = total > OUTPUT_KEEP
         if truncated and b"\n" in kept:  # from the first whole line on
             kept = kept[kept.index(b"\n") + 1 :]
+        kept = kept[-OUTPUT_KEEP:]
         if self.dropped or self.dropped_within:
             lines = kept.splitlines(keepends=True)
             kept = b"".join(
@@ -93,3 +72,12 @@ class OutputCapture:
                 and not any(text in line for text in self.dropped_within)
             )
         return kept.decode("utf-8", "replace"), truncated
+
+    @staticmethod
+    def _flush():
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except Exception:
+                pass
