@@ -121,3 +121,16 @@ def test_dropped_lines_are_left_out(capture: OutputCapture) -> None:
     os.write(capture.fd, b"kept 1\n[bench] dropped\n12:00:01 a profiler stack warning\nkept 2\n")
     os.write(capture.fd, b"not [bench] at the start\n")
     assert capture.collect() == ("kept 1\nkept 2\nnot [bench] at the start\n", False)
+
+
+def test_without_a_temporary_folder_the_worker_runs_keeping_no_output(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("tempfile.tempdir", "/nonexistent/kernelscope")
+    capture = OutputCapture()
+    try:
+        capture.begin()
+        os.write(capture.fd, b"printed\n")
+        assert capture.take() == ("", False)
+    finally:
+        os.close(capture.fd)

@@ -22,8 +22,12 @@ class OutputCapture:
         # from the user's loop on every flushed line (a loop printing each step ran 2x slower).
         # O_APPEND: each write goes to the end, also after begin() or take() empties the file
         # under a forked child (a DataLoader worker) that still writes to it.
-        fd, path = tempfile.mkstemp(prefix="kernelscope-output-")
-        os.unlink(path)
+        self.kept = True
+        try:
+            fd, path = tempfile.mkstemp(prefix="kernelscope-output-")
+            os.unlink(path)
+        except OSError:  # no writable temporary folder: run, keeping no output
+            fd, self.kept = os.open(os.devnull, os.O_WRONLY), False
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
         self.fd = fd
         self.dropped = ()
@@ -42,19 +46,21 @@ class OutputCapture:
     def begin(self):
         """Start a job: what was printed before it is not its own."""
         self._flush()
-        os.ftruncate(self.fd, 0)
+        self._empty()
 
     def take(self):
         """What was printed since the job began (or the last take), as collect() returns
         it; what comes next is kept apart from it."""
         text, truncated = self.collect()
-        os.ftruncate(self.fd, 0)
+        self._empty()
         return text, truncated
 
     def collect(self):
         """What was printed since the job began (or the last take): (text, truncated), the
         last 64 KiB from a whole line on where there was more."""
         self._flush()
+        if not self.kept:
+            return "", False
         total = os.fstat(self.fd).st_size
         # One byte more than is kept: where it is a newline, the kept bytes begin a line.
         start = max(0, total - OUTPUT_KEEP - 1)
@@ -72,6 +78,10 @@ class OutputCapture:
                 and not any(text in line for text in self.dropped_within)
             )
         return kept.decode("utf-8", "replace"), truncated
+
+    def _empty(self):
+        if self.kept:
+            os.ftruncate(self.fd, 0)
 
     @staticmethod
     def _flush():
