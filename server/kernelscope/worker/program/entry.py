@@ -214,22 +214,25 @@ def run_program(job, entry, mark=None):
 
 
 def _run_script(job, entry, mark=None):
+    """Run the script as ``__main__``; with ``mark`` (a LoopMark prepared from this script:
+    in_script), its code compiled with the loop's mark in."""
     path = os.path.abspath(os.path.join(job.entry_cwd, entry["target"]))
-    try:
-        with open(path, "rb") as f:
-            source = f.read()
-    except OSError as e:
-        raise JobError(
-            "file_not_found",
-            "cannot run %s: %s" % (entry["target"], e.strerror or e),
-            path,
-        ) from None
-    if mark is not None and (mark.code is None or mark.path != os.path.realpath(path)):
-        mark = None
-    try:
-        code = mark.code if mark is not None else compile(source, path, "exec", dont_inherit=True)
-    except SyntaxError as e:
-        raise JobError("syntax_error", "SyntaxError: %s" % e.msg, path, e.lineno) from None
+    if mark is not None:
+        code = mark.code
+    else:
+        try:
+            with open(path, "rb") as f:
+                source = f.read()
+        except OSError as e:
+            raise JobError(
+                "file_not_found",
+                "cannot run %s: %s" % (entry["target"], e.strerror or e),
+                path,
+            ) from None
+        try:
+            code = compile(source, path, "exec", dont_inherit=True)
+        except SyntaxError as e:
+            raise JobError("syntax_error", "SyntaxError: %s" % e.msg, path, e.lineno) from None
     main = types.ModuleType("__main__")
     main.__file__ = path
     main.__dict__["__builtins__"] = builtins

@@ -51,7 +51,6 @@ class LoopMark:
         self.body_line = body_line
         self.on_iteration = on_iteration
         self.pid = os.getpid()
-        self.path = ""
         self.code = None  # the script compiled with the call in (None: the tracer finds them)
 
     def prepare(self, path):
@@ -62,7 +61,6 @@ class LoopMark:
                 source = f.read()
         except OSError:
             return False
-        self.path = os.path.realpath(path)
         self.code = marked_code(source, path, self.loop_line, self.body_line)
         return self.code is not None
 
