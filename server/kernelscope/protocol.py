@@ -62,6 +62,10 @@ class Entry(msgspec.Struct):
     """In place: the `for`/`while` statement whose iterations are the steps (0: calls)."""
     body_line: int = 0
     """The first line of that loop's body: each time it runs an iteration begins."""
+    end_line: int = 0
+    """The last line of that loop's body: a line of the loop's code outside `loop_line` to
+    this one, or its code's return, is the loop's exit, which ends the iteration in
+    progress (0: not known, the next iteration ends it)."""
     save: bool = False
     """Save the captured call under the project's .kernelscope/captures/ (local runs)."""
     capture: str | None = None

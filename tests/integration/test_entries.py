@@ -354,15 +354,34 @@ def test_in_place_the_program_runs_to_its_end_with_no_stop_after(project: Path) 
     assert stopped["call_site"]["wrote"] == []
 
 
-def test_in_place_with_too_few_iterations(project: Path) -> None:
+@pytest.mark.parametrize("via", [TRAIN, f"-m {TRAIN.replace('.py', '', 1)}"])
+def test_in_place_with_too_few_iterations(project: Path, via: str) -> None:
+    """The script's loop ends after 4 iterations: a loop of the module's own code never runs
+    again, so the job fails there, before the program's last lines (its checkpoint); run as
+    its script (the loop marks itself before 3.12) or as a module (the tracer finds it)."""
+    shutil.rmtree(project / "out", ignore_errors=True)
     loop = _line_of(project / "train.py", "while True:")
-    err = error(kernelscope(project, f"train.py:{loop}", "--via", TRAIN, "--json"))
+    err = error(kernelscope(project, f"train.py:{loop}", "--via", via, "--json"))
     assert err["kind"] == "too_few_calls"
-    assert f"iterations of the loop at line {loop}" in err["message"]
-    assert (
-        "in place needs 15 (--skip 5, then 9 profiled, and one more to end the last)"
-        in (err["message"])
-    )
+    assert f"made 4 iterations of the loop at line {loop}" in err["message"]
+    assert "in place needs 14 (--skip 5, then 9 profiled)" in err["message"]
+    assert not (project / "out" / "ckpt.pt").exists()
+
+
+def test_in_place_a_loop_run_again_ends_its_last_iteration_where_it_exits(
+    project: Path,
+) -> None:
+    """estimate_loss()'s `for k in range(eval_iters)`: 2 iterations a run, two runs a call,
+    and two training steps between its calls. The iteration before each exit ends there:
+    no step holds the training steps that ran before the loop's next run."""
+    loop = _line_of(project / "train.py", "for k in range(eval_iters):")
+    command = TRAIN.replace("=3", "=30")
+    out = report(kernelscope(project, f"train.py:{loop}", "--via", command, "--json",
+                             **NO_TIME_FIT))  # fmt: skip
+    assert out["call_site"]["modes"] == ["iterations 6-14 profiled, 10-14 active"]
+    names = {op["name"] for op in out["ops"]}
+    assert "aten::embedding" in names  # the eval's forward
+    assert not {n for n in names if "Optimizer" in n or "backward" in n.lower()}, names
 
 
 @pytest.mark.parametrize(

@@ -40,25 +40,65 @@ def lines(text: str, start: str) -> tuple[int, int]:
     return loop, loop + 1
 
 
-def run(code: object, calls: list[int]) -> dict[str, object]:
-    namespace: dict[str, object] = {"__name__": "__main__", MARK: lambda: calls.append(1)}
+class Marks:
+    """What a marked script calls: ``MARK()`` each iteration, ``MARK.exit()`` as it ends."""
+
+    def __init__(self, calls: list[object]) -> None:
+        self.calls = calls
+
+    def __call__(self) -> None:
+        self.calls.append(1)
+
+    def exit(self) -> None:
+        self.calls.append("exit")
+
+
+def run(code: object, calls: list[object]) -> dict[str, object]:
+    namespace: dict[str, object] = {"__name__": "__main__", MARK: Marks(calls)}
     exec(code, namespace)  # type: ignore[arg-type]
     return namespace
 
 
 def test_a_module_level_while_loop_calls_the_mark_once_an_iteration() -> None:
     loop, body = lines(SCRIPT, "while k < 3")
-    calls: list[int] = []
+    calls: list[object] = []
     namespace = run(marked_code(SCRIPT, "train.py", loop, body), calls)
-    assert len(calls) == 3
+    assert calls == [1, 1, 1, "exit"]
     assert namespace["seen"] == [[0], [0], [0, 2]]  # the program's own result, unchanged
 
 
 def test_a_loop_in_a_function_counts_iterations_that_continue() -> None:
     loop, body = lines(SCRIPT, "for i in range(n)")
-    calls: list[int] = []
+    calls: list[object] = []
     run(marked_code(SCRIPT, "train.py", loop, body), calls)
-    assert len(calls) == 1 + 2 + 3  # work(1), work(2), work(3): every iteration, continued or not
+    # work(1), work(2), work(3): every iteration, continued or not, and each run's end
+    assert calls == [1, "exit", 1, 1, "exit", 1, 1, 1, "exit"]
+
+
+def test_the_loop_ends_however_it_is_left() -> None:
+    """A break, a return from inside, an exception: each ends the loop's run (its last
+    iteration ends there, not at the next run's first)."""
+    text = (
+        "def f(n):\n"
+        "    for i in range(10):\n"
+        "        if i == n:\n"
+        "            return i\n"
+        "        if i == 5:\n"
+        "            break\n"
+        "        if i == 7:\n"
+        "            raise ValueError(i)\n"
+        "    return -1\n"
+        "out = [f(1), f(7)]\n"
+    )
+    calls: list[object] = []
+    namespace = run(marked_code(text, "train.py", 2, 3), calls)
+    assert namespace["out"] == [1, -1]
+    assert calls == [1, 1, "exit", 1, 1, 1, 1, 1, 1, "exit"]  # f(7) broke at i == 5
+    calls.clear()
+    with pytest.raises(ValueError):
+        unbroken = text.replace("i == 5", "i == 9").replace("f(7)", "f(9)")
+        run(marked_code(unbroken, "train.py", 2, 3), calls)
+    assert calls == [1, 1, "exit", 1, 1, 1, 1, 1, 1, 1, 1, "exit"]  # f(9) raised at i == 7
 
 
 @pytest.mark.parametrize(
@@ -94,3 +134,17 @@ def test_the_mark_calls_its_step_machine_only_in_its_own_process(tmp_path: Path)
     mark()
     assert calls == [1]
     assert not LoopMark(loop, body, lambda: None).prepare(str(tmp_path / "missing.py"))
+
+
+def test_the_exit_says_whether_the_loop_was_a_modules_own() -> None:
+    """A loop of a module's top-level code never runs again (the job can fail at its end);
+    one in a function can."""
+    exits: list[bool] = []
+    mark = LoopMark(1, 2, lambda: None, exits.append)
+    exec("mark.exit()", {"mark": mark})
+
+    def in_a_function() -> None:
+        mark.exit()
+
+    in_a_function()
+    assert exits == [True, False]

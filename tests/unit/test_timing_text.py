@@ -109,11 +109,11 @@ def test_few_calls_timed_in_place_say_how_to_time_more() -> None:
     at = next(i for i, x in enumerate(lines) if x.startswith("unprofiled"))
     assert lines[at + 1].strip() == (
         "4 calls timed (the program's calls 2-5), fewer than the 20 a captured call's timing "
-        f"takes: --skip 21 times 20 where the program makes {21 + profiled} calls"
+        f"takes: --skip 21 times 20, where the program makes at least {21 + profiled} calls"
     )
     loop = msgspec.structs.replace(calls, step="iteration")
     text = render_report(msgspec.structs.replace(report, timing=four, call_site=loop))
-    assert f"where the program makes {22 + profiled} iterations" in text
+    assert f"where the program makes at least {21 + profiled} iterations" in text
     one = msgspec.structs.replace(four, unprofiled_reps=1)
     text = render_report(msgspec.structs.replace(report, timing=one, call_site=calls))
     assert "1 call timed (the program's call 2), fewer than the 20" in text

@@ -174,9 +174,9 @@ def parse_entry(
     loop = loop_line(target.qualname)
     if loop:
         in_place = True
-        first, def_line, body = 0, loop, _loop_body(target, loop, source)
+        first, def_line, (body, end) = 0, loop, _loop_body(target, loop, source)
     else:
-        (first, def_line), body = _lines(target, source), 0
+        (first, def_line), (body, end) = _lines(target, source), (0, 0)
     if in_place and skip < 1:
         raise TargetError(f"--skip must be >= 1 (the first call is the cold one), got {skip}")
     if finish and not in_place:
@@ -199,6 +199,7 @@ def parse_entry(
         finish=finish,
         loop_line=loop,
         body_line=body,
+        end_line=end,
         save=save and not in_place,
         keep_mb=0 if save or in_place else target.project.keep_captures_mb,
     )
@@ -208,8 +209,8 @@ def parse_entry(
     return msgspec.structs.replace(entry, capture=str(saved)) if saved else entry
 
 
-def _loop_body(target: Target, line: int, source: str | None) -> int:
-    """The first line of the body of the `for`/`while` statement at `line`."""
+def _loop_body(target: Target, line: int, source: str | None) -> tuple[int, int]:
+    """The first and last lines of the body of the `for`/`while` statement at `line`."""
     try:
         text = source if source is not None else target.path.read_text(encoding="utf-8")
         tree = ast.parse(text, str(target.path))
@@ -219,7 +220,7 @@ def _loop_body(target: Target, line: int, source: str | None) -> int:
         raise TargetError(f"{target.path}:{e.lineno}: SyntaxError: {e.msg}") from None
     for node in ast.walk(tree):
         if isinstance(node, ast.For | ast.AsyncFor | ast.While) and node.lineno == line:
-            return node.body[0].lineno
+            return node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno
     count = len(text.splitlines())
     if line > count:
         raise TargetError(f"{target.path.name}:{line} is past the file's end (line {count})")

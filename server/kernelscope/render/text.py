@@ -453,7 +453,6 @@ def _few_in_place(report: Report) -> list[str]:
     one = site.step
     steps = report.steps
     need = TIMED_CALLS + 1 + steps.wait + steps.warmup + steps.active
-    need += 1 if one == "iteration" else 0  # the last one ends where the next begins
     took = (
         f"no {one}s timed (--skip 1): the figure is the first {one}'s, cold"
         if reps <= 0
@@ -463,7 +462,8 @@ def _few_in_place(report: Report) -> list[str]:
     )
     return [
         f"            {took}, fewer than the {TIMED_CALLS} a captured call's timing takes: "
-        f"--skip {TIMED_CALLS + 1} times {TIMED_CALLS} where the program makes {need} {one}s"
+        f"--skip {TIMED_CALLS + 1} times {TIMED_CALLS}, where the program makes at least "
+        f"{need} {one}s"
     ]
 
 

@@ -21,6 +21,7 @@ not at all (loop_mark.py).
 """
 
 import dis
+import inspect
 import os
 import statistics
 import sys
@@ -326,15 +327,35 @@ class Steps:
         )
 
 
+#: Code flags of generators and coroutines, whose return events include each suspension.
+_SUSPENDS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
 class LoopWatch(CallWatch):
     """Iterations of the loop whose body starts at `body_line` in `path`: each time that line
-    runs, one iteration ends and the next begins."""
+    runs, one iteration ends and the next begins; a line of the loop's code outside
+    `loop_line`..`end_line`, or its code's return, is the loop's exit (``on_exit``: the
+    iteration in progress ends there, not at the next run's first iteration)."""
 
-    def __init__(self, path, body_line, is_user_file):
+    def __init__(self, path, body_line, is_user_file, loop_line=0, end_line=0):
         super().__init__(path, "", 0, 0, None, is_user_file)
         self.body_line = body_line
+        self.loop_line = loop_line
+        self.end_line = end_line
         self.on_line: Any = None
+        self.on_exit: Any = None
         self.loop_code = None
+        self.inside = False  # an iteration began since the loop last ended
+
+    def iteration(self):
+        self.inside = True
+        self.on_line()
+
+    def left(self):
+        """A line past the loop, or its code's return: the loop's exit where it had begun."""
+        if self.inside:
+            self.inside = False
+            self.on_exit()
 
     def holds(self, code):
         if self.loop_code is not None:
@@ -347,23 +368,48 @@ class LoopWatch(CallWatch):
             return True
         return False
 
+    def outside(self, line):
+        """Whether a line of the loop's code is past the loop (or before it)."""
+        return (
+            bool(self.end_line)
+            and line is not None
+            and not (self.loop_line <= line <= self.end_line)
+        )
+
+    def returns_out(self, code):
+        """Whether the code's return leaves the loop (a generator's yield does not)."""
+        return bool(self.end_line) and not code.co_flags & _SUSPENDS
+
     def _arm_monitoring(self, monitoring):
         events = monitoring.events
 
         def on_start(code, offset):
             if self.holds(code):
-                monitoring.set_local_events(self.tool, code, events.LINE)
+                wanted = events.LINE | (events.PY_RETURN if self.returns_out(code) else 0)
+                monitoring.set_local_events(self.tool, code, wanted)
                 return None
             return monitoring.DISABLE
 
         def on_line(code, line):
-            if line == self.body_line and code is self.loop_code:
-                self.on_line()
+            if code is not self.loop_code:
+                return monitoring.DISABLE
+            if line == self.body_line:
+                self.iteration()
+                return None
+            if self.outside(line):
+                self.left()
+                return None
+            return monitoring.DISABLE  # the loop's own lines: nothing to see there
+
+        def on_return(code, offset, value):
+            if code is self.loop_code:
+                self.left()
                 return None
             return monitoring.DISABLE
 
         monitoring.register_callback(self.tool, events.PY_START, on_start)
         monitoring.register_callback(self.tool, events.LINE, on_line)
+        monitoring.register_callback(self.tool, events.PY_RETURN, on_return)
         monitoring.set_events(self.tool, events.PY_START)
 
     def _trace(self, frame, event, arg):
@@ -372,8 +418,13 @@ class LoopWatch(CallWatch):
         return None
 
     def _local_loop(self, frame, event, arg):
-        if event == "line" and frame.f_lineno == self.body_line:
-            self.on_line()
+        if event == "line":
+            if frame.f_lineno == self.body_line:
+                self.iteration()
+            elif self.outside(frame.f_lineno):
+                self.left()
+        elif event == "return" and self.returns_out(frame.f_code):
+            self.left()
         return self._local_loop
 
     def disarm(self):
@@ -382,6 +433,7 @@ class LoopWatch(CallWatch):
             monitoring.set_local_events(self.tool, self.loop_code, 0)
         if monitoring is not None and self.tool is not None:
             monitoring.register_callback(self.tool, monitoring.events.LINE, None)
+            monitoring.register_callback(self.tool, monitoring.events.PY_RETURN, None)
         super().disarm()
 
 
@@ -523,18 +575,68 @@ def run_in_place(job):
 
             job.worker.conclude(job, fail)
 
+    end_line = int(entry.get("end_line") or 0)
+
+    def too_few():
+        profiled = steps.skip - skip + steps.wait + steps.warmup + steps.active  # as fitted
+        need = skip + profiled + (1 if loop and not end_line else 0)
+        name = "the loop at line %d" % loop if loop else req["qualname"]
+        message = (
+            "%s made %d %s%s of %s in %.1f s; in place needs %d (--skip %d, then %d profiled%s)"
+            % (
+                label,
+                steps.n,
+                steps.what,
+                "" if steps.n == 1 else "s",
+                name,
+                time.perf_counter() - steps.started,
+                need,
+                skip,
+                profiled,
+                ", and one more to end the last" if loop and not end_line else "",
+            )
+        )
+        return JobError(
+            "too_few_calls",
+            message,
+            job.path,
+            def_line or None,
+            hint="run the program longer, or lower --skip, --wait, --warmup or --active",
+        )
+
     mark = None
     if loop:
-        watch = LoopWatch(job.path, int(entry["body_line"]), job.is_user_file)
+        watch = LoopWatch(job.path, int(entry["body_line"]), job.is_user_file, loop, end_line)
 
         def boundary():
             steps.end()
             conclude_if_done()
             steps.begin()
 
+        def left(once):
+            """The loop ended: so did its iteration. A loop of a module's code (a script's
+            loop at its top level) never runs again: short of steps, the job fails now,
+            before the profiler records the rest of the program."""
+            steps.end()
+            conclude_if_done()
+            if once and not steps.done:
+
+                def fail():
+                    raise too_few()
+
+                job.worker.conclude(job, fail)
+
+        def exited():
+            code = watch.loop_code
+            sys.call_tracing(
+                safely, (lambda: left(code is not None and code.co_name == "<module>"),)
+            )
+
         watch.on_line = lambda: sys.call_tracing(safely, (boundary,))
+        watch.on_exit = exited
         if getattr(sys, "monitoring", None) is None and entry["kind"] == "script":
-            mark = LoopMark(loop, int(entry["body_line"]), lambda: safely(boundary))
+            mark = LoopMark(loop, int(entry["body_line"]), lambda: safely(boundary),
+                            lambda once: safely(lambda: left(once)))  # fmt: skip
             if not (in_script(job) and mark.prepare(job.path)):
                 mark = None
     else:
@@ -580,28 +682,4 @@ def run_in_place(job):
         )
         job.worker.conclude(job, steps.conclude)
 
-    profiled = steps.skip - skip + steps.wait + steps.warmup + steps.active  # as fitted
-    need = skip + profiled + (1 if loop else 0)
-    name = "the loop at line %d" % loop if loop else req["qualname"]
-    message = (
-        "%s made %d %s%s of %s in %.1f s; in place needs %d (--skip %d, then %d profiled%s)"
-        % (
-            label,
-            steps.n,
-            steps.what,
-            "" if steps.n == 1 else "s",
-            name,
-            time.perf_counter() - steps.started,
-            need,
-            skip,
-            profiled,
-            ", and one more to end the last" if loop else "",
-        )
-    )
-    raise JobError(
-        "too_few_calls",
-        message,
-        job.path,
-        def_line or None,
-        hint="run the program longer, or lower --skip, --wait, --warmup or --active",
-    )
+    raise too_few()

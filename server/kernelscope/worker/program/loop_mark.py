@@ -7,12 +7,15 @@ script's loop of 20,000 Python additions a step timed 1.6-2.1 ms a step under th
 C++-heavy step, makemore's, showed no difference above the host's noise). Where the loop is
 in the script the worker compiles (its ``__main__``), the worker compiles it with one call
 added as the first statement of the loop's body, on the body's first line, and sets no
-tracer. Loops in other files keep the tracer (their modules are imported by the program, not
-compiled here).
+tracer. The loop is also wrapped in ``try: ... finally: MARK.exit()``: its exit ends the
+step in progress (a loop run again, in a function called again, would otherwise count all
+that ran between its runs as one iteration). Loops in other files keep the tracer (their
+modules are imported by the program, not compiled here).
 """
 
 import ast
 import os
+import sys
 
 #: The name the added call looks up in the script's globals.
 MARK = "__kernelscope_iteration__"
@@ -20,36 +23,56 @@ MARK = "__kernelscope_iteration__"
 
 def marked_code(source, path, loop_line, body_line):
     """The script compiled with ``MARK()`` first in the body of the loop at ``loop_line``
-    (its body starting at ``body_line``); None where no such loop is found."""
+    (its body starting at ``body_line``) and ``MARK.exit()`` as the loop ends, however it
+    ends; None where no such loop is found."""
     try:
         tree = ast.parse(source, path)
     except (SyntaxError, ValueError):
         return None  # compiled as it is, the error is the program's
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.For, ast.AsyncFor, ast.While)) or node.lineno != loop_line:
-            continue
-        first = node.body[0]
-        if first.lineno != body_line:
-            return None
-        name = ast.Name(MARK, ast.Load())
-        value = ast.Call(name, [], [])
-        call = ast.Expr(value)
-        for part in (call, value, name):
-            ast.copy_location(part, first)
-            part.end_lineno, part.end_col_offset = first.lineno, first.col_offset
-        node.body.insert(0, call)
-        return compile(tree, path, "exec", dont_inherit=True)
+    for parent in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(parent, field, None)
+            if not isinstance(block, list):
+                continue
+            for i, node in enumerate(block):
+                if (
+                    isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+                    and node.lineno == loop_line
+                ):
+                    if node.body[0].lineno != body_line:
+                        return None
+                    node.body.insert(0, _call("", node.body[0]))
+                    exit_call = _call("exit", node)
+                    wrapped = ast.Try(body=[node], handlers=[], orelse=[], finalbody=[exit_call])
+                    block[i] = ast.copy_location(wrapped, node)
+                    ast.fix_missing_locations(tree)
+                    return compile(tree, path, "exec", dont_inherit=True)
     return None
 
 
-class LoopMark:
-    """What the marked loop calls as each iteration starts: ``on_iteration``, in the
-    process that ran the script (a forked child's iterations are not the steps)."""
+def _call(attribute, where):
+    """``MARK()`` (or ``MARK.attribute()``) as a statement on ``where``'s first line
+    (tracebacks keep their lines)."""
+    name = ast.Name(MARK, ast.Load())
+    func = ast.Attribute(name, attribute, ast.Load()) if attribute else name
+    value = ast.Call(func, [], [])
+    call = ast.Expr(value)
+    for part in (call, value, func, name):
+        ast.copy_location(part, where)
+        part.end_lineno, part.end_col_offset = where.lineno, where.col_offset
+    return call
 
-    def __init__(self, loop_line, body_line, on_iteration):
+
+class LoopMark:
+    """What the marked loop calls as each iteration starts (``on_iteration``) and as the loop
+    ends (``on_exit(once)``), in the process that ran the script (a forked child's iterations are
+    not the steps)."""
+
+    def __init__(self, loop_line, body_line, on_iteration, on_exit=None):
         self.loop_line = loop_line
         self.body_line = body_line
         self.on_iteration = on_iteration
+        self.on_exit = on_exit
         self.pid = os.getpid()
         self.code = None  # the script compiled with the call in (None: the tracer finds them)
 
@@ -67,3 +90,9 @@ class LoopMark:
     def __call__(self):
         if os.getpid() == self.pid:
             self.on_iteration()
+
+    def exit(self):
+        """The loop ended; ``on_exit`` is told whether it was a module's top-level loop
+        (which never runs again)."""
+        if os.getpid() == self.pid and self.on_exit is not None:
+            self.on_exit(sys._getframe(1).f_code.co_name == "<module>")
