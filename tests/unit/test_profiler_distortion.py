@@ -8,7 +8,7 @@ from kernelscope.analysis.trace_load import decode_trace
 from kernelscope.findings import Code
 
 from support.sidecars import cpu_sidecar
-from support.traces import CPU_ONLY, dumps
+from support.traces import CPU_ONLY, MM, doc, dumps, op, step
 
 
 def distortion(us_per_call: float, host_us_per_call: float | None = None) -> list[str]:
@@ -36,3 +36,43 @@ def test_on_the_cpu_it_weighs_the_median_the_report_shows() -> None:
     """The host's time per call is the calls' mean; the unprofiled line shows their median
     (time_sequence_prediction: 561 ms beside 546 ms): the finding names the same figure."""
     assert distortion(50.0, host_us_per_call=60.0) == distortion(50.0)
+
+
+# Four profiled steps of one matmul each, the third ten times the others' (a periodic eval
+# among the steps): host times 60, 60, 600, 60 µs, so 195 µs a step on average.
+UNEVEN = doc(
+    step(1, 0.0, 100.0),
+    op("aten::mm", 5.0, 60.0, 2, *MM),
+    step(2, 100.0, 100.0),
+    op("aten::mm", 105.0, 60.0, 3, *MM),
+    step(3, 200.0, 1000.0),
+    op("aten::mm", 205.0, 600.0, 4, *MM),
+    step(4, 1200.0, 100.0),
+    op("aten::mm", 1205.0, 60.0, 5, *MM),
+)
+
+
+def findings(document: dict[str, object], us_per_call: float, code: Code) -> list[str]:
+    a = analyze(decode_trace(dumps(document)), cpu_sidecar(us_per_call=us_per_call))
+    return [f.message for f in a.findings if f.code == code]
+
+
+def test_a_step_several_times_the_others_is_named_and_not_the_profilers_cost() -> None:
+    """KS602 names it; KS601 weighs the median step (60 µs against 50 unprofiled: 1.2×, no
+    finding), where the mean (195 µs) would read a 3.9× distortion that the eval made."""
+    assert findings(UNEVEN, 50.0, Code.UNEVEN_STEPS) == [
+        "the profiled calls are uneven: call 3 of 4 took 600.0 µs of host time, 10.0× the "
+        "median 60.0 µs; the per-step figures average it in"
+    ]
+    assert findings(UNEVEN, 50.0, Code.PROFILER_DISTORTION) == []
+    assert findings(UNEVEN, 40.0, Code.PROFILER_DISTORTION) == [
+        "the profiler inflates host time 1.5×: 60.0 µs per call profiled (the median step) "
+        "vs 40.0 µs unprofiled; small ops' CPU times here overstate their cost"
+    ]
+
+
+def test_steps_alike_or_too_few_to_tell_are_not_uneven() -> None:
+    assert findings(CPU_ONLY, 50.0, Code.UNEVEN_STEPS) == []  # two steps
+    even = doc(*(e for e in UNEVEN["traceEvents"] if e.get("ts") != 205.0),  # type: ignore[union-attr]
+               op("aten::mm", 205.0, 170.0, 4, *MM))  # fmt: skip
+    assert findings(even, 50.0, Code.UNEVEN_STEPS) == []  # 170 µs: 2.8× the median

@@ -51,6 +51,13 @@ class Calls:
         return sum(e - s for s, e in zip(self.starts, self.ends, strict=True))
 
     @property
+    def host_each(self) -> list[float]:
+        """Each call's host time (µs), in time order, as ``host_us`` sums them."""
+        if self.ranges:
+            return [r.dur for r in sorted(self.ranges, key=lambda r: r.ts)]
+        return [e - s for s, e in zip(self.starts, self.ends, strict=True)]
+
+    @property
     def marked(self) -> bool:
         """Whether the trace marks the calls themselves (kernelscope's ``ks:call``)."""
         return self.source == CALL_RANGE

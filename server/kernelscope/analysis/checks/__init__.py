@@ -17,6 +17,7 @@ from kernelscope.analysis.checks.graph_replays import find_graph_replays
 from kernelscope.analysis.checks.measurement import (
     find_profiler_distortion,
     find_throttled_clocks,
+    find_uneven_steps,
     find_unsteady_timing,
 )
 from kernelscope.analysis.facts import Check
@@ -34,6 +35,7 @@ DEFAULT_CHECKS: tuple[Check, ...] = (
     find_slow_ops,
     find_graph_replays,
     find_profiler_distortion,
+    find_uneven_steps,
     find_unsteady_timing,
     find_throttled_clocks,
     find_memory,

@@ -1,9 +1,10 @@
-"""KS601, KS603, KS604: findings about the measurement itself: the profiler's own cost, an
-unsteady timing, throttled clocks.
+"""KS601, KS602, KS603, KS604: findings about the measurement itself: the profiler's own
+cost, profiled steps unlike each other, an unsteady timing, throttled clocks.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable
 
 from kernelscope.analysis.facts import Facts, Options
@@ -25,21 +26,72 @@ def find_profiler_distortion(facts: Facts, options: Options) -> Iterable[Finding
     host = side.timing.us_per_call
     if side.device_type == "cuda":
         host = side.timing.host_us_per_call or host
-    ratio = facts.cpu_us_per_step / host
+    # A step unlike the others (a periodic eval) is not the profiler's cost: the median step.
+    uneven = uneven_step(facts)
+    profiled = uneven[2] if uneven is not None else facts.cpu_us_per_step
+    ratio = profiled / host
     if ratio < 1.3:
         return
+    per = "per call profiled (the median step)" if uneven is not None else "per call profiled"
     yield Finding(
         Code.PROFILER_DISTORTION,
         Severity.INFO,
-        f"the profiler inflates host time {ratio:.1f}×: {fmt(facts.cpu_us_per_step)} per call "
-        f"profiled vs {fmt(host)} unprofiled; small ops' CPU times here overstate their cost",
+        f"the profiler inflates host time {ratio:.1f}×: {fmt(profiled)} {per} "
+        f"vs {fmt(host)} unprofiled; small ops' CPU times here overstate their cost",
         path=facts.function_path,
         line=facts.function_line,
         try_=[
             "trust the unprofiled per-call time for the cost; use the profile for where it goes",
             "--no-stack lowers the profiler's cost",
         ],
-        evidence={"profiled_us": round(facts.cpu_us_per_step, 1), "unprofiled_us": round(host, 1)},
+        evidence={"profiled_us": round(profiled, 1), "unprofiled_us": round(host, 1)},
+    )
+
+
+UNEVEN = 3.0  # the longest profiled step against the median step
+
+
+def uneven_step(facts: Facts) -> tuple[int, float, float] | None:
+    """The profiled step unlike the others: (its index, its host µs, the median step's),
+    where at least 3 steps were profiled and the longest took UNEVEN× the median or more."""
+    each = facts.calls.host_each if facts.calls is not None else []
+    if len(each) < 3:
+        return None
+    median = statistics.median(each)
+    longest = max(range(len(each)), key=each.__getitem__)
+    if median <= 0 or each[longest] < UNEVEN * median:
+        return None
+    return longest, each[longest], median
+
+
+def find_uneven_steps(facts: Facts, options: Options) -> Iterable[Finding]:
+    """KS602: a profiled step that took several times the others (a periodic eval, a
+    checkpoint, a log step): the per-step figures average it in."""
+    del options
+    uneven = uneven_step(facts)
+    if uneven is None:
+        return
+    index, longest, median = uneven
+    steps = len(facts.calls) if facts.calls is not None else 0
+    what = facts.sidecar.call_site.step if facts.sidecar and facts.sidecar.call_site else "call"
+    yield Finding(
+        Code.UNEVEN_STEPS,
+        Severity.INFO,
+        f"the profiled {what}s are uneven: {what} {index + 1} of {steps} took {fmt(longest)} of "
+        f"host time, {longest / median:.1f}× the median {fmt(median)}; the per-step figures "
+        "average it in",
+        path=facts.function_path,
+        line=facts.function_line,
+        try_=[
+            "where it is a periodic eval, checkpoint or log step: --skip past it, or profile "
+            "the steps between",
+            "open the trace (Perfetto) and compare that step's ops with the others'",
+        ],
+        evidence={
+            "step": index + 1,
+            "longest_us": round(longest, 1),
+            "median_us": round(median, 1),
+        },
     )
 
 
