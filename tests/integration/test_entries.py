@@ -478,6 +478,7 @@ def test_a_program_past_its_timeout_names_the_line_it_was_on() -> None:
                        "--timeout", "6", "--json")  # fmt: skip
     err = error(proc)
     assert err["kind"] == "timeout"
+    assert "the program's run to the call" in err["hint"] and "--timeout N" in err["hint"]
     assert (Path(err["path"]).name, err["line"]) == (
         "hang_program.py",
         _line_of(WORKLOADS / "hang_program.py", "the program hangs here"),

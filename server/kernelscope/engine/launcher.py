@@ -296,12 +296,17 @@ class WorkerProcess:
         except TimeoutError:
             where = await self._where_stuck(local_signals)
             await self.kill()
+            via = getattr(request, "entry", None) is not None
+            program = "the program's run to the call, " if via else ""
             raise JobFailed(
                 failure(
                     "timeout",
                     f"timed out after {timeout:g} s; the worker was replaced",
                     path=where[0],
                     line=where[1],
+                    hint=f"the whole job counts ({program}the cold call, the timing and the "
+                    "profiled steps): --timeout N (the editor's kernelscope.timeout) gives it "
+                    "longer",
                 )
             ) from None
         except asyncio.CancelledError:
