@@ -419,6 +419,13 @@ def test_loop_target_errors(project: Path, target: str, says: str) -> None:
     assert says in proc.stderr
 
 
+def test_a_function_the_file_does_not_define_is_named_with_those_it_does(project: Path) -> None:
+    proc = kernelscope(project, "model.py::GPT.forwrd", "--via", TRAIN)
+    assert proc.returncode == 2, proc.stderr
+    assert "model.py defines no function GPT.forwrd; it defines " in proc.stderr
+    assert "GPT.forward" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def _line_of(path: Path, text: str) -> int:
     return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
 

@@ -260,5 +260,10 @@ def _lines(target: Target, source: str | None) -> tuple[int, int]:
     except SyntaxError as e:
         raise TargetError(f"{target.path}:{e.lineno}: SyntaxError: {e.msg}") from None
     if fn is None:
-        raise TargetError(f"{target.path.name} defines no function {target.qualname}")
+        names = sorted({f.qualname for f in pyfunctions.functions(text)})
+        has = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+        raise TargetError(
+            f"{target.path.name} defines no function {target.qualname}"
+            + (f"; it defines {has}" if names else "; it defines no functions")
+        )
     return fn.first_line or fn.def_line, fn.def_line
