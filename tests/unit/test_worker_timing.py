@@ -93,6 +93,31 @@ def test_calls_far_slower_than_the_warm_up_said_stop_the_timing(
     assert 5 <= out["reps"] < 20 and len(out["samples_us"]) == out["reps"]
 
 
+def test_calls_faster_than_the_warm_up_said_go_on_to_20_and_half_a_second(
+    timing: Any, clock: Clock
+) -> None:
+    """The count comes from the warm-up's last block: a slowed spell there read a 42 ms call
+    as 1.7 s (karpathy/ng-video-lecture's gpt.py on a busy 2-vCPU host), and 3 calls (0.13 s)
+    were the figure. The calls' own median sets how many more."""
+    t = clock.now
+    out = timing.unprofiled_timing(
+        TimingJob(torch, 0), lambda: clock.take(0.042), lambda: None, torch.device("cpu"),
+        1_700_000.0,
+    )  # fmt: skip
+    assert out["reps"] == 20  # 20 calls of 42 ms: 0.84 s, over half a second
+    fast = timing.unprofiled_timing(
+        TimingJob(torch, 0), lambda: clock.take(0.001), lambda: None, torch.device("cpu"),
+        1_700_000.0,
+    )  # fmt: skip
+    assert fast["reps"] == 500  # 1 ms calls: half a second of them
+    assert clock.now - t < timing.TIMING_MAX_S * 2
+    asked = timing.unprofiled_timing(
+        TimingJob(torch, 3), lambda: clock.take(0.001), lambda: None, torch.device("cpu"),
+        1_700_000.0,
+    )  # fmt: skip
+    assert asked["reps"] == 3  # the request's count is kept
+
+
 def slowed_host(
     timing: Any,
     monkeypatch: pytest.MonkeyPatch,

@@ -171,12 +171,12 @@ def unprofiled_timing(
     job.progress("timing")
     reps = timing_reps(job, per_call_us, min_s)
     cuda = device.type == "cuda"
-    timing = time_unprofiled(job, call, sync, cuda, device, reps, extend, host_best)
+    timing = time_unprofiled(job, call, sync, cuda, device, reps, extend, host_best, min_s)
     timing["warmup_calls"] = getattr(job, "warmup_calls", 0)
     return timing
 
 
-def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best=None):
+def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best=None, min_s=None):
     """Median of `reps` calls (or more: `extend`) back to back (CUDA events on a GPU), their
     spread, and NVML's view of the GPU around them (read before and after: no thread runs
     while they do); the calls of blocks the host slowed (see SLOWED) left out while a quarter
@@ -184,7 +184,9 @@ def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best
     `host_best`: the reference loop at its best in another process of this host (µs), where
     this thread's own best may be slowed too. With `extend` (and no count of calls in the
     request), a host-bound timing that kept fewer than half its calls goes on in quarters of
-    them, each begun within TIMING_MAX_S of the first call."""
+    them, each begun within TIMING_MAX_S of the first call. With `min_s` (and no count in
+    the request), calls faster than the warm-up said (its last block slowed) go on to
+    TIMING_MIN_CALLS and `min_s` of calls, within TIMING_MAX_S (_shortfall)."""
     sampler = GpuSampler(job.torch, device) if cuda else None
     if sampler is not None:
         sampler.start()
@@ -204,6 +206,8 @@ def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best
         else:
             _time_on_host(call, blocks, samples, more, deadline, alone)
         more = _more_calls(blocks, samples, reps, cuda) if extend and alone and not asked else 0
+        if not more and min_s and alone and not asked:
+            more = _shortfall(samples, min_s, blocks.began)
         blocks.reopen()
     method = "cuda_events" if cuda else "perf_counter"
     window = [began, time.monotonic()]
@@ -287,6 +291,19 @@ def _more_calls(blocks, samples, reps, cuda):
     if not _host_bound(blocks, samples, cuda) or blocks.unslowed_calls(samples) >= reps // 2:
         return 0
     return max(1, reps // 4)
+
+
+def _shortfall(samples, min_s, began):
+    """How many more calls reach TIMING_MIN_CALLS and `min_s` of calls (0: they do), at the
+    calls' own median, within TIMING_MAX_S of `began`: the count came from the warm-up's
+    last block, which a slowed spell can make many times longer than the calls (a 42 ms call
+    timed 3 times, 0.13 s, after a warm-up block read it as 1.7 s)."""
+    left = TIMING_MAX_S - (time.perf_counter() - began)
+    per = statistics.median(samples) / 1e6 if samples else 0.0
+    if left <= 0 or per <= 0:
+        return 0
+    want = max(TIMING_MIN_CALLS - len(samples), int((min_s - sum(samples) / 1e6) / per + 0.999))
+    return max(0, min(want, int(left / per), TIMING_MAX_CALLS - len(samples)))
 
 
 def at_speed_anchor(values):
