@@ -60,9 +60,12 @@ def traced_ops(result: JobResult) -> set[str]:
 def test_callee_lines_in_the_project_are_attributed(driver: LauncherDriver) -> None:
     side = ok(driver.run(f"{THREE}::helper_calls")).finished.sidecar
     by_line = {s.line: s for s in side.lines}
-    # line 13 calls square(); its total includes line 18 (the matmul inside square)
+    # line 13 calls square(); its total includes line 18 (the matmul inside square), less
+    # what the tracer's mean cost overcorrects in its own time: totals stay signed sums
+    # (tests/unit/test_worker_lines.py), a few µs below the callee's where line 13's own
+    # read under the mean cost (9199.4 against 9202.4 µs, line 13's tracer share 18.9 µs)
     assert 18 in by_line
-    assert by_line[13].cpu_total_us >= by_line[18].cpu_total_us
+    assert by_line[13].cpu_total_us >= by_line[18].cpu_total_us - by_line[13].tracer_us
     assert by_line[13].self_cpu_us < by_line[13].cpu_total_us
 
 
