@@ -69,6 +69,10 @@ def test_profile_json_has_the_documented_schema() -> None:
         "fitted": "",
     }
     assert report["device"]["type"] == "cpu"
+    import torch
+
+    # torch's intra-op threads in the worker: what a CPU profile's times depend on
+    assert report["device"]["threads"] == torch.get_num_threads()
     assert report["runner"]["remote"] is None
     op = next(o for o in report["ops"] if o["name"] == "aten::mm")
     assert {"name", "calls", "self_cpu_us", "cpu_total_us", "self_cuda_us", "cuda_total_us"} <= set(

@@ -88,7 +88,9 @@ def render_report(
         f"kernelscope · {f.qualname}  ({shorten(f.path)}:{f.line})",
         f"device    {report.device.type}"
         + (f":{report.device.index}" if report.device.index is not None else "")
-        + f" ({report.device.name}) · host {report.runner.host}"
+        + f" ({report.device.name})"
+        + (f" · {report.device.threads} threads" if report.device.threads else "")
+        + f" · host {report.runner.host}"
         + (f" via {report.runner.remote}" if report.runner.remote else "")
         + f" · python {report.runner.python} · torch {report.runner.torch}"
         + (f" · CUDA {report.runner.cuda}" if report.runner.cuda else ""),

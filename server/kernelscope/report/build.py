@@ -57,7 +57,12 @@ def build_report(
     )
     return Report(
         function=FunctionRef(path=function_path, qualname=qualname, line=side.function_line),
-        device=DeviceRef(side.device_type, side.device_name, side.device_index),
+        device=DeviceRef(
+            side.device_type,
+            side.device_name,
+            side.device_index,
+            threads if isinstance(threads := side.device_properties.get("threads"), int) else None,
+        ),
         runner=Runner(
             remote=remote,
             host=side.hostname or (ready.hostname if ready else ""),

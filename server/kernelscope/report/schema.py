@@ -38,6 +38,8 @@ class DeviceRef(msgspec.Struct):
     type: str
     name: str
     index: int | None = None
+    threads: int | None = None
+    """On the CPU, torch's intra-op threads (``torch.get_num_threads()``) in the worker."""
 
 
 class Runner(msgspec.Struct):
