@@ -562,18 +562,21 @@ def run_in_place(job):
         if steps.done and not finish:
             job.worker.conclude(job, steps.conclude)
 
+    def fail_with(failure):
+        """End the job with `failure` from inside the program (the worker ends)."""
+
+        def fail():
+            raise failure
+
+        job.worker.conclude(job, fail)
+
     def safely(fn):
         """Run a step's bookkeeping; what it raises is the job's failure (the worker ends),
         never an exception in the program's code."""
         try:
             fn()
         except BaseException as e:
-            failure = e
-
-            def fail():
-                raise failure
-
-            job.worker.conclude(job, fail)
+            fail_with(e)
 
     end_line = int(entry.get("end_line") or 0)
 
@@ -620,11 +623,7 @@ def run_in_place(job):
             steps.end()
             conclude_if_done()
             if once and not steps.done:
-
-                def fail():
-                    raise too_few()
-
-                job.worker.conclude(job, fail)
+                fail_with(too_few())
 
         def exited():
             code = watch.loop_code
