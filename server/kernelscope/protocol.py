@@ -318,7 +318,9 @@ class SlowedSpells(msgspec.Struct):
     share: float
     """Of the timed calls."""
     factor: float
-    """How much slower than that fast block those blocks ran (their median)."""
+    """How much slower than that fast block those blocks ran: the median over their calls
+    (before 2026-12-05 afternoon, over the blocks: a one-call block weighed as much as a
+    block of 40)."""
     us_per_call: float
     """The median of those calls."""
     reps: int

@@ -384,6 +384,23 @@ def test_in_place_a_loop_run_again_ends_its_last_iteration_where_it_exits(
     assert not {n for n in names if "Optimizer" in n or "backward" in n.lower()}, names
 
 
+def test_in_place_skip_1_times_no_call_and_claims_no_figure(project: Path) -> None:
+    """--skip 1 profiles from the second iteration: none is timed without the profiler, so
+    the report has no unprofiled figure (the cold call is the first iteration's)."""
+    loop = _line_of(project / "train.py", "for k in range(eval_iters):")
+    command = TRAIN.replace("=3", "=30")
+    out = report(kernelscope(project, f"train.py:{loop}", "--via", command, "--skip", "1",
+                             "--json", **NO_TIME_FIT))  # fmt: skip
+    t = out["timing"]
+    assert (t["unprofiled_reps"], t["unprofiled_us_per_call"], t["unprofiled_method"]) == (
+        0,
+        0.0,
+        "none",
+    )
+    assert out["dead_window"]["first_call_us"] > 0
+    assert "KS601" not in {f["code"] for f in out["findings"]}
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [

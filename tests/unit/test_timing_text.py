@@ -117,9 +117,14 @@ def test_few_calls_timed_in_place_say_how_to_time_more() -> None:
     one = msgspec.structs.replace(four, unprofiled_reps=1)
     text = render_report(msgspec.structs.replace(report, timing=one, call_site=calls))
     assert "1 call timed (the program's call 2), fewer than the 20" in text
-    none = msgspec.structs.replace(four, unprofiled_reps=0)  # --skip 1: the cold call's
+    # --skip 1: no figure (the worker sends 0, "none"), and nothing compared with it
+    none = msgspec.structs.replace(
+        four, unprofiled_reps=0, unprofiled_us_per_call=0.0, unprofiled_method="none"
+    )
     text = render_report(msgspec.structs.replace(report, timing=none, call_site=calls))
-    assert "no calls timed (--skip 1): the figure is the first call's, cold, fewer" in text
+    assert "unprofiled  none: no call timed without the profiler\n" in text
+    assert "--skip 1 times none (the cold call below is the first call), fewer" in text
+    assert "median of" not in text and "profiler adds" not in text
     enough = msgspec.structs.replace(four, unprofiled_reps=20)
     captured = msgspec.structs.replace(calls, captured=True)
     for timing, site in ((enough, calls), (four, captured), (four, None)):

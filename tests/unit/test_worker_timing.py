@@ -188,6 +188,20 @@ def test_the_reference_loop_reads_this_threads_speed(
     assert 0 < short < 50_000 and timing_module.reference_us() > 5 * short  # it runs the loop
 
 
+def test_the_slowed_factor_is_weighed_by_calls_as_the_share_is(timing: Any) -> None:
+    """One block of 39 calls 1.6x slow and two of one ~100 ms call each (a long call closes
+    its block alone): the factor is 1.6, not 250 (the median over blocks read 242x beside
+    632 µs against 392 on gpt.py's Head.forward, docs/tries/ng-video-lecture_2026-12-05.md)."""
+    blocks = timing.Blocks()
+    blocks.ends = [40, 80, 120, 159, 160, 161, 200]
+    blocks.refs = [40.0] * 7
+    blocks.host_s = [0.004] * 7
+    samples = [100.0] * 120 + [160.0] * 39 + [25_000.0, 26_000.0] + [100.0] * 39
+    _, _, slowed = blocks.unslowed(samples)
+    assert slowed is not None and slowed["reps"] == 41
+    assert slowed["factor"] == pytest.approx(1.6)
+
+
 def test_blocks_leave_out_exactly_the_calls_of_slowed_blocks(timing: Any) -> None:
     """Six blocks of 3 calls; blocks 3 and 4 ran 1.7x slower: their calls go, and their host
     time. The loops beside the blocks judge none: on the H200 a loop 40 ms from a slowed block
@@ -345,3 +359,24 @@ def test_a_noisy_call_is_not_read_as_slowed_spells(timing: Any) -> None:
     kept, _, slowed = blocks.unslowed(spelled)
     assert slowed is not None and slowed["left_out"] and slowed["reps"] == 8
     assert kept == [us for i, us in enumerate(spelled) if i % 5 not in (1, 3)]
+
+
+def test_in_place_each_threads_cpu_is_summed_over_the_timed_calls_alone(
+    timing_module: Any,
+) -> None:
+    """In place the program runs its own code between the timed calls: the threads' CPU
+    seconds are summed call by call (a thread born in a call counts whole), then listed as
+    a timing's are."""
+    spent: dict[int, Any] = {}
+    me = timing_module.threading.get_native_id()
+    timing_module.add_thread_use(spent, {me: ("python", 0, 5.0)}, {me: ("python", 1, 5.25)})
+    # between the calls the program spent 3 s (5.25 -> 8.25): not counted
+    timing_module.add_thread_use(
+        spent, {me: ("python", 1, 8.25)}, {me: ("python", 1, 8.5), 7: ("pt_autograd_0", 3, 0.1)}
+    )
+    assert timing_module.threads_used({}, spent) == [
+        {"name": "python", "cpu": 1, "cpu_s": 0.5, "timing": True},
+        {"name": "pt_autograd_0", "cpu": 3, "cpu_s": 0.1, "timing": False},
+    ]
+    readings = timing_module.thread_times()  # this process, read for real
+    assert me in readings and readings[me][2] >= 0

@@ -226,8 +226,13 @@ def function_summary(report: Report) -> str:
     cuda = f"{fmt_us(t.cuda_us_per_step)} CUDA · " if report.device.type == "cuda" else ""
     return (
         f"{report.function.qualname}: {cuda}{fmt_us(t.cpu_us_per_step)} CPU per step "
-        f"(profiled); {fmt_us(t.unprofiled_us_per_call)} per call unprofiled on "
-        f"{report.device.name}"
+        f"(profiled); "
+        + (
+            f"{fmt_us(t.unprofiled_us_per_call)} per call unprofiled"
+            if t.unprofiled_reps > 0
+            else "not timed unprofiled"
+        )
+        + f" on {report.device.name}"
     )
 
 

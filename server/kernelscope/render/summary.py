@@ -27,7 +27,11 @@ def report_summary(report: Report | TraceAnalysis) -> str:
         fn = report.function
         head = f"{fn.qualname} ({_where(fn.path, fn.line)}) on {report.device.name}"
         t = report.timing
-        time = f"time per call {fmt_us(t.unprofiled_us_per_call)} unprofiled"
+        time = (
+            f"time per call {fmt_us(t.unprofiled_us_per_call)} unprofiled"
+            if t.unprofiled_reps > 0
+            else "not timed unprofiled"
+        )
         if report.device.type == "cuda":
             time += f"; GPU {fmt_us(t.cuda_us_per_step)} per step"
         verdict = report.verdict.summary if report.verdict else "no verdict (no steps)"

@@ -103,19 +103,7 @@ def render_report(
         f"per step    CPU {fmt_us(t.cpu_us_per_step)}"
         + (f" · CUDA {fmt_us(t.cuda_us_per_step)}" if cuda else "")
         + f" · wall {fmt_us(t.wall_us_per_step)}  (profiled)",
-        f"unprofiled  {fmt_us(t.unprofiled_us_per_call)} per {_step_name(report)} (median of "
-        + _counted(t)
-        + _spread(t)
-        + f", {t.unprofiled_method.replace('_', ' ')}"
-        + (
-            f", in a worker that never profiled; {fmt_us(t.profiling_worker_us_per_call)} in "
-            "the profiling one"
-            if t.unprofiled_process == "clean worker" and t.profiling_worker_us_per_call
-            else ""
-        )
-        + ")"
-        + _inflation(report)
-        + _traced_note(t),
+        _unprofiled(report),
         *_few_in_place(report),
         *_slowed(t),
         f"cold call   {fmt_us(d.first_call_us)}"
@@ -456,7 +444,7 @@ def _few_in_place(report: Report) -> list[str]:
     steps = report.steps
     need = TIMED_CALLS + 1 + steps.wait + steps.warmup + steps.active
     took = (
-        f"no {one}s timed (--skip 1): the figure is the first {one}'s, cold"
+        f"--skip 1 times none (the cold call below is the first {one})"
         if reps <= 0
         else f"1 {one} timed (the program's {one} 2)"
         if reps == 1
@@ -493,6 +481,27 @@ def _spread(t: Timing) -> str:
     if t.unprofiled_p10_us is None or t.unprofiled_p90_us is None or _kept(t) < 5:
         return ""
     return f", p10–p90 {fmt_us(t.unprofiled_p10_us)}–{fmt_us(t.unprofiled_p90_us)}"
+
+
+def _unprofiled(report: Report) -> str:
+    t = report.timing
+    if t.unprofiled_reps <= 0:
+        return f"unprofiled  none: no {_step_name(report)} timed without the profiler"
+    return (
+        f"unprofiled  {fmt_us(t.unprofiled_us_per_call)} per {_step_name(report)} (median of "
+        + _counted(t)
+        + _spread(t)
+        + f", {t.unprofiled_method.replace('_', ' ')}"
+        + (
+            f", in a worker that never profiled; {fmt_us(t.profiling_worker_us_per_call)} in "
+            "the profiling one"
+            if t.unprofiled_process == "clean worker" and t.profiling_worker_us_per_call
+            else ""
+        )
+        + ")"
+        + _inflation(report)
+        + _traced_note(t)
+    )
 
 
 def _inflation(report: Report) -> str:

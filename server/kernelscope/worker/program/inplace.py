@@ -37,7 +37,15 @@ from .loop_mark import LoopMark
 from .names import CALL_RANGE, STAGES_PROFILED, TIMING_WORKER_ENV
 from .optimizers import StepWatch
 from .phases import finished, peak_memory, profiler_schedule, trace_stem
-from .timing import fitted_schedule, profiled_budget_s, reference_us, spread
+from .timing import (
+    add_thread_use,
+    fitted_schedule,
+    profiled_budget_s,
+    reference_us,
+    spread,
+    thread_times,
+    threads_used,
+)
 from .traces import count_events, gzip_file
 from .trampoline import Trampoline, swappable
 from .watch import CallWatch
@@ -59,6 +67,8 @@ class Steps:
         self.t0 = 0.0
         self.cold_us = None
         self.samples = []
+        self.threads = {}  # each thread's CPU seconds over the timed steps (add_thread_use)
+        self.threads_before = {}
         self.window = []  # the timed steps' first begin and last end, on time.monotonic()
         self.events = []
         self.prof: Any = None  # the profiler, once the profiled steps begin
@@ -105,6 +115,8 @@ class Steps:
             self.job.progress("cold" if n == 1 else "timing", n, self.skip)
             if n == 1:
                 self.stepped.start()
+            else:
+                self.threads_before = thread_times()
             self.t0 = time.perf_counter()
             if n == 2:
                 self.window = [time.monotonic()] * 2
@@ -150,6 +162,7 @@ class Steps:
                 self.events[-1][1] = end
             else:
                 self.samples.append((time.perf_counter() - self.t0) * 1e6)
+            add_thread_use(self.threads, self.threads_before, thread_times())
             return
         if self.counting is not None:
             self._stop_counting()
@@ -252,12 +265,13 @@ class Steps:
         trace_path, _events = gzip_file(self.trace_tmp)
         wall_us = (self.marks["active1"] - self.marks["active0"]) * 1e6 / max(self.active, 1)
         memory = peak_memory(job, self.device)
-        samples = self.samples or [self.cold_us or 0.0]
-        p10, p90 = spread(samples)
+        # With none timed (--skip 1) there is no unprofiled figure: the cold call is its own.
+        samples = self.samples
+        p10, p90 = spread(samples) if samples else (None, None)
         timing = {
-            "us_per_call": statistics.median(samples),
-            "method": "cuda_events" if self.cuda else "perf_counter",
-            "reps": len(self.samples),
+            "us_per_call": statistics.median(samples) if samples else 0.0,
+            "method": ("cuda_events" if self.cuda else "perf_counter") if samples else "none",
+            "reps": len(samples),
             "samples_us": samples[:200],
             "host_us_per_call": None,
             "p10_us": p10,
@@ -273,6 +287,7 @@ class Steps:
             "window_s": self.window,
             "slowed": None,
             "reference_us": None,
+            "threads": threads_used({}, self.threads),
             "traced": (
                 "the steps are found by sys.settrace, under which a pure-Python loop ran "
                 "%.1fx slower here: host-bound steps read slower than they run" % self.traced_factor

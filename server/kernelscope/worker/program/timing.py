@@ -338,6 +338,15 @@ def thread_times():
     return out
 
 
+def add_thread_use(spent, before, after):
+    """Add each thread's CPU seconds between two thread_times readings into `spent`
+    ({tid: (name, last CPU, CPU seconds)}, a thread_times reading of sums): in place the
+    timed calls are the program's, with its own code between them."""
+    for tid, (name, cpu, total) in after.items():
+        was = before[tid][2] if tid in before else 0.0  # one born in the call: all of it
+        spent[tid] = (name, cpu, spent.get(tid, (name, cpu, 0.0))[2] + total - was)
+
+
 def threads_used(before, after):
     """The threads that spent CPU time between two thread_times readings, busiest first:
     name, last CPU, CPU seconds, and whether it is this one (the timing thread)."""
@@ -458,15 +467,17 @@ class Blocks:
         flags = [r > SLOWED for r in ratios]
         if not any(flags):
             return samples, self.host_us(), None
-        kept, slowed = [], []
+        kept, slowed, factors = [], [], []
         begin = 0
-        for end, flag in zip(self.ends, flags):
+        for end, flag, ratio in zip(self.ends, flags, ratios):
             (slowed if flag else kept).extend(samples[begin:end])
+            if flag:  # weighed by calls, as the share is: a one-call block is one call
+                factors.extend([ratio] * (end - begin))
             begin = end
         left_out = enough_left(len(kept), len(samples))
         info = {
             "share": len(slowed) / len(samples),
-            "factor": statistics.median(r for r in ratios if r > SLOWED),
+            "factor": statistics.median(factors or [r for r in ratios if r > SLOWED]),
             "us_per_call": statistics.median(slowed),
             "reps": len(slowed),
             "left_out": left_out,
