@@ -9,6 +9,7 @@ import gzip
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -399,6 +400,21 @@ def test_in_place_skip_1_times_no_call_and_claims_no_figure(project: Path) -> No
     )
     assert out["dead_window"]["first_call_us"] > 0
     assert "KS601" not in {f["code"] for f in out["findings"]}
+
+
+def test_our_own_output_redirected_into_the_programs_folder_is_not_what_it_wrote(
+    project: Path,
+) -> None:
+    """`kernelscope ... > ks.json 2> ks.err` in the program's folder: those files change as
+    it runs, by our hand, not the program's ("it ran for real and wrote ks.err" was said)."""
+    loop = _line_of(project / "train.py", "for k in range(eval_iters):")
+    command = TRAIN.replace("=3", "=30")
+    line = shlex.join([sys.executable, "-m", "kernelscope", "profile", f"train.py:{loop}",
+                       "--via", command, "--json", "--no-lines"])  # fmt: skip
+    subprocess.run(f"{line} > ks.json 2> ks.err", shell=True, cwd=project, timeout=300,
+                   check=True, env=os.environ | NO_TIME_FIT)  # fmt: skip
+    out = json.loads((project / "ks.json").read_text())
+    assert out["call_site"]["wrote"] == []
 
 
 @pytest.mark.parametrize(

@@ -435,7 +435,34 @@ def files_now(root):
 
 
 def written_since(root, before):
-    """Files under `root` the program created or changed (relative paths, at most 10)."""
+    """Files under `root` the program created or changed (relative paths, at most 10); not
+    the files our own output goes to (`kernelscope ... > out.txt` in the program's folder)."""
     now = files_now(root)
-    changed = sorted(p for p, t in now.items() if before.get(p) != t)
+    ours = our_outputs()
+    changed = sorted(
+        p for p, t in now.items() if before.get(p) != t and os.path.realpath(p) not in ours
+    )
     return [os.path.relpath(p, root) for p in changed[:10]]
+
+
+def our_outputs():
+    """The files the stdout and stderr of this process and its ancestors (the CLI, the shell
+    that redirected it) lead to, as real paths (Linux /proc; empty elsewhere)."""
+    out = set()
+    pid = os.getpid()
+    for _ in range(8):
+        for fd in (1, 2):
+            try:
+                target = os.readlink("/proc/%d/fd/%d" % (pid, fd))
+            except OSError:
+                continue
+            if target.startswith("/"):
+                out.add(os.path.realpath(target))
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                pid = int(f.read().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+        if pid <= 1:
+            break
+    return out
