@@ -441,3 +441,21 @@ def _example(p: Param) -> str:
         "bool": "False",
         "str": '""',
     }.get(ann, f"...  # {p.annotation or 'a value'}")
+
+
+def loop_around(source: str, fn: FunctionDef, line: int) -> int | None:
+    """The line of the innermost ``for``/``while`` of `fn` whose body holds `line`; None
+    where none does (or the source does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    best: int | None = None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.For | ast.AsyncFor | ast.While):
+            continue
+        first, last = node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno
+        inside = fn.def_line < node.lineno <= fn.end_line and first <= line <= last
+        if inside and (best is None or node.lineno > best):
+            best = node.lineno
+    return best

@@ -525,6 +525,22 @@ def test_a_program_past_its_timeout_names_the_line_it_was_on() -> None:
     )
 
 
+def test_a_first_call_past_the_timeout_names_its_loop_to_profile_in_place() -> None:
+    """`train` is one epoch: its first call does not return in the job's time, and the
+    hint gives the command that profiles the loop it was in, in place."""
+    proc = kernelscope(WORKLOADS, "epoch_program.py::train", "--via", "epoch_program.py",
+                       "--timeout", "8", "--json")  # fmt: skip
+    err = error(proc)
+    assert err["kind"] == "timeout"
+    loop = _line_of(WORKLOADS / "epoch_program.py", "for epoch_batch in range(batches):")
+    at = _line_of(WORKLOADS / "epoch_program.py", "the epoch's step")
+    assert err["hint"].startswith(
+        f"its first call had not returned: it was in its loop at epoch_program.py:{loop} "
+        f"(at line {at}); a call that long is profiled by that loop's iterations, in place: "
+        f"kernelscope profile epoch_program.py:{loop} --via epoch_program.py; or the whole "
+    )
+
+
 def _clean_timing_run(project: Path, spec: str, command: str) -> Any:
     """A --via --save profile on a launcher that times every call again in its clean worker
     (on a GPU host-bound calls are; on the CPU only this way)."""

@@ -38,6 +38,7 @@ from kernelscope.engine.host_memory import SAMPLE_S, memory_total, oom_message, 
 from kernelscope.engine.remotes import Remote, explain_exit
 from kernelscope.engine.runner import JobFailed, JobResult, ProgressCallback
 from kernelscope.engine.shipping import R, ShipError, keep_traces, remote_request
+from kernelscope.engine.stuck import loop_hint
 from kernelscope.protocol import (
     FRAME_HEADER,
     MAX_FRAME_BYTES,
@@ -294,19 +295,26 @@ class WorkerProcess:
             await self._proc.stdin.drain()
             result = await asyncio.wait_for(asyncio.shield(pending.future), timeout)
         except TimeoutError:
-            where = await self._where_stuck(local_signals)
+            frames = await self._where_stuck(local_signals)
             await self.kill()
             via = getattr(request, "entry", None) is not None
             program = "the program's run to the call, " if via else ""
+            hint = (
+                f"the whole job counts ({program}the cold call, the timing and the profiled "
+                "steps): --timeout N (the editor's kernelscope.timeout) gives it longer"
+            )
+            loop = (
+                loop_hint(request, frames)
+                if self.stage == "cold" and isinstance(request, RunProfile)
+                else None
+            )
             raise JobFailed(
                 failure(
                     "timeout",
                     f"timed out after {timeout:g} s; the worker was replaced",
-                    path=where[0],
-                    line=where[1],
-                    hint=f"the whole job counts ({program}the cold call, the timing and the "
-                    "profiled steps): --timeout N (the editor's kernelscope.timeout) gives it "
-                    "longer",
+                    path=frames[0][0] if frames else None,
+                    line=frames[0][1] if frames else None,
+                    hint=f"{loop}; or {hint}" if loop else hint,
                 )
             ) from None
         except asyncio.CancelledError:
@@ -325,6 +333,11 @@ class WorkerProcess:
             raise JobFailed(result)
         return result
 
+    @property
+    def stage(self) -> str:
+        """The running job's last progress stage ("cold": its cold call)."""
+        return self._stage
+
     async def retire(self, grace: float = 2.0) -> None:
         """A worker that said it ends (it ran a program, and is not clean for the next
         job): let it exit, kill it if it lingers."""
@@ -334,16 +347,16 @@ class WorkerProcess:
                 await asyncio.wait_for(self._proc.wait(), grace)
         await self.kill()
 
-    async def _where_stuck(self, local_signals: bool) -> tuple[str | None, int | None]:
-        """Ask faulthandler (SIGUSR1) where the main thread is, before killing it."""
+    async def _where_stuck(self, local_signals: bool) -> list[tuple[str, int]]:
+        """Ask faulthandler (SIGUSR1) where the main thread is, before killing it: its user
+        frames, innermost first."""
         if not local_signals or self._proc is None or not hasattr(signal, "SIGUSR1"):
-            return None, None
+            return []
         before = len(self.stderr_tail)
         with contextlib.suppress(ProcessLookupError):
             self._proc.send_signal(signal.SIGUSR1)
             await asyncio.sleep(0.3)
-        _, path, line = _parse_fault(list(self.stderr_tail)[before:])
-        return path, line
+        return _user_frames(list(self.stderr_tail)[before:])
 
     async def _cancel(self, job_id: str, pending: _Pending) -> None:
         """Cancel frame first; kill if the worker does not stop within a second."""
@@ -740,6 +753,16 @@ def _parse_fault(lines: list[str]) -> tuple[str | None, str | None, int | None]:
         if frame and path is None and _is_user_path(frame.group("path")):
             path, line = frame.group("path"), int(frame.group("line"))
     return what, path, line
+
+
+def _user_frames(lines: list[str]) -> list[tuple[str, int]]:
+    """faulthandler's frames in user files, innermost first (as it lists them)."""
+    out: list[tuple[str, int]] = []
+    for text in lines:
+        frame = _FAULT_FRAME.match(text)
+        if frame and _is_user_path(frame.group("path")):
+            out.append((frame.group("path"), int(frame.group("line"))))
+    return out
 
 
 def _is_user_path(path: str) -> bool:
