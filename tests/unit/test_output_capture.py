@@ -7,10 +7,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import pytest
 
+from kernelscope.worker.program import output
 from kernelscope.worker.program.output import OUTPUT_KEEP, OutputCapture
 
 
@@ -134,3 +136,34 @@ def test_without_a_temporary_folder_the_worker_runs_keeping_no_output(
         assert capture.take() == ("", False)
     finally:
         os.close(capture.fd)
+
+
+def test_past_the_cap_the_file_is_cut_to_its_tail(
+    capture: OutputCapture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program run to its end (--no-stop-after) that prints each step for hours: the file
+    is cut to its last 64 KiB once past OUTPUT_CAP, by the thread that looks now and then;
+    what comes back is its tail, marked cut, until the next job."""
+    monkeypatch.setattr(output, "OUTPUT_CAP", 256 * 1024)
+    monkeypatch.setattr(output, "CAP_POLL_S", 0.02)
+    fresh = OutputCapture()  # its thread polls at the patched rate
+    try:
+        line = b"y" * 999 + b"\n"
+        for _ in range(400):  # 400 KB: past the cap
+            os.write(fresh.fd, line)
+        deadline = time.monotonic() + 10
+        while os.fstat(fresh.fd).st_size > output.OUTPUT_CAP and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert os.fstat(fresh.fd).st_size <= OUTPUT_KEEP + 1
+        os.write(fresh.fd, b"last\n")
+        text, truncated = fresh.collect()
+        assert truncated and text.endswith(line.decode() + "last\n")
+        assert all(x in ("y" * 999, "last") for x in text.splitlines())  # whole lines
+        fresh.begin()
+        os.write(fresh.fd, b"next job\n")
+        assert fresh.collect() == ("next job\n", False)
+    finally:
+        os.close(fresh.fd)
+    os.write(capture.fd, b"under the cap\n")
+    capture.cap()
+    assert capture.collect() == ("under the cap\n", False)

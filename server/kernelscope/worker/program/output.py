@@ -2,15 +2,20 @@
 """What user code prints: fds 1 and 2 point at an unlinked temporary file (in tempfile's
 folder), of which the last 64 KiB are read per job.
 
-The file holds all a job prints until the next job (or take()) empties it: a job that
-prints a lot grows it by as much meanwhile."""
+The file holds what a job prints until the next job (or take()) empties it, up to
+OUTPUT_CAP: past that a thread that looks every CAP_POLL_S seconds cuts it to its last
+64 KiB (a program run to its end with --no-stop-after, printing each step for hours)."""
 
 import fcntl
 import os
 import sys
 import tempfile
+import threading
+import time
 
 OUTPUT_KEEP = 64 * 1024
+OUTPUT_CAP = 16 * 1024 * 1024
+CAP_POLL_S = 2.0
 
 
 class OutputCapture:
@@ -32,6 +37,38 @@ class OutputCapture:
         self.fd = fd
         self.dropped = ()
         self.dropped_within = ()
+        self.cut = False  # the file was cut to its tail since the job began
+        st = os.fstat(fd)
+        self._file = (st.st_dev, st.st_ino)
+        if self.kept:
+            # Wakes every CAP_POLL_S for one fstat: no cost a timed loop can see.
+            threading.Thread(
+                target=self._cap_forever, name="kernelscope-output", daemon=True
+            ).start()
+
+    def cap(self):
+        """Cut the file to its last OUTPUT_KEEP bytes where it grew past OUTPUT_CAP (what
+        a child writes between the read and the cut is lost: the output says it was cut)."""
+        if not self.kept:
+            return
+        st = os.fstat(self.fd)
+        if (st.st_dev, st.st_ino) != self._file:  # fd closed and its number reused
+            raise OSError("the output file is gone")
+        size = st.st_size
+        if size <= OUTPUT_CAP:
+            return
+        tail = os.pread(self.fd, OUTPUT_KEEP + 1, size - OUTPUT_KEEP - 1)
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, tail)
+        self.cut = True
+
+    def _cap_forever(self):
+        while True:
+            time.sleep(CAP_POLL_S)
+            try:
+                self.cap()
+            except OSError:
+                return
 
     def drop_lines(self, start):
         """Leave out of what user code printed the lines that begin with ``start`` (bytes):
@@ -65,7 +102,7 @@ class OutputCapture:
         # One byte more than is kept: where it is a newline, the kept bytes begin a line.
         start = max(0, total - OUTPUT_KEEP - 1)
         kept = os.pread(self.fd, total - start, start)
-        truncated = total > OUTPUT_KEEP
+        truncated = total > OUTPUT_KEEP or self.cut
         if truncated and b"\n" in kept:  # from the first whole line on
             kept = kept[kept.index(b"\n") + 1 :]
         kept = kept[-OUTPUT_KEEP:]
@@ -82,6 +119,7 @@ class OutputCapture:
     def _empty(self):
         if self.kept:
             os.ftruncate(self.fd, 0)
+        self.cut = False
 
     @staticmethod
     def _flush():
