@@ -114,6 +114,11 @@ def test_few_calls_timed_in_place_say_how_to_time_more() -> None:
     loop = msgspec.structs.replace(calls, step="iteration")
     text = render_report(msgspec.structs.replace(report, timing=four, call_site=loop))
     assert f"where the program makes at least {21 + profiled} iterations" in text
+    cold = next(x for x in text.splitlines() if x.startswith("cold call"))
+    assert cold.endswith("the loop's first iteration, with what the program runs in it alone "
+                         "(an eval or a log at iteration 0)")  # fmt: skip
+    text = render_report(msgspec.structs.replace(report, timing=four, call_site=calls))
+    assert "the loop's first iteration" not in text
     one = msgspec.structs.replace(four, unprofiled_reps=1)
     text = render_report(msgspec.structs.replace(report, timing=one, call_site=calls))
     assert "1 call timed (the program's call 2), fewer than the 20" in text

@@ -110,7 +110,13 @@ def render_report(
         + (f" · entry → first kernel {fmt_us(d.entry_to_first_kernel_us)}" if cuda else "")
         + (f" · compiling {fmt_us(d.compile_us)}" if d.compile_us else "")
         + (" · fresh worker" if d.process_fresh else " · warm worker")
-        + (f" · CUDA context {fmt_us(d.cuda_init_us)} at worker start" if d.cuda_init_us else ""),
+        + (f" · CUDA context {fmt_us(d.cuda_init_us)} at worker start" if d.cuda_init_us else "")
+        + (
+            " · the loop's first iteration, with what the program runs in it alone (an eval "
+            "or a log at iteration 0)"
+            if _step_name(report) == "iteration"
+            else ""
+        ),
     ]
     if t.gpu is not None:
         g = t.gpu
