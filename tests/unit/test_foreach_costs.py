@@ -4,18 +4,22 @@ long list's shapes out, from the kernels' grids (costs/foreach.py)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kernelscope.analysis.costs.foreach import (
+    ACCUMULATE_GRAD,
     CHUNK_ELEMENTS,
     OPTIMIZER_STEP,
     SQUARE_INTO,
     bytes_per_element,
     foreach_bytes,
+    gradient_lists,
     is_multi_tensor_op,
+    list_elements,
     listed_elements,
     repeated_lists,
     writes_gradients,
@@ -182,3 +186,33 @@ def test_an_optimizers_list_whose_chunks_are_the_blocks_gives_the_elements() -> 
     assert list_elements([neox, (9, 4_000_000, 76, "float32")], 76) == 0
     shapes = OpInputs(dims=[[[4096, 4096], [4096]], []])  # the trace's shapes come first
     assert foreach_bytes(shapes, add, 257, lists=[neox]) == (12.0 * (4096 * 4096 + 4096), True)
+
+
+def accumulate(ts: float, dims: Any, dtype: str = "float") -> Op:
+    args = json.dumps({"Input Dims": [dims], "Input type": [dtype]}).encode()
+    return Op("cpu_op", ACCUMULATE_GRAD, 1, 1, ts, 1.0, args, 1.0, index=0, parent=-1)
+
+
+def test_a_raw_traces_lists_are_the_gradients_its_first_step_accumulated() -> None:
+    """One AccumulateGrad per parameter, with its shape: per dtype, the tensors, elements and
+    chunks of 65,536 (a 0-d parameter is one element, one chunk); those outside the step, of
+    no dtype torch names, or of a corrupt shape are not counted."""
+    ops = [
+        accumulate(5.0, [4096, 4096]),  # 256 chunks
+        accumulate(10.0, [4096, 4096]),
+        accumulate(11.0, [1000]),  # 1 chunk
+        accumulate(12.0, []),  # a 0-d parameter (a learned temperature)
+        accumulate(13.0, [64], "c10::BFloat16"),
+        accumulate(14.0, [2, -1]),
+        accumulate(15.0, [8], "bool"),
+        accumulate(150.0, [4096, 4096]),  # the next step
+    ]
+    assert gradient_lists(ops, 10.0, 100.0) == [
+        (3, 4096 * 4096 + 1000 + 1, 256 + 1 + 1, "float32"),
+        (1, 64, 1, "bfloat16"),
+    ]
+    assert gradient_lists(ops, 200.0, 300.0) == []
+    # with two micro-batches each parameter comes twice: 2x the chunks, no op's blocks
+    twice = [accumulate(20.0 + i, [4096, 4096]) for i in range(2)]
+    ((_, _, chunks, _),) = gradient_lists(twice, 0.0, 100.0)
+    assert list_elements([(2, 2 * 4096 * 4096, chunks, "float32")], 256) == 0

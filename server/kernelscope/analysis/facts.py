@@ -13,6 +13,7 @@ from pathlib import Path
 from kernelscope.analysis.block_masks import apply_block_masks
 from kernelscope.analysis.calls import CALL_RANGE, Calls
 from kernelscope.analysis.costs import MATMULS, OpCosts
+from kernelscope.analysis.costs.foreach import gradient_lists
 from kernelscope.analysis.counters import apply_counters
 from kernelscope.analysis.data_pipeline import (
     LoaderTime,
@@ -143,6 +144,8 @@ def facts_of(
         for o in (sidecar.optimizer_lists if sidecar is not None else [])
         if o.device.startswith("cuda")
     ]
+    if not lists and trace.steps:  # a raw trace: the gradients the first step accumulated
+        lists = gradient_lists(trace.cpu_ops, trace.steps[0].ts, trace.steps[0].end)
     rows = roofline(trace, timeline.events, steps, peaks, costs, sm_count, lists)
     if sidecar is not None and sidecar.launches:
         apply_launches(rows, sidecar.launches, peaks)

@@ -9,8 +9,11 @@ else, in a live run, the optimizer's list whose chunks (at most 65,536 elements 
 tensor each: ATen's ``kChunkSize``, one kernel block each) are the op's kernels' blocks
 (worker/program/optimizers.py counts the lists of the optimizers that step in the cold
 call; GPT-NeoX's AdamW: 76 tensors, 70,557,696 elements, 1126 chunks, and every foreach op
-of its step ran 1126 blocks); else the grids, a bound that counts each tensor's last chunk
-as full (GPT-NeoX: 73.8 M elements against its 70.6 M parameters).
+of its step ran 1126 blocks); else, in a trace with shapes (a raw one), the gradients autograd
+accumulated in the first step, one ``torch::autograd::AccumulateGrad`` per parameter with its
+shape, as one list per dtype, where its chunks are the op's blocks (ResNet-18's SGD: 62
+tensors, 11,689,512 elements, as the live count); else the grids, a bound that counts each
+tensor's last chunk as full (GPT-NeoX: 73.8 M elements against its 70.6 M parameters).
 
 A list passed twice is read once from memory: torch.optim's Adam, AdamW, NAdam, RAdam,
 RMSprop and Adadelta decay a state and square their gradients into it,
@@ -64,6 +67,37 @@ FUSED_STEPS = frozenset(
 AMP_UNSCALE = "aten::_amp_foreach_non_finite_check_and_unscale_"
 #: An optimizer's tensor list as the worker counted it: (tensors, elements, chunks, dtype).
 ListSize = tuple[int, int, int, str]
+#: The op autograd runs to add one parameter's gradient: its input is the gradient.
+ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+
+
+def gradient_lists(ops: Sequence[Op], start: float, end: float) -> list[ListSize]:
+    """The gradients autograd accumulated between `start` and `end` (one step: one
+    AccumulateGrad per parameter, with its shape), per dtype, as lists; empty without
+    shapes. With gradient accumulation each parameter comes once per micro-batch: the
+    chunks are then a multiple of the step's ops' blocks, and match none of them."""
+    sizes: dict[str, list[int]] = {}
+    for op in ops:
+        if op.name != ACCUMULATE_GRAD or not start <= op.ts <= end:
+            continue
+        inputs = op.inputs()
+        if not inputs.dims or not inputs.types:
+            continue
+        dtype, shape = _TORCH_DTYPES.get(inputs.types[0]), inputs.dims[0]
+        if dtype is None or not isinstance(shape, list):
+            continue
+        dims = cast(list[Any], shape)
+        if not all(isinstance(d, int) and d >= 0 for d in dims):
+            continue
+        n = numel(cast(list[int], dims))
+        if n < _MAX_ELEMENTS:
+            sizes.setdefault(dtype, []).append(n)
+    return [
+        (len(ns), sum(ns), sum(-(-n // CHUNK_ELEMENTS) for n in ns), dtype)
+        for dtype, ns in sizes.items()
+    ]
+
+
 #: The kernels' element types by torch's names of them (an optimizer's lists' dtypes).
 _TORCH_DTYPES = {
     "double": "float64",
