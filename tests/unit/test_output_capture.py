@@ -21,7 +21,7 @@ def capture() -> Iterator[OutputCapture]:
     c = OutputCapture()
     c.begin()
     yield c
-    os.close(c.fd)
+    c.close()
 
 
 def test_what_is_written_comes_back_and_the_file_is_unlinked(capture: OutputCapture) -> None:
@@ -135,15 +135,16 @@ def test_without_a_temporary_folder_the_worker_runs_keeping_no_output(
         os.write(capture.fd, b"printed\n")
         assert capture.take() == ("", False)
     finally:
-        os.close(capture.fd)
+        capture.close()
 
 
-def test_past_the_cap_the_file_is_cut_to_its_tail(
+def test_past_the_cap_all_but_the_tail_is_freed_on_disk(
     capture: OutputCapture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A program run to its end (--no-stop-after) that prints each step for hours: the file
-    is cut to its last 64 KiB once past OUTPUT_CAP, by the thread that looks now and then;
-    what comes back is its tail, marked cut, until the next job."""
+    """A program run to its end (--no-stop-after) that prints each step for hours: past
+    OUTPUT_CAP on disk, the thread that looks now and then frees all but the last 64 KiB
+    (a hole: the file keeps its size, so nothing is lost or reordered); what comes back is
+    the tail, and the next job starts empty."""
     monkeypatch.setattr(output, "OUTPUT_CAP", 256 * 1024)
     monkeypatch.setattr(output, "CAP_POLL_S", 0.02)
     fresh = OutputCapture()  # its thread polls at the patched rate
@@ -152,9 +153,12 @@ def test_past_the_cap_the_file_is_cut_to_its_tail(
         for _ in range(400):  # 400 KB: past the cap
             os.write(fresh.fd, line)
         deadline = time.monotonic() + 10
-        while os.fstat(fresh.fd).st_size > output.OUTPUT_CAP and time.monotonic() < deadline:
+        on_disk = os.fstat(fresh.fd).st_blocks * 512
+        while on_disk > output.OUTPUT_CAP and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert os.fstat(fresh.fd).st_size <= OUTPUT_KEEP + 1
+            on_disk = os.fstat(fresh.fd).st_blocks * 512
+        assert on_disk <= OUTPUT_KEEP + 3 * 4096  # the tail and the page it begins in
+        assert os.fstat(fresh.fd).st_size == 400_000  # every byte still where it was written
         os.write(fresh.fd, b"last\n")
         text, truncated = fresh.collect()
         assert truncated and text.endswith(line.decode() + "last\n")
@@ -163,7 +167,7 @@ def test_past_the_cap_the_file_is_cut_to_its_tail(
         os.write(fresh.fd, b"next job\n")
         assert fresh.collect() == ("next job\n", False)
     finally:
-        os.close(fresh.fd)
+        fresh.close()
     os.write(capture.fd, b"under the cap\n")
-    capture.cap()
+    assert capture.cap()
     assert capture.collect() == ("under the cap\n", False)

@@ -52,3 +52,26 @@ def test_the_hint_takes_the_innermost_frame_in_the_function(tmp_path: Path) -> N
     other = msgspec.structs.replace(request, qualname="other")
     assert loop_hint(other, [(str(path), 5)]) is None  # not a line of `other`
     assert loop_hint(request, []) is None
+
+
+def test_a_nested_helper_without_a_loop_is_passed_for_the_loop_around_it(
+    tmp_path: Path,
+) -> None:
+    """The innermost frame is in a helper defined inside the function, with no loop of its
+    own: the hint is the loop around the helper's call; an unreadable file gives none, and
+    never an error (the timeout's failure comes whatever the hint finds)."""
+    path = tmp_path / "epoch.py"
+    path.write_text(
+        "def train(loader):\n"  # 1
+        "    def helper(b):\n"  # 2
+        "        return b * 2\n"  # 3
+        "    for b in loader:\n"  # 4
+        "        helper(b)\n"  # 5
+    )
+    root = str(tmp_path)
+    request = RunProfile(job_id="j", path=str(path), qualname="train", module_name="epoch",
+                         project_root=root, trace_dir=root)  # fmt: skip
+    hint = loop_hint(request, [(str(path), 3), (str(path), 5)])
+    assert hint is not None and "epoch.py:4 (at line 5)" in hint and hint.endswith("--via PROGRAM")
+    gone = msgspec.structs.replace(request, path=str(tmp_path / "gone.py"))
+    assert loop_hint(gone, [(str(path), 5)]) is None

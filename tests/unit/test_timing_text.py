@@ -6,10 +6,11 @@ from __future__ import annotations
 import msgspec
 
 from kernelscope.app.store import RunRecord
-from kernelscope.lsp.views import hover_markdown
+from kernelscope.lsp.views import hover_markdown, lens_title
 from kernelscope.protocol import CallSite, SlowedSpells
 from kernelscope.render.text import render_report
 from kernelscope.report.schema import Report
+from kernelscope.units import fmt_us
 
 from support import FIXTURES
 
@@ -130,6 +131,13 @@ def test_few_calls_timed_in_place_say_how_to_time_more() -> None:
     assert "unprofiled  none: no call timed without the profiler\n" in text
     assert "--skip 1 times none (the cold call below is the first call), fewer" in text
     assert "median of" not in text and "profiler adds" not in text
+    record = RunRecord("r1", "train.py", "train_step", "now", "",
+                       msgspec.structs.replace(report, timing=none, call_site=calls))  # fmt: skip
+    assert "not timed unprofiled" in hover_markdown(record, line=report.function.line)
+    cpu = msgspec.structs.replace(report.device, type="cpu")
+    on_cpu = msgspec.structs.replace(record.report, device=cpu)
+    lens = lens_title(msgspec.structs.replace(record, report=on_cpu))
+    assert lens.startswith(f"{fmt_us(report.timing.cpu_us_per_step)} CPU/step profiled ·")
     enough = msgspec.structs.replace(four, unprofiled_reps=20)
     captured = msgspec.structs.replace(calls, captured=True)
     for timing, site in ((enough, calls), (four, captured), (four, None)):

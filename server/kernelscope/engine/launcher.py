@@ -305,7 +305,7 @@ class WorkerProcess:
             )
             loop = (
                 loop_hint(request, frames)
-                if self.stage == "cold" and isinstance(request, RunProfile)
+                if self.stage == "cold" and type(request) is RunProfile
                 else None
             )
             raise JobFailed(

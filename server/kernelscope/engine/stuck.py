@@ -12,27 +12,32 @@ from kernelscope.protocol import RunProfile
 
 
 def loop_hint(request: RunProfile, frames: list[tuple[str, int]]) -> str | None:
-    """ "the first call was in its loop at FILE:LINE ..." where one of `frames` (the stuck
-    worker's user frames, innermost first) is a line of the profiled function inside one of
-    its loops; None elsewhere."""
+    """ "its first call had not returned: it was in its loop at FILE:LINE ..." where one of
+    `frames` (the stuck worker's user frames, innermost first) is a line of the profiled
+    function inside one of its loops; None elsewhere, and on any error (the timeout's
+    failure must come whatever this finds)."""
     try:
-        target = Path(request.path).resolve()
-        source = request.source
-        if source is None:
-            source = target.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return _loop_hint(request, frames)
+    except (OSError, ValueError, RuntimeError, UnicodeDecodeError):
         return None
+
+
+def _loop_hint(request: RunProfile, frames: list[tuple[str, int]]) -> str | None:
+    target = Path(request.path).resolve()
+    source = request.source
+    if source is None:
+        source = target.read_text(encoding="utf-8")
     fn = pyfunctions.find(source, request.qualname)
     if fn is None:
         return None
     for path, line in frames:
-        if Path(path).resolve() != target or not fn.contains(line):
+        if not fn.contains(line) or Path(path).resolve() != target:
             continue
         loop = pyfunctions.loop_around(source, fn, line)
-        if loop is None:
-            return None
-        spot = f"{os.path.relpath(target)}:{loop}"
+        if loop is None:  # a helper nested in the function, with no loop: look further out
+            continue
         entry = request.entry
+        spot = f"{os.path.relpath(target, entry.cwd if entry and entry.cwd else None)}:{loop}"
         via = f" --via {shlex.quote(entry.label)}" if entry is not None else " --via PROGRAM"
         return (
             f"its first call had not returned: it was in its loop at {spot} (at line "

@@ -261,8 +261,10 @@ def lens_title(record: RunRecord, delta: Delta | None = None) -> str:
     v = r.verdict
     if r.device.type == "cuda":
         head = f"{fmt_us(r.timing.cuda_us_per_step)} CUDA/step"
-    else:
+    elif r.timing.unprofiled_reps > 0:
         head = f"{fmt_us(r.timing.unprofiled_us_per_call)}/call"
+    else:  # in place with --skip 1: no call timed; the profiled CPU per step
+        head = f"{fmt_us(r.timing.cpu_us_per_step)} CPU/step profiled"
     parts = [head]
     if v is not None:
         parts.append(f"{v.bound}-bound")
@@ -380,7 +382,11 @@ def hover_markdown(record: RunRecord, line: int | None = None, delta: Delta | No
     out.append(
         (f"**{fmt_us(t.cuda_us_per_step)} CUDA** · " if cuda else "")
         + f"{fmt_us(t.cpu_us_per_step)} CPU per step (profiled) · "
-        f"{fmt_us(t.unprofiled_us_per_call)} per call unprofiled"
+        + (
+            f"{fmt_us(t.unprofiled_us_per_call)} per call unprofiled"
+            if t.unprofiled_reps > 0
+            else "not timed unprofiled"
+        )
     )
     if delta is not None:
         top = f" Most: `{delta.top}`." if delta.top else ""

@@ -446,10 +446,11 @@ def written_since(root, before):
 
 
 def our_outputs():
-    """The files the stdout and stderr of this process and its ancestors (the CLI, the shell
-    that redirected it) lead to, as real paths (Linux /proc; empty elsewhere)."""
+    """The files the stdout and stderr of this process's ancestors (the CLI, the shell that
+    redirected it) lead to, as real paths (Linux /proc; empty elsewhere). Not this
+    process's own: a program that points fd 1 at its log wrote that log."""
     out = set()
-    pid = os.getpid()
+    pid = os.getppid()
     for _ in range(8):
         for fd in (1, 2):
             try:

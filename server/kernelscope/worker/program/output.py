@@ -2,20 +2,25 @@
 """What user code prints: fds 1 and 2 point at an unlinked temporary file (in tempfile's
 folder), of which the last 64 KiB are read per job.
 
-The file holds what a job prints until the next job (or take()) empties it, up to
-OUTPUT_CAP: past that a thread that looks every CAP_POLL_S seconds cuts it to its last
-64 KiB (a program run to its end with --no-stop-after, printing each step for hours)."""
+The file holds what a job prints until the next job (or take()) empties it. Past OUTPUT_CAP
+of it on disk, a thread that looks every CAP_POLL_S seconds frees all but its last 64 KiB by
+punching a hole (Linux ``fallocate``): the file keeps its size and the writers their
+offsets, so nothing is lost or reordered (a program run to its end with --no-stop-after,
+printing each step for hours). Where the file system cannot punch holes, it grows as
+before."""
 
+import ctypes
 import fcntl
 import os
 import sys
 import tempfile
 import threading
-import time
 
 OUTPUT_KEEP = 64 * 1024
 OUTPUT_CAP = 16 * 1024 * 1024
 CAP_POLL_S = 2.0
+_PUNCH_HOLE = 0x01 | 0x02  # FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE
+_PAGE = 4096
 
 
 class OutputCapture:
@@ -37,36 +42,50 @@ class OutputCapture:
         self.fd = fd
         self.dropped = ()
         self.dropped_within = ()
-        self.cut = False  # the file was cut to its tail since the job began
-        st = os.fstat(fd)
-        self._file = (st.st_dev, st.st_ino)
+        self._lock = threading.Lock()  # the hole against _empty(): not into a new job's bytes
+        self._stop = threading.Event()
+        # A forked child (a DataLoader worker) has no thread, and may have the lock held.
+        os.register_at_fork(after_in_child=self._forked)
         if self.kept:
+            # Its own fd: the number the worker uses may be closed and reused (in tests).
+            self._own = os.dup(fd)
             # Wakes every CAP_POLL_S for one fstat: no cost a timed loop can see.
             threading.Thread(
                 target=self._cap_forever, name="kernelscope-output", daemon=True
             ).start()
 
     def cap(self):
-        """Cut the file to its last OUTPUT_KEEP bytes where it grew past OUTPUT_CAP (what
-        a child writes between the read and the cut is lost: the output says it was cut)."""
+        """Free all but the file's last OUTPUT_KEEP bytes (and a page) where more than
+        OUTPUT_CAP of it is on disk; False where the file system cannot."""
         if not self.kept:
-            return
-        st = os.fstat(self.fd)
-        if (st.st_dev, st.st_ino) != self._file:  # fd closed and its number reused
-            raise OSError("the output file is gone")
-        size = st.st_size
-        if size <= OUTPUT_CAP:
-            return
-        tail = os.pread(self.fd, OUTPUT_KEEP + 1, size - OUTPUT_KEEP - 1)
-        os.ftruncate(self.fd, 0)
-        os.write(self.fd, tail)
-        self.cut = True
+            return True
+        with self._lock:
+            if self._stop.is_set():
+                return False
+            st = os.fstat(self._own)
+            if st.st_blocks * 512 <= OUTPUT_CAP:
+                return True
+            end = (st.st_size - OUTPUT_KEEP - 1) // _PAGE * _PAGE
+            return end <= 0 or _punch_hole(self._own, end)
+
+    def close(self):
+        """Stop the thread and close the file (the worker never does: for tests)."""
+        with self._lock:
+            self._stop.set()
+            if self.kept:
+                os.close(self._own)
+        os.close(self.fd)
+
+    def _forked(self):
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._stop.set()
 
     def _cap_forever(self):
-        while True:
-            time.sleep(CAP_POLL_S)
+        while not self._stop.wait(CAP_POLL_S):
             try:
-                self.cap()
+                if not self.cap():
+                    return
             except OSError:
                 return
 
@@ -102,7 +121,7 @@ class OutputCapture:
         # One byte more than is kept: where it is a newline, the kept bytes begin a line.
         start = max(0, total - OUTPUT_KEEP - 1)
         kept = os.pread(self.fd, total - start, start)
-        truncated = total > OUTPUT_KEEP or self.cut
+        truncated = total > OUTPUT_KEEP
         if truncated and b"\n" in kept:  # from the first whole line on
             kept = kept[kept.index(b"\n") + 1 :]
         kept = kept[-OUTPUT_KEEP:]
@@ -118,8 +137,8 @@ class OutputCapture:
 
     def _empty(self):
         if self.kept:
-            os.ftruncate(self.fd, 0)
-        self.cut = False
+            with self._lock:
+                os.ftruncate(self.fd, 0)
 
     @staticmethod
     def _flush():
@@ -129,3 +148,15 @@ class OutputCapture:
                     stream.flush()
             except Exception:
                 pass
+
+
+def _punch_hole(fd, length):
+    """Free the file's first `length` bytes on disk (they read as zeros); False where the
+    system has no fallocate or the file system cannot punch holes."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fallocate = libc.fallocate
+    except (OSError, AttributeError):
+        return False
+    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    return fallocate(fd, _PUNCH_HOLE, 0, length) == 0

@@ -329,9 +329,10 @@ def thread_times():
     for tid in tids:
         try:
             with open("/proc/self/task/%s/stat" % tid) as f:
-                fields = f.read().rpartition(")")[2].split()
-            with open("/proc/self/task/%s/comm" % tid) as f:
-                name = f.read().strip()
+                stat = f.read()
+            # "tid (name) state ...": the name as /proc/.../comm gives it, one read fewer
+            head, _, rest = stat.rpartition(")")
+            name, fields = head.partition("(")[2], rest.split()
             out[int(tid)] = (name, int(fields[36]), (int(fields[11]) + int(fields[12])) / tick)
         except (OSError, ValueError, IndexError):
             continue  # a thread that ended meanwhile
