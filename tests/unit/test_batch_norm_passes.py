@@ -177,6 +177,9 @@ def test_the_fused_sgd_step_is_exact_from_the_optimizers_lists() -> None:
 
     trace = load_trace(FIXTURES / "resnet18_sgd" / "raw.json.gz")
     first = trace.steps[0]
+    # all 62, then the 21 matrices and convolutions apart from the 41 vectors (norms, a bias)
     assert gradient_lists(trace.cpu_ops, first.ts, first.end) == [
-        (62, 11_689_512, lists["chunks"], "float32")
+        (62, 11_689_512, lists["chunks"], "float32"),
+        (21, 11_678_912, 186, "float32"),
+        (41, 10_600, 41, "float32"),
     ]

@@ -73,10 +73,13 @@ ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 
 def gradient_lists(ops: Sequence[Op], start: float, end: float) -> list[ListSize]:
     """The gradients autograd accumulated between `start` and `end` (one step: one
-    AccumulateGrad per parameter, with its shape), per dtype, as lists; empty without
-    shapes. With gradient accumulation each parameter comes once per micro-batch: the
-    chunks are then a multiple of the step's ops' blocks, and match none of them."""
-    sizes: dict[str, list[int]] = {}
+    AccumulateGrad per parameter, with its shape), per dtype, as lists: all of them, and
+    where both are there, the matrices and the vectors apart (the usual two parameter
+    groups, weight decay on the matrices only: nanoGPT's, timm's, transformers' Trainer's;
+    each group's step runs its own ops). Empty without shapes. With gradient accumulation
+    each parameter comes once per micro-batch: the chunks are then a multiple of the step's
+    ops' blocks, and match none of them."""
+    sizes: dict[str, list[tuple[int, bool]]] = {}
     for op in ops:
         if op.name != ACCUMULATE_GRAD or not start <= op.ts <= end:
             continue
@@ -91,11 +94,18 @@ def gradient_lists(ops: Sequence[Op], start: float, end: float) -> list[ListSize
             continue
         n = numel(cast(list[int], dims))
         if n < _MAX_ELEMENTS:
-            sizes.setdefault(dtype, []).append(n)
-    return [
-        (len(ns), sum(ns), sum(-(-n // CHUNK_ELEMENTS) for n in ns), dtype)
-        for dtype, ns in sizes.items()
-    ]
+            sizes.setdefault(dtype, []).append((n, len(dims) >= 2))
+    out: list[ListSize] = []
+    for dtype, found in sizes.items():
+        matrices = [n for n, matrix in found if matrix]
+        vectors = [n for n, matrix in found if not matrix]
+        groups = [[n for n, _ in found]] + ([matrices, vectors] if matrices and vectors else [])
+        out += [_list_size(ns, dtype) for ns in groups]
+    return out
+
+
+def _list_size(sizes: list[int], dtype: str) -> ListSize:
+    return len(sizes), sum(sizes), sum(-(-n // CHUNK_ELEMENTS) for n in sizes), dtype
 
 
 #: The kernels' element types by torch's names of them (an optimizer's lists' dtypes).
@@ -196,19 +206,23 @@ def foreach_bytes(
     per = bytes_per_element(kernel, repeated, writes_gradients(inputs))
     if not per:
         return 0.0, True
-    exact = listed_elements(inputs) or list_elements(lists, blocks, kernel_dtype(kernel))
+    functor = _functor(kernel)
+    read = functor[2] if functor else 1
+    exact = listed_elements(inputs) or list_elements(lists, blocks, kernel_dtype(kernel), read)
     if exact:
         return float(exact * per), True
     return float(blocks * CHUNK_ELEMENTS * per), False
 
 
-def list_elements(lists: Sequence[ListSize], blocks: int, dtype: str = "") -> int:
+def list_elements(lists: Sequence[ListSize], blocks: int, dtype: str = "", read: int = 1) -> int:
     """The elements of the optimizer's list (tensors, elements, chunks, dtype) of the
     kernel's `dtype` (any, where "") whose chunks are an op's `blocks`, where one is (lists
     of different elements with the same chunks: none). Where any list has as many tensors as
-    the blocks, none either: an op over that many 0-d tensors (a step's counters) would run
-    as many blocks, and the blocks cannot tell them apart."""
-    if any(tensors == blocks for tensors, _, _, _ in lists):
+    the blocks and the op `read` one list, none either: an op over that many 0-d tensors (a
+    step's counters, `_foreach_add_(steps, 1)`) would run as many blocks, and the blocks
+    cannot tell them apart; an op that reads two lists or more is no counters' (a group of
+    vectors, each under a chunk, has as many chunks as tensors)."""
+    if read < 2 and any(tensors == blocks for tensors, _, _, _ in lists):
         return 0
     found = {
         elements
