@@ -308,6 +308,9 @@ class ThreadUse(msgspec.Struct):
     """CPU seconds it spent (in ticks of the system's clock, 10 ms on Linux)."""
     timing: bool = False
     """The thread that made the calls."""
+    wait_s: float = 0.0
+    """Seconds it was ready to run and waited for a CPU (Linux schedstat): the host busy
+    with other work, or more of this process's threads than CPUs free for them."""
 
 
 class SlowedSpells(msgspec.Struct):

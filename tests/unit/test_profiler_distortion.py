@@ -6,6 +6,7 @@ from __future__ import annotations
 from kernelscope.analysis.diagnose import analyze
 from kernelscope.analysis.trace_load import decode_trace
 from kernelscope.findings import Code
+from kernelscope.protocol import ThreadUse
 
 from support.sidecars import cpu_sidecar
 from support.traces import CPU_ONLY, MM, doc, dumps, op, step
@@ -76,3 +77,47 @@ def test_steps_alike_or_too_few_to_tell_are_not_uneven() -> None:
     even = doc(*(e for e in UNEVEN["traceEvents"] if e.get("ts") != 205.0),  # type: ignore[union-attr]
                op("aten::mm", 205.0, 170.0, 4, *MM))  # fmt: skip
     assert findings(even, 50.0, Code.UNEVEN_STEPS) == []  # 170 µs: 2.8× the median
+
+
+def contention(waits: list[float], threads: int = 2) -> list[object]:
+    """Four calls of 85 µs unprofiled timed over 1 s, each thread having waited `waits` s
+    for a CPU (the calling thread first)."""
+    side = cpu_sidecar(us_per_call=85.0)
+    side.timing.window_s = [100.0, 101.0]
+    side.timing.threads = [
+        ThreadUse("python", 0, 0.5, timing=i == 0, wait_s=w) for i, w in enumerate(waits)
+    ]
+    side.device_properties["threads"] = threads
+    return [f for f in analyze(decode_trace(dumps(CPU_ONLY)), side).findings
+            if f.code in (Code.CPU_CONTENTION, Code.PROFILER_DISTORTION)]  # fmt: skip
+
+
+def test_threads_that_waited_for_a_cpu_name_a_busy_host_and_the_intra_op_threads() -> None:
+    """A thread that waited 10 % of the timed second or more: the host was busy (on a
+    2-vCPU host with other work, transformers' Trainer step read 58 ms unprofiled with 2
+    intra-op threads, 20.6 ms with 1); under that, no finding."""
+    (busy,) = contention([0.05, 0.4])
+    assert busy.code == Code.CPU_CONTENTION and busy.severity == "warning"
+    assert busy.message == (
+        "the host was busy: while the calls were timed, a thread of this process (python) "
+        "waited for a CPU 40% of the time (0.45 s of waits over 1.00 s, all threads); every "
+        "time here, profiled or not, ran slower than it would on free CPUs"
+    )
+    assert busy.try_[0].startswith("torch runs 2 intra-op threads here")
+    (alone,) = contention([0.2], threads=1)
+    assert "the calling thread waited for a CPU 20%" in alone.message
+    assert alone.try_ == ["close other CPU work on this host, or profile again when it is quiet"]
+    assert contention([0.05, 0.09]) == []
+
+
+def test_with_threads_waiting_the_profilers_cost_points_at_them() -> None:
+    side = cpu_sidecar(us_per_call=50.0)  # 85 µs profiled: KS601 at 1.7x
+    side.timing.window_s = [100.0, 101.0]
+    side.timing.threads = [ThreadUse("python", 0, 0.5, timing=True, wait_s=0.3)]
+    found = analyze(decode_trace(dumps(CPU_ONLY)), side).findings
+    (distortion,) = [f for f in found if f.code == Code.PROFILER_DISTORTION]
+    assert distortion.try_[1].startswith("threads waited for a CPU (KS605)")
+    side.timing.threads = []
+    (plain,) = [f for f in analyze(decode_trace(dumps(CPU_ONLY)), side).findings
+                if f.code == Code.PROFILER_DISTORTION]  # fmt: skip
+    assert plain.try_[1] == "--no-stack lowers the profiler's cost"

@@ -369,14 +369,14 @@ def test_in_place_each_threads_cpu_is_summed_over_the_timed_calls_alone(
     a timing's are."""
     spent: dict[int, Any] = {}
     me = timing_module.threading.get_native_id()
-    timing_module.add_thread_use(spent, {me: ("python", 0, 5.0)}, {me: ("python", 1, 5.25)})
-    # between the calls the program spent 3 s (5.25 -> 8.25): not counted
-    timing_module.add_thread_use(
-        spent, {me: ("python", 1, 8.25)}, {me: ("python", 1, 8.5), 7: ("pt_autograd_0", 3, 0.1)}
-    )
+    call = timing_module.add_thread_use
+    call(spent, {me: ("python", 0, 5.0, 1.0)}, {me: ("python", 1, 5.25, 1.5)})
+    # between the calls the program spent 3 s (5.25 -> 8.25) and waited 2: not counted
+    call(spent, {me: ("python", 1, 8.25, 3.5)},
+         {me: ("python", 1, 8.5, 3.5), 7: ("pt_autograd_0", 3, 0.1, 0.02)})  # fmt: skip
     assert timing_module.threads_used({}, spent) == [
-        {"name": "python", "cpu": 1, "cpu_s": 0.5, "timing": True},
-        {"name": "pt_autograd_0", "cpu": 3, "cpu_s": 0.1, "timing": False},
+        {"name": "python", "cpu": 1, "cpu_s": 0.5, "wait_s": 0.5, "timing": True},
+        {"name": "pt_autograd_0", "cpu": 3, "cpu_s": 0.1, "wait_s": 0.02, "timing": False},
     ]
     readings = timing_module.thread_times()  # this process, read for real
-    assert me in readings and readings[me][2] >= 0
+    assert me in readings and readings[me][2] >= 0 and readings[me][3] >= 0

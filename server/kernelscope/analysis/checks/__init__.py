@@ -15,6 +15,7 @@ from kernelscope.analysis.checks.fusion import find_fusion_chains
 from kernelscope.analysis.checks.gpu_idle import find_idle_gaps, find_launch_queue
 from kernelscope.analysis.checks.graph_replays import find_graph_replays
 from kernelscope.analysis.checks.measurement import (
+    find_cpu_contention,
     find_profiler_distortion,
     find_throttled_clocks,
     find_uneven_steps,
@@ -35,6 +36,7 @@ DEFAULT_CHECKS: tuple[Check, ...] = (
     find_slow_ops,
     find_graph_replays,
     find_profiler_distortion,
+    find_cpu_contention,
     find_uneven_steps,
     find_unsteady_timing,
     find_throttled_clocks,

@@ -319,7 +319,9 @@ def at_speed_anchor(values):
 
 def thread_times():
     """Each thread of this process: {native id: (name, the CPU it last ran on, CPU
-    seconds)}, from /proc/self/task (Linux); {} where there is none."""
+    seconds, seconds it was ready to run and waited for a CPU)}, from /proc/self/task
+    (Linux; the wait from schedstat, 0 where the kernel keeps none); {} where there is
+    none."""
     out = {}
     try:
         tids = os.listdir("/proc/self/task")
@@ -333,30 +335,45 @@ def thread_times():
             # "tid (name) state ...": the name as /proc/.../comm gives it, one read fewer
             head, _, rest = stat.rpartition(")")
             name, fields = head.partition("(")[2], rest.split()
-            out[int(tid)] = (name, int(fields[36]), (int(fields[11]) + int(fields[12])) / tick)
+            cpu_s = (int(fields[11]) + int(fields[12])) / tick
         except (OSError, ValueError, IndexError):
             continue  # a thread that ended meanwhile
+        out[int(tid)] = (name, int(fields[36]), cpu_s, _run_queue_s(tid))
     return out
 
 
+def _run_queue_s(tid):
+    """Seconds the thread waited on a run queue ("cpu_ns wait_ns slices"); 0 without it."""
+    try:
+        with open("/proc/self/task/%s/schedstat" % tid) as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def add_thread_use(spent, before, after):
-    """Add each thread's CPU seconds between two thread_times readings into `spent`
-    ({tid: (name, last CPU, CPU seconds)}, a thread_times reading of sums): in place the
-    timed calls are the program's, with its own code between them."""
-    for tid, (name, cpu, total) in after.items():
-        was = before[tid][2] if tid in before else 0.0  # one born in the call: all of it
-        spent[tid] = (name, cpu, spent.get(tid, (name, cpu, 0.0))[2] + total - was)
+    """Add each thread's CPU seconds and run-queue wait between two thread_times readings
+    into `spent` (a thread_times reading of sums): in place the timed calls are the
+    program's, with its own code between them."""
+    for tid, (name, cpu, total, waited) in after.items():
+        was = before.get(tid, (name, cpu, 0.0, 0.0))  # one born in the call: all of it
+        sums = spent.get(tid, (name, cpu, 0.0, 0.0))
+        spent[tid] = (name, cpu, sums[2] + total - was[2], sums[3] + waited - was[3])
 
 
 def threads_used(before, after):
     """The threads that spent CPU time between two thread_times readings, busiest first:
-    name, last CPU, CPU seconds, and whether it is this one (the timing thread)."""
+    name, last CPU, CPU seconds, seconds waiting for a CPU, and whether it is this one
+    (the timing thread)."""
     me = threading.get_native_id()
     used = []
-    for tid, (name, cpu, total) in after.items():
-        spent = total - before.get(tid, (name, cpu, 0.0))[2]
+    for tid, (name, cpu, total, waited) in after.items():
+        was = before.get(tid, (name, cpu, 0.0, 0.0))
+        spent = total - was[2]
         if spent > 0:
-            used.append({"name": name, "cpu": cpu, "cpu_s": round(spent, 3), "timing": tid == me})
+            used.append({"name": name, "cpu": cpu, "cpu_s": round(spent, 3),
+                         "wait_s": round(max(waited - was[3], 0.0), 3),
+                         "timing": tid == me})  # fmt: skip
     return sorted(used, key=lambda t: -t["cpu_s"])
 
 
