@@ -187,7 +187,12 @@ def find_cpu_contention(facts: Facts, options: Options) -> Iterable[Finding]:
         "would on free CPUs",
         path=facts.function_path,
         line=facts.function_line,
-        try_=[*try_, "close other CPU work on this host, or profile again when it is quiet"],
+        try_=[
+            *try_,
+            "the waits count the program's own processes too (DataLoader workers): where "
+            "they share these CPUs, fewer workers or threads leave each one a CPU",
+            "close other CPU work on this host, or profile again when it is quiet",
+        ],
         evidence={
             "wait_share": round(share, 3),
             "waited_s": round(waited, 3),
