@@ -380,6 +380,9 @@ class UnprofiledTiming(msgspec.Struct):
     training step's backward runs on autograd's own thread, and where the host puts it
     beside the calling thread can move the figure (on the lent H200 a checkpointed step, both
     threads pinned to one vCPU or to two: 4.1 or 6.5 ms in one pair of processes)."""
+    children_cpu_s: float | None = None
+    """CPU seconds the process's child processes (a DataLoader's workers) spent while the
+    calls were timed (Linux); None where not read."""
 
 
 class LineStat(msgspec.Struct):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kernelscope.analysis.diagnose import analyze
 from kernelscope.analysis.trace_load import decode_trace
-from kernelscope.findings import Code
+from kernelscope.findings import Code, Finding
 from kernelscope.protocol import ThreadUse
 
 from support.sidecars import cpu_sidecar
@@ -79,7 +79,9 @@ def test_steps_alike_or_too_few_to_tell_are_not_uneven() -> None:
     assert findings(even, 50.0, Code.UNEVEN_STEPS) == []  # 170 µs: 2.8× the median
 
 
-def contention(waits: list[float], threads: int = 2) -> list[object]:
+def contention(
+    waits: list[float], threads: int = 2, children_cpu_s: float | None = None
+) -> list[Finding]:
     """Four calls of 85 µs unprofiled timed over 1 s, each thread having waited `waits` s
     for a CPU (the calling thread first)."""
     side = cpu_sidecar(us_per_call=85.0)
@@ -88,6 +90,7 @@ def contention(waits: list[float], threads: int = 2) -> list[object]:
         ThreadUse("python", 0, 0.5, timing=i == 0, wait_s=w) for i, w in enumerate(waits)
     ]
     side.device_properties["threads"] = threads
+    side.timing.children_cpu_s = children_cpu_s
     return [f for f in analyze(decode_trace(dumps(CPU_ONLY)), side).findings
             if f.code in (Code.CPU_CONTENTION, Code.PROFILER_DISTORTION)]  # fmt: skip
 
@@ -99,13 +102,16 @@ def test_threads_that_waited_for_a_cpu_name_a_busy_host_and_the_intra_op_threads
     (busy,) = contention([0.05, 0.4])
     assert busy.code == Code.CPU_CONTENTION and busy.severity == "warning"
     assert busy.message == (
-        "the host was busy: while the calls were timed, a thread of this process (python) "
-        "waited for a CPU 40% of the time (0.45 s of waits over 1.00 s, all threads); every "
-        "time here, profiled or not, ran slower than it would on free CPUs"
+        "threads waited for a CPU: while the calls were timed, a thread of this process "
+        "(python) waited 40% of the time (0.45 s of waits over 1.00 s, all threads); the host "
+        "was busy, and every time here, profiled or not, ran slower than it would on free CPUs"
     )
     assert busy.try_[0].startswith("torch runs 2 intra-op threads here")
     (alone,) = contention([0.2], threads=1)
-    assert "the calling thread waited for a CPU 20%" in alone.message
+    assert "the calling thread waited 20% of the time" in alone.message
+    # the program's own DataLoader workers ran 0.8 CPU s of the second beside it
+    (own,) = contention([0.05, 0.4], children_cpu_s=0.8)
+    assert "its own child processes (DataLoader workers) ran 0.80 CPU s beside it" in own.message
     assert alone.try_[-1] == "close other CPU work on this host, or profile again when it is quiet"
     assert "DataLoader workers" in alone.try_[0]
     assert contention([0.05, 0.09]) == []

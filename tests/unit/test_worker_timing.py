@@ -5,6 +5,9 @@ and a 1 ms call read 1.7 ms there, inside the spells these rules are about."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from typing import Any
 
 import pytest
@@ -380,3 +383,29 @@ def test_in_place_each_threads_cpu_is_summed_over_the_timed_calls_alone(
     ]
     readings = timing_module.thread_times()  # this process, read for real
     assert me in readings and readings[me][2] >= 0 and readings[me][3] >= 0
+
+
+def test_the_child_processes_cpu_is_read_as_a_dataloaders_workers_would_be(
+    timing_module: Any,
+) -> None:
+    """A child that spins for ~0.3 s of CPU (a DataLoader worker decoding images) shows in
+    children_cpu_s while it lives (Linux: each thread's /proc children list)."""
+    before = timing_module.children_cpu_s()
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\nt = time.process_time()\n"
+            "while time.process_time() - t < 0.3: pass\ntime.sleep(30)",
+        ]
+    )
+    try:
+        deadline = time.monotonic() + 20
+        spent = 0.0
+        while time.monotonic() < deadline and spent < 0.25:
+            time.sleep(0.05)
+            spent = (timing_module.children_cpu_s() or 0.0) - (before or 0.0)
+        assert spent >= 0.25
+    finally:
+        child.kill()
+        child.wait()

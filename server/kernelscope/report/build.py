@@ -99,6 +99,7 @@ def build_report(
             unprofiled_slowed=side.timing.slowed,
             unprofiled_reference_us=side.timing.reference_us,
             unprofiled_threads=side.timing.threads,
+            unprofiled_children_cpu_s=side.timing.children_cpu_s,
             host_reference_us=side.timing.host_reference_us,
         ),
         dead_window=DeadWindow(

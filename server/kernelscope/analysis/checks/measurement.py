@@ -177,14 +177,22 @@ def find_cpu_contention(facts: Facts, options: Options) -> Iterable[Finding]:
         if intra
         else []
     )
+    children = side.timing.children_cpu_s or 0.0
+    # the program's own processes (its DataLoader's workers) ran beside it a tenth or more
+    own = children >= 0.1 * window
+    cause = (
+        f"its own child processes (DataLoader workers) ran {children:.2f} CPU s beside it"
+        if own
+        else "the host was busy"
+    )
     yield Finding(
         Code.CPU_CONTENTION,
         Severity.WARNING,
-        "the host was busy: while the calls were timed, "
+        "threads waited for a CPU: while the calls were timed, "
         + ("the calling thread" if worst.timing else f"a thread of this process ({worst.name})")
-        + f" waited for a CPU {share:.0%} of the time ({waited:.2f} s of waits over "
-        f"{window:.2f} s, all threads); every time here, profiled or not, ran slower than it "
-        "would on free CPUs",
+        + f" waited {share:.0%} of the time ({waited:.2f} s of waits over {window:.2f} s, all "
+        f"threads); {cause}, and every time here, profiled or not, ran slower than it would "
+        "on free CPUs",
         path=facts.function_path,
         line=facts.function_line,
         try_=[
@@ -197,6 +205,7 @@ def find_cpu_contention(facts: Facts, options: Options) -> Iterable[Finding]:
             "wait_share": round(share, 3),
             "waited_s": round(waited, 3),
             "window_s": round(window, 3),
+            "children_cpu_s": round(children, 3),
             "intra_op_threads": threads,
         },
     )

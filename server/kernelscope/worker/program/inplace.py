@@ -39,6 +39,7 @@ from .optimizers import StepWatch
 from .phases import finished, peak_memory, profiler_schedule, trace_stem
 from .timing import (
     add_thread_use,
+    children_cpu_s,
     fitted_schedule,
     profiled_budget_s,
     reference_us,
@@ -69,6 +70,7 @@ class Steps:
         self.samples = []
         self.threads = {}  # each thread's CPU seconds over the timed steps (add_thread_use)
         self.threads_before = {}
+        self.children = [None, 0.0]  # children's CPU s at a timed step's begin, and their sum
         self.window = []  # the timed steps' first begin and last end, on time.monotonic()
         self.events = []
         self.prof: Any = None  # the profiler, once the profiled steps begin
@@ -117,6 +119,7 @@ class Steps:
                 self.stepped.start()
             elif not self.cuda:  # ~25 µs a thread: between a GPU loop's steps, left out
                 self.threads_before = thread_times()
+                self.children[0] = children_cpu_s()
             self.t0 = time.perf_counter()
             if n == 2:
                 self.window = [time.monotonic()] * 2
@@ -163,6 +166,9 @@ class Steps:
             else:
                 self.samples.append((time.perf_counter() - self.t0) * 1e6)
                 add_thread_use(self.threads, self.threads_before, thread_times())
+                now = children_cpu_s()
+                if now is not None and self.children[0] is not None:
+                    self.children[1] += now - self.children[0]
             return
         if self.counting is not None:
             self._stop_counting()
@@ -288,6 +294,7 @@ class Steps:
             "slowed": None,
             "reference_us": None,
             "threads": threads_used({}, self.threads),
+            "children_cpu_s": round(self.children[1], 3) if self.threads else None,
             "traced": (
                 "the steps are found by sys.settrace, under which a pure-Python loop ran "
                 "%.1fx slower here: host-bound steps read slower than they run" % self.traced_factor

@@ -194,7 +194,7 @@ def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best
     # TIMING_MAX_S; with ranks every rank makes every call (each may hold a collective).
     alone = job.ranks.dist is None
     asked = bool(job.req.get("timing_reps"))  # the request's count of calls is kept
-    threads_before = thread_times()
+    threads_before, children_before = thread_times(), children_cpu_s()
     began = time.monotonic()
     blocks = Blocks(host_best)
     deadline = blocks.began + 2 * TIMING_MAX_S
@@ -213,6 +213,7 @@ def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best
     window = [began, time.monotonic()]
     gpu = sampler.stop() if sampler is not None else None
     threads = threads_used(threads_before, thread_times())
+    children = children_cpu_s()
     # Left out only where the host decides the calls' time (on a GPU the calls of a block run
     # there later, behind the queue) and one process times them (ranks stall on each other).
     host_bound = _host_bound(blocks, samples, cuda)
@@ -238,6 +239,11 @@ def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best
         "reference_us": thread_best(blocks.refs),
         "host_reference_us": host_best,
         "threads": threads,
+        "children_cpu_s": (
+            round(children - children_before, 3)
+            if children is not None and children_before is not None
+            else None
+        ),
     }
 
 
@@ -340,6 +346,32 @@ def thread_times():
             continue  # a thread that ended meanwhile
         out[int(tid)] = (name, int(fields[36]), cpu_s, _run_queue_s(tid))
     return out
+
+
+def children_cpu_s():
+    """CPU seconds this process's child processes have spent (a DataLoader's workers),
+    from each thread's /proc children list (Linux); None where there is none."""
+    try:
+        tids = os.listdir("/proc/self/task")
+        tick = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return None
+    total, seen = 0.0, False
+    for tid in tids:
+        try:
+            with open("/proc/self/task/%s/children" % tid) as f:
+                pids = f.read().split()
+        except OSError:
+            continue
+        seen = True
+        for pid in pids:
+            try:
+                with open("/proc/%s/stat" % pid) as f:
+                    fields = f.read().rpartition(")")[2].split()
+                total += (int(fields[11]) + int(fields[12])) / tick
+            except (OSError, ValueError, IndexError):
+                continue  # a child that ended meanwhile
+    return total if seen else None
 
 
 def _run_queue_s(tid):
