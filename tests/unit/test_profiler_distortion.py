@@ -103,15 +103,19 @@ def test_threads_that_waited_for_a_cpu_name_a_busy_host_and_the_intra_op_threads
     assert busy.code == Code.CPU_CONTENTION and busy.severity == "warning"
     assert busy.message == (
         "threads waited for a CPU: while the calls were timed, a thread of this process "
-        "(python) waited 40% of the time (0.45 s of waits over 1.00 s, all threads); the host "
-        "was busy, and every time here, profiled or not, ran slower than it would on free CPUs"
+        "(python) waited 40% of the time (0.45 s of waits over 1.00 s, all threads): other "
+        "processes or threads held the CPUs; the calls' times, profiled or not, hold those "
+        "waits where the waiting threads did their work"
     )
     assert busy.try_[0].startswith("torch runs 2 intra-op threads here")
     (alone,) = contention([0.2], threads=1)
     assert "the calling thread waited 20% of the time" in alone.message
     # the program's own DataLoader workers ran 0.8 CPU s of the second beside it
     (own,) = contention([0.05, 0.4], children_cpu_s=0.8)
-    assert "its own child processes (DataLoader workers) ran 0.80 CPU s beside it" in own.message
+    assert (
+        "held the CPUs, the program's own child processes (DataLoader workers) among them: "
+        "they ran 0.80 CPU s meanwhile;" in own.message
+    )
     assert alone.try_[-1] == "close other CPU work on this host, or profile again when it is quiet"
     assert "DataLoader workers" in alone.try_[0]
     assert contention([0.05, 0.09]) == []

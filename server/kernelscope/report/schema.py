@@ -100,10 +100,11 @@ class Timing(msgspec.Struct):
     """The timing thread's pure-Python reference loop at its best (µs): its CPU's speed,
     comparable between processes of one host."""
     unprofiled_threads: list[ThreadUse] = []
+    """The threads that ran during the timed calls (Linux): name, last CPU, CPU seconds,
+    seconds waiting for a CPU."""
     unprofiled_children_cpu_s: float | None = None
     """CPU seconds the worker's child processes (the program's DataLoader workers) spent
     while the calls were timed (Linux)."""
-    """The threads that ran during the timed calls (Linux): name, last CPU, CPU seconds."""
     host_reference_us: float | None = None
     """In the worker that never profiles: the profiling worker's reference loop (the host's
     best), against which its blocks were judged slowed too."""

@@ -178,12 +178,11 @@ def find_cpu_contention(facts: Facts, options: Options) -> Iterable[Finding]:
         else []
     )
     children = side.timing.children_cpu_s or 0.0
-    # the program's own processes (its DataLoader's workers) ran beside it a tenth or more
-    own = children >= 0.1 * window
-    cause = (
-        f"its own child processes (DataLoader workers) ran {children:.2f} CPU s beside it"
-        if own
-        else "the host was busy"
+    among = (
+        f", the program's own child processes (DataLoader workers) among them: they ran "
+        f"{children:.2f} CPU s meanwhile"
+        if children >= 0.1 * window
+        else ""
     )
     yield Finding(
         Code.CPU_CONTENTION,
@@ -191,14 +190,14 @@ def find_cpu_contention(facts: Facts, options: Options) -> Iterable[Finding]:
         "threads waited for a CPU: while the calls were timed, "
         + ("the calling thread" if worst.timing else f"a thread of this process ({worst.name})")
         + f" waited {share:.0%} of the time ({waited:.2f} s of waits over {window:.2f} s, all "
-        f"threads); {cause}, and every time here, profiled or not, ran slower than it would "
-        "on free CPUs",
+        f"threads): other processes or threads held the CPUs{among}; the calls' times, "
+        "profiled or not, hold those waits where the waiting threads did their work",
         path=facts.function_path,
         line=facts.function_line,
         try_=[
             *try_,
-            "the waits count the program's own processes too (DataLoader workers): where "
-            "they share these CPUs, fewer workers or threads leave each one a CPU",
+            "the program's own processes (DataLoader workers) compete for the same CPUs: "
+            "where they share them, fewer workers or threads leave each one a CPU",
             "close other CPU work on this host, or profile again when it is quiet",
         ],
         evidence={

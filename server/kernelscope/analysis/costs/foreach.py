@@ -206,23 +206,21 @@ def foreach_bytes(
     per = bytes_per_element(kernel, repeated, writes_gradients(inputs))
     if not per:
         return 0.0, True
-    functor = _functor(kernel)
-    read = functor[2] if functor else 1
-    exact = listed_elements(inputs) or list_elements(lists, blocks, kernel_dtype(kernel), read)
+    exact = listed_elements(inputs) or list_elements(lists, blocks, kernel_dtype(kernel))
     if exact:
         return float(exact * per), True
     return float(blocks * CHUNK_ELEMENTS * per), False
 
 
-def list_elements(lists: Sequence[ListSize], blocks: int, dtype: str = "", read: int = 1) -> int:
+def list_elements(lists: Sequence[ListSize], blocks: int, dtype: str = "") -> int:
     """The elements of the optimizer's list (tensors, elements, chunks, dtype) of the
     kernel's `dtype` (any, where "") whose chunks are an op's `blocks`, where one is (lists
     of different elements with the same chunks: none). Where any list has as many tensors as
-    the blocks and the op `read` one list, none either: an op over that many 0-d tensors (a
-    step's counters, `_foreach_add_(steps, 1)`) would run as many blocks, and the blocks
-    cannot tell them apart; an op that reads two lists or more is no counters' (a group of
-    vectors, each under a chunk, has as many chunks as tensors)."""
-    if read < 2 and any(tensors == blocks for tensors, _, _, _ in lists):
+    the blocks, none either: an op over that many 0-d tensors (a step's counters, or a
+    capturable Adam's bias corrections, `_foreach_mul(bias_correction2_sqrt, step_size)`:
+    two lists) would run as many blocks, and the blocks cannot tell them apart. A group of
+    vectors each under a chunk has as many chunks as tensors, so its ops stay a bound."""
+    if any(tensors == blocks for tensors, _, _, _ in lists):
         return 0
     found = {
         elements

@@ -70,7 +70,8 @@ class Steps:
         self.samples = []
         self.threads = {}  # each thread's CPU seconds over the timed steps (add_thread_use)
         self.threads_before = {}
-        self.children = [None, 0.0]  # children's CPU s at a timed step's begin, and their sum
+        # children's CPU s at a timed step's begin, their sum, and whether any step read it
+        self.children = [None, 0.0, False]
         self.window = []  # the timed steps' first begin and last end, on time.monotonic()
         self.events = []
         self.prof: Any = None  # the profiler, once the profiled steps begin
@@ -168,7 +169,8 @@ class Steps:
                 add_thread_use(self.threads, self.threads_before, thread_times())
                 now = children_cpu_s()
                 if now is not None and self.children[0] is not None:
-                    self.children[1] += now - self.children[0]
+                    self.children[1] += max(now - self.children[0], 0.0)
+                    self.children[2] = True
             return
         if self.counting is not None:
             self._stop_counting()
@@ -294,7 +296,7 @@ class Steps:
             "slowed": None,
             "reference_us": None,
             "threads": threads_used({}, self.threads),
-            "children_cpu_s": round(self.children[1], 3) if self.threads else None,
+            "children_cpu_s": round(self.children[1], 3) if self.children[2] else None,
             "traced": (
                 "the steps are found by sys.settrace, under which a pure-Python loop ran "
                 "%.1fx slower here: host-bound steps read slower than they run" % self.traced_factor

@@ -240,7 +240,7 @@ def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best
         "host_reference_us": host_best,
         "threads": threads,
         "children_cpu_s": (
-            round(children - children_before, 3)
+            round(max(children - children_before, 0.0), 3)
             if children is not None and children_before is not None
             else None
         ),
@@ -342,36 +342,62 @@ def thread_times():
             head, _, rest = stat.rpartition(")")
             name, fields = head.partition("(")[2], rest.split()
             cpu_s = (int(fields[11]) + int(fields[12])) / tick
+            last = int(fields[36])
         except (OSError, ValueError, IndexError):
             continue  # a thread that ended meanwhile
-        out[int(tid)] = (name, int(fields[36]), cpu_s, _run_queue_s(tid))
+        out[int(tid)] = (name, last, cpu_s, _run_queue_s(tid))
     return out
 
 
 def children_cpu_s():
-    """CPU seconds this process's child processes have spent (a DataLoader's workers),
-    from each thread's /proc children list (Linux); None where there is none."""
+    """CPU seconds this process's descendants have spent (a DataLoader's workers, forked or
+    under a forkserver): those alive, from the /proc children lists (Linux), and those
+    reaped, from this process's cutime and cstime; None where there is no such list."""
     try:
-        tids = os.listdir("/proc/self/task")
         tick = os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError):
+        with open("/proc/self/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        total = (int(fields[13]) + int(fields[14])) / tick
+    except (OSError, ValueError, IndexError):
         return None
-    total, seen = 0.0, False
-    for tid in tids:
-        try:
-            with open("/proc/self/task/%s/children" % tid) as f:
-                pids = f.read().split()
-        except OSError:
-            continue
-        seen = True
-        for pid in pids:
+    alive = _children("self")
+    if alive is None:
+        return None
+    seen, depth = set(), 0
+    while alive and depth < 4:
+        nxt = []
+        for pid in alive:
+            if pid in seen:
+                continue
+            seen.add(pid)
             try:
                 with open("/proc/%s/stat" % pid) as f:
                     fields = f.read().rpartition(")")[2].split()
-                total += (int(fields[11]) + int(fields[12])) / tick
+                # its own time and its reaped children's: theirs are in no list now
+                total += sum(int(fields[k]) for k in (11, 12, 13, 14)) / tick
             except (OSError, ValueError, IndexError):
                 continue  # a child that ended meanwhile
-    return total if seen else None
+            nxt += _children(pid) or []
+        alive, depth = nxt, depth + 1
+    return total
+
+
+def _children(pid):
+    """The child pids of every thread of `pid` ("self" or a number); None without the
+    kernel's children lists."""
+    try:
+        tids = os.listdir("/proc/%s/task" % pid)
+    except OSError:
+        return None
+    out, listed = [], False
+    for tid in tids:
+        try:
+            with open("/proc/%s/task/%s/children" % (pid, tid)) as f:
+                out += f.read().split()
+            listed = True
+        except OSError:
+            continue
+    return out if listed else None
 
 
 def _run_queue_s(tid):
