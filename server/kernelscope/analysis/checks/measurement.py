@@ -201,8 +201,14 @@ def find_cpu_contention(facts: Facts, options: Options) -> Iterable[Finding]:
         line=facts.function_line,
         try_=[
             *try_,
-            "the program's own processes (DataLoader workers) compete for the same CPUs: "
-            "where they share them, fewer workers or threads leave each one a CPU",
+            *(
+                [
+                    "the program's own processes (DataLoader workers) compete for the same "
+                    "CPUs: where they share them, fewer workers or threads leave each one a CPU"
+                ]
+                if among
+                else []
+            ),
             "close other CPU work on this host, or profile again when it is quiet",
         ],
         evidence={
