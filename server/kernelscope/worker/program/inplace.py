@@ -70,8 +70,8 @@ class Steps:
         self.samples = []
         self.threads = {}  # each thread's CPU seconds over the timed steps (add_thread_use)
         self.threads_before = {}
-        # children's CPU s at a timed step's begin, their sum, and whether any step read it
-        self.children = [None, 0.0, False]
+        self.children_before = None  # the children's CPU s at a timed step's begin
+        self.children_cpu = None  # their CPU s over the timed steps (None: never read)
         self.window = []  # the timed steps' first begin and last end, on time.monotonic()
         self.events = []
         self.prof: Any = None  # the profiler, once the profiled steps begin
@@ -120,7 +120,7 @@ class Steps:
                 self.stepped.start()
             elif not self.cuda:  # ~25 µs a thread: between a GPU loop's steps, left out
                 self.threads_before = thread_times()
-                self.children[0] = children_cpu_s()
+                self.children_before = children_cpu_s()
             self.t0 = time.perf_counter()
             if n == 2:
                 self.window = [time.monotonic()] * 2
@@ -168,9 +168,9 @@ class Steps:
                 self.samples.append((time.perf_counter() - self.t0) * 1e6)
                 add_thread_use(self.threads, self.threads_before, thread_times())
                 now = children_cpu_s()
-                if now is not None and self.children[0] is not None:
-                    self.children[1] += max(now - self.children[0], 0.0)
-                    self.children[2] = True
+                if now is not None and self.children_before is not None:
+                    spent = max(now - self.children_before, 0.0)
+                    self.children_cpu = (self.children_cpu or 0.0) + spent
             return
         if self.counting is not None:
             self._stop_counting()
@@ -296,7 +296,9 @@ class Steps:
             "slowed": None,
             "reference_us": None,
             "threads": threads_used({}, self.threads),
-            "children_cpu_s": round(self.children[1], 3) if self.children[2] else None,
+            "children_cpu_s": (
+                round(self.children_cpu, 3) if self.children_cpu is not None else None
+            ),
             "traced": (
                 "the steps are found by sys.settrace, under which a pure-Python loop ran "
                 "%.1fx slower here: host-bound steps read slower than they run" % self.traced_factor

@@ -336,11 +336,8 @@ def thread_times():
         return out
     for tid in tids:
         try:
-            with open("/proc/self/task/%s/stat" % tid) as f:
-                stat = f.read()
             # "tid (name) state ...": the name as /proc/.../comm gives it, one read fewer
-            head, _, rest = stat.rpartition(")")
-            name, fields = head.partition("(")[2], rest.split()
+            name, fields = _stat("/proc/self/task/%s/stat" % tid)
             cpu_s = (int(fields[11]) + int(fields[12])) / tick
             last = int(fields[36])
         except (OSError, ValueError, IndexError):
@@ -355,8 +352,7 @@ def children_cpu_s():
     reaped, from this process's cutime and cstime; None where there is no such list."""
     try:
         tick = os.sysconf("SC_CLK_TCK")
-        with open("/proc/self/stat") as f:
-            fields = f.read().rpartition(")")[2].split()
+        fields = _stat("/proc/self/stat")[1]
         total = (int(fields[13]) + int(fields[14])) / tick
     except (OSError, ValueError, IndexError):
         return None
@@ -371,8 +367,7 @@ def children_cpu_s():
                 continue
             seen.add(pid)
             try:
-                with open("/proc/%s/stat" % pid) as f:
-                    fields = f.read().rpartition(")")[2].split()
+                fields = _stat("/proc/%s/stat" % pid)[1]
                 # its own time and its reaped children's: theirs are in no list now
                 total += sum(int(fields[k]) for k in (11, 12, 13, 14)) / tick
             except (OSError, ValueError, IndexError):
@@ -380,6 +375,13 @@ def children_cpu_s():
             nxt += _children(pid) or []
         alive, depth = nxt, depth + 1
     return total
+
+
+def _stat(path):
+    """A /proc stat file's name and the fields after it (state first: utime is [11])."""
+    with open(path) as f:
+        head, _, rest = f.read().rpartition(")")
+    return head.partition("(")[2], rest.split()
 
 
 def _children(pid):
