@@ -41,7 +41,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, cast
 
-from kernelscope.analysis.costs.tensors import DTYPE_BYTES, numel
+from kernelscope.analysis.costs.tensors import DTYPE_BYTES, numel, tensors
 from kernelscope.analysis.trace_model import USER_ANNOTATION, Op, OpInputs
 
 FOREACH_PREFIX = "aten::_foreach_"
@@ -83,18 +83,11 @@ def gradient_lists(ops: Sequence[Op], start: float, end: float) -> list[ListSize
     for op in ops:
         if op.name != ACCUMULATE_GRAD or not start <= op.ts <= end:
             continue
-        inputs = op.inputs()
-        if not inputs.dims or not inputs.types:
-            continue
-        dtype, shape = _TORCH_DTYPES.get(inputs.types[0]), inputs.dims[0]
-        if dtype is None or not isinstance(shape, list):
-            continue
-        dims = cast(list[Any], shape)
-        if not all(isinstance(d, int) and d >= 0 for d in dims):
-            continue
-        n = numel(cast(list[int], dims))
-        if n < _MAX_ELEMENTS:
-            sizes.setdefault(dtype, []).append((n, len(dims) >= 2))
+        gradient = tensors(op.inputs())[:1]  # none where the shape is corrupt
+        dtype = _TORCH_DTYPES.get(gradient[0][1]) if gradient else None
+        if dtype is not None:
+            shape = gradient[0][0]
+            sizes.setdefault(dtype, []).append((numel(shape), len(shape) >= 2))
     out: list[ListSize] = []
     for dtype, found in sizes.items():
         matrices = [n for n, matrix in found if matrix]
