@@ -157,8 +157,8 @@ def contention(facts: Facts) -> tuple[ThreadUse, float, float] | None:
 
 def find_cpu_contention(facts: Facts, options: Options) -> Iterable[Finding]:
     """KS605: while the calls were timed, a thread of the process waited for a CPU (on a
-    run queue: Linux schedstat) for CONTENDED of the time or more: the host was busy, or
-    the process ran more threads than it had CPUs free. torch's intra-op threads wait for
+    run queue: Linux schedstat) for CONTENDED of the time or more: other processes held the
+    CPUs, or the process ran more threads than it had CPUs free. torch's intra-op threads wait for
     each other at every parallel op, so one kept waiting holds them all: on a 2-vCPU host
     busy with other work, a CPU training step read 58 ms unprofiled with 2 threads and
     20.6 ms with 1, and the profiler's cost 18.6x against 1.1x (transformers' Trainer)."""
