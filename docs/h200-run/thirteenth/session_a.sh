@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# One device call (issue 24): the thirteenth held-out set (fixtures/workloads/thirteenth.py:
+# BART and timm's ConvNeXt-V2 trained under AdamW with two parameter groups), never run
+# through kernelscope before: live and as raw torch.profiler traces against CUDA events in a
+# fresh process; then each under `--counters`, every row's model against Nsight Compute, and
+# the optimizer rows of the raw trace (lists from AccumulateGrad shapes) against it.
+set -u
+. docs/h200-run/timing/env.sh >/dev/null 2>&1
+START=$(date +%s)
+left() { echo $(( $1 - ($(date +%s) - START) )); }
+names="bart_train convnextv2_train"
+timeout "$(left 280)" python3 fixtures/record_real.py /tmp/s13 $names > "$OUT/record.txt" 2>&1
+echo "record rc=$? t=$(( $(date +%s) - START )) s" >> "$OUT/record.txt"
+timeout "$(left 330)" python3 docs/h200-run/heldout_table.py /tmp/s13 $names > "$OUT/models.txt" 2>&1
+tar czf "$OUT/record.tgz" -C /tmp/s13 $(cd /tmp/s13 && ls -d */report.txt */report.json */meta.json 2>/dev/null)
+tar czf "$OUT/raw.tgz" -C /tmp/s13 $(cd /tmp/s13 && ls -d */raw.json.gz 2>/dev/null)
+tail -n 8 "$OUT/record.txt"; cut -c1-220 "$OUT/models.txt"
+counters() {  # NAME SPEC
+  local t; t=$(left 560); [ "$t" -gt 140 ] && t=140; [ "$t" -lt 40 ] && return
+  timeout "$t" python3 -m kernelscope profile "$2" --device cuda --counters --no-lines \
+    --wait 1 --warmup 3 --active 3 --json -v > "/tmp/$1.counters.json" 2> "/tmp/$1.counters.stderr"
+  echo "$1 counters rc=$? t=$(( $(date +%s) - START )) s" >> "$OUT/counters.txt"
+  tail -n 6 "/tmp/$1.counters.stderr" >> "$OUT/counters.txt"
+  python3 docs/h200-run/unseen/model_vs_counters.py /tmp/s13/$1/report.json \
+    "/tmp/$1.counters.json" >> "$OUT/counters.txt" 2>&1
+  python3 docs/h200-run/thirteenth/optimizer_rows.py /tmp/s13/$1 "/tmp/$1.counters.json" \
+    >> "$OUT/optimizer_rows.txt" 2>&1
+}
+counters bart_train fixtures/workloads/thirteenth.py::bart_train
+counters convnextv2_train fixtures/workloads/thirteenth.py::convnextv2_train
+tar czf "$OUT/counters_json.tgz" -C /tmp bart_train.counters.json convnextv2_train.counters.json 2>/dev/null
+cut -c1-200 "$OUT/counters.txt" | tail -n 40; cut -c1-200 "$OUT/optimizer_rows.txt"
+echo "== end t=$(( $(date +%s) - START )) s"
