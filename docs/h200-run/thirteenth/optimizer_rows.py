@@ -33,8 +33,10 @@ raw_rows = rows(json.loads(raw.stdout))
 live_rows = rows(json.loads((d / "report.json").read_text()))
 measured = rows(json.loads(Path(sys.argv[2]).read_text()))
 print(f"{len(raw_rows)} raw rows, {len(live_rows)} live, {len(measured)} in the counters report")
-print(f"{'row':30} {'raw model B':>12} {'live model B':>12} {'measured B':>12} {'raw/m':>6} "
-      f"{'live/m':>6} {'raw eff':>7} {'est raw':10}")
+print(
+    f"{'row':30} {'raw model B':>12} {'live model B':>12} {'measured B':>12} {'raw/m':>6} "
+    f"{'live/m':>6} {'raw eff':>7} {'est raw':10}"
+)
 tot = [0.0, 0.0, 0.0]
 for key in sorted(set(raw_rows) | set(live_rows) | set(measured)):
     r, lv, m = raw_rows.get(key, {}), live_rows.get(key, {}), measured.get(key, {})
