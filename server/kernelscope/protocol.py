@@ -121,15 +121,15 @@ class RunProfile(Message, tag="run_profile"):
     return_traces: bool = False
     entry: Entry | None = None
     """Run this program and profile the function as it calls it (no input provider)."""
+    host_reference_us: float | None = None
+    """The reference loop at its best in the other processes of this host (the workers' at
+    their start, the profiling worker's timing: ``UnprofiledTiming.reference_us``): this
+    host's CPU speed at its best, against which a timing slowed throughout is seen (the
+    clean worker's timing, try's rounds, and in place the steps before the profiler)."""
 
 
 class RunTiming(RunProfile, tag="run_timing"):
     """Only the unprofiled timing of the same call, for a worker that never profiles."""
-
-    host_reference_us: float | None = None
-    """The reference loop at its best in the other processes of this host (the workers' at
-    their start, the profiling worker's timing: ``UnprofiledTiming.reference_us``): this
-    host's CPU speed at its best, against which a timing slowed throughout is seen."""
 
 
 class RunCounters(RunProfile, tag="run_counters"):
@@ -145,8 +145,6 @@ class RunTry(RunProfile, tag="run_try"):
     budget_s: float = 2.0
     """Seconds of timed calls, all candidates together (at least `rounds` rounds)."""
     rounds: int = 7
-    host_reference_us: float | None = None
-    """As RunTiming's: the host's CPU speed at its best, seen by the launcher's other workers."""
 
 
 #: The experiments a RunTry can run, in the order they are offered.

@@ -63,6 +63,16 @@ def test_calls_the_host_slowed_are_named_under_the_figure() -> None:
     t = msgspec.structs.replace(t, unprofiled_slowed=faster)
     text = render_report(msgspec.structs.replace(report, timing=t))
     assert "(median), kept in: they ran no slower than the rest" in text
+    throughout = SlowedSpells(share=1.0, factor=1.5, us_per_call=1020.0, reps=4, left_out=False,
+                              kept_because="most slowed")  # fmt: skip
+    t = msgspec.structs.replace(t, unprofiled_reps=4, unprofiled_slowed=throughout)
+    lines = render_report(msgspec.structs.replace(report, timing=t)).splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("unprofiled"))
+    assert lines[at + 1].strip() == (
+        "the host ran this thread's CPU 1.5x slower throughout the timed calls (a reference "
+        "loop between them at its best, against the host's best): the figure reads high by "
+        "up to that much"
+    )
 
 
 def test_lines_that_sum_past_the_unprofiled_call_say_the_profiler_is_in_them() -> None:

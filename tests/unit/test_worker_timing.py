@@ -409,3 +409,19 @@ def test_the_child_processes_cpu_is_read_as_a_dataloaders_workers_would_be(
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_timing_slowed_throughout_is_judged_by_the_threads_second_best_loop(
+    timing_module: Any,
+) -> None:
+    """In place no fast step is there to judge by: the thread's reference loops at their
+    best (the second-fastest: one fast reading alone does not set it) against the host's."""
+    samples = [100.0, 120.0, 110.0]
+    slowed = timing_module.slowed_throughout(samples, [70.0, 58.0, 61.0], 40.0)
+    assert slowed == {"share": 1.0, "factor": 61.0 / 40.0, "us_per_call": 110.0, "reps": 3,
+                      "left_out": False, "kept_because": "most slowed"}  # fmt: skip
+    assert timing_module.slowed_throughout(samples, [70.0, 30.0, 50.0], 40.0) is None  # 1.25x
+    assert timing_module.slowed_throughout(samples, [41.0, 40.0], 40.0) is None
+    assert timing_module.slowed_throughout(samples, [70.0, 70.0], None) is None  # its own best
+    assert timing_module.slowed_throughout([], [70.0, 70.0], 40.0) is None
+    assert timing_module.slowed_throughout(samples, [], 40.0) is None

@@ -556,6 +556,7 @@ class Launcher:
             stages["worker start"] = time.perf_counter() - t
             ready = timer.ready
             assert ready is not None  # a started worker said what it runs on
+            request = _with_host_best(request, self.host_best_us())
             outcome = await timer.run(request, on_progress, timeout, self._local)
             return outcome, ready
 
@@ -716,7 +717,7 @@ def gpu_here() -> bool:
     return any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/kfd"))
 
 
-def _with_host_best(request: RunTry, best: float | None) -> RunTry:
+def _with_host_best(request: R, best: float | None) -> R:
     """`request` with the host's best reference loop, unless it names one already."""
     if best is None or request.host_reference_us is not None:
         return request

@@ -105,7 +105,7 @@ def render_report(
         + f" · wall {fmt_us(t.wall_us_per_step)}  (profiled)",
         _unprofiled(report),
         *_few_in_place(report),
-        *_slowed(t),
+        *_slowed(t, _step_name(report)),
         f"cold call   {fmt_us(d.first_call_us)}"
         + (f" · entry → first kernel {fmt_us(d.entry_to_first_kernel_us)}" if cuda else "")
         + (f" · compiling {fmt_us(d.compile_us)}" if d.compile_us else "")
@@ -463,11 +463,17 @@ def _few_in_place(report: Report) -> list[str]:
     ]
 
 
-def _slowed(t: Timing) -> list[str]:
+def _slowed(t: Timing, step: str = "call") -> list[str]:
     """The calls timed while the host slowed this thread's CPU, if any."""
     s = t.unprofiled_slowed
     if s is None:
         return []
+    if s.share >= 1.0 and not s.left_out:  # no fast block: the thread's loops judged them
+        return [
+            f"            the host ran this thread's CPU {s.factor:.1f}x slower throughout the "
+            f"timed {step}s (a reference loop between them at its best, against the host's "
+            f"best): the figure reads high by up to that much"
+        ]
     fate = (
         "left out"
         if s.left_out

@@ -316,7 +316,7 @@ def _try(job, fn, base, device, sync):
         per_call[name] = entry[2]
         variants.append(built)
     job.progress("timing")
-    host_best = _host_best(job)
+    host_best = timing.host_best(job)
     by_name = {v["name"]: v for v in variants}
     failed = [v["name"] for v in variants if v["status"] == "failed"]
     while True:
@@ -500,13 +500,6 @@ def _with_tf32(torch, inner):
             )
 
     return call
-
-
-def _host_best(job):
-    """The host's CPU at its best (µs of timing.reference_us) as the launcher saw it in its
-    workers, or as this worker read it at its start where that was faster; None for neither."""
-    seen = [x for x in (job.req.get("host_reference_us"), job.worker.reference_us) if x]
-    return min(seen) if seen else None
 
 
 def _still_runs(base, sync, failed):

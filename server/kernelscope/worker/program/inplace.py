@@ -38,12 +38,16 @@ from .names import CALL_RANGE, STAGES_PROFILED, TIMING_WORKER_ENV
 from .optimizers import StepWatch
 from .phases import finished, peak_memory, profiler_schedule, trace_stem
 from .timing import (
+    TIMING_BLOCK_S,
     add_thread_use,
     children_cpu_s,
     fitted_schedule,
+    host_best,
     profiled_budget_s,
     reference_us,
+    slowed_throughout,
     spread,
+    thread_best,
     thread_times,
     threads_used,
 )
@@ -73,6 +77,8 @@ class Steps:
         self.children_before = None  # the children's CPU s at a timed step's begin
         self.children_cpu = None  # their CPU s over the timed steps (None: never read)
         self.window = []  # the timed steps' first begin and last end, on time.monotonic()
+        self.refs = []  # reference loops between the timed steps (µs; see _reference)
+        self.ref_at = 0.0
         self.events = []
         self.prof: Any = None  # the profiler, once the profiled steps begin
         self.counting: Any = None  # the light profiler of the step that counts events
@@ -171,6 +177,7 @@ class Steps:
                 if now is not None and self.children_before is not None:
                     spent = max(now - self.children_before, 0.0)
                     self.children_cpu = (self.children_cpu or 0.0) + spent
+            self._reference()
             return
         if self.counting is not None:
             self._stop_counting()
@@ -185,6 +192,22 @@ class Steps:
         if profiled == total:
             self.done = True
             self.prof.__exit__(None, None, None)
+
+    def _reference(self):
+        """A reference loop after a timed step (outside its span), at most one each
+        TIMING_BLOCK_S but the first two: where the thread's best of them stays SLOWED
+        over the host's, every timed step ran slowed (timing.slowed_throughout)."""
+        if len(self.refs) >= 2 and time.perf_counter() - self.ref_at < TIMING_BLOCK_S:
+            return
+        self.refs.append(reference_us())
+        self.ref_at = time.perf_counter()
+
+    def _slowed(self):
+        """The timed steps as timing.slowed_throughout judges them; None under sys.settrace
+        (it slows the reference loop too: traced_factor)."""
+        if self.settrace and not getattr(self.watch, "swapped", False):
+            return None
+        return slowed_throughout(self.samples, self.refs, host_best(self.job))
 
     # the profiler ----------------------------------------------------------------------
     def _start_profiler(self):
@@ -293,8 +316,9 @@ class Steps:
             "replayed_from": "",
             "replay_note": "",
             "window_s": self.window,
-            "slowed": None,
-            "reference_us": None,
+            "slowed": self._slowed(),
+            "reference_us": thread_best(self.refs),
+            "host_reference_us": host_best(job),
             "threads": threads_used({}, self.threads),
             "children_cpu_s": (
                 round(self.children_cpu, 3) if self.children_cpu is not None else None

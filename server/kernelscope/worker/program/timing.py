@@ -452,6 +452,25 @@ def best_speed(readings, host_best=None):
     return min(best, host_best)
 
 
+def host_best(job):
+    """The host's CPU at its best (µs of reference_us) as the launcher saw it in its
+    workers, or as this worker read it at its start where that was faster; None for neither."""
+    seen = [x for x in (job.req.get("host_reference_us"), job.worker.reference_us) if x]
+    return min(seen) if seen else None
+
+
+def slowed_throughout(samples, readings, host=None):
+    """The timed calls as SlowedSpells has them where this thread's reference loops
+    (`readings`, µs) never came within SLOWED of the host's best (`host`): all ran slowed,
+    with no fast one to judge by, so all are kept. None where they did, or for no samples or
+    no reading."""
+    own, base = thread_best(readings), best_speed(readings, host)
+    if not samples or own is None or base is None or own <= SLOWED * base:
+        return None
+    return {"share": 1.0, "factor": own / base, "us_per_call": statistics.median(samples),
+            "reps": len(samples), "left_out": False, "kept_because": "most slowed"}  # fmt: skip
+
+
 def enough_left(kept, total):
     """Whether leaving the slowed ones out keeps enough: a quarter of `total`, and 3."""
     return kept >= max(TIMING_FLOOR_CALLS, total // 4)
