@@ -29,7 +29,8 @@ bad = [n for n in names if "Optimizer" in n or "backward" in n.lower() or "Backw
 t = r["timing"]
 print("ops", len(names), "optimizer/backward ops:", bad[:8])
 print({k: t.get(k) for k in ("cuda_us_per_step", "unprofiled_us_per_call", "unprofiled_method",
-                             "cpu_us_per_step", "steps")})
+                             "cpu_us_per_step", "unprofiled_reps", "unprofiled_slowed",
+                             "unprofiled_reference_us", "host_reference_us")})
 print((r.get("verdict") or {}).get("summary"))
 PY
 tail -n 12 "$OUT/eval.err" | cut -c1-300

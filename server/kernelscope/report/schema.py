@@ -106,8 +106,9 @@ class Timing(msgspec.Struct):
     """CPU seconds the worker's child processes (the program's DataLoader workers) spent
     while the calls were timed (Linux)."""
     host_reference_us: float | None = None
-    """In the worker that never profiles: the profiling worker's reference loop (the host's
-    best), against which its blocks were judged slowed too."""
+    """The host's best reference loop (µs; the launcher's workers' at their start and the
+    profiling worker's timing), against which a timing slowed throughout is seen: the clean
+    worker's, and in place the steps before the profiler."""
 
 
 class DeadWindow(msgspec.Struct):
