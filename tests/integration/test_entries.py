@@ -250,8 +250,12 @@ def test_in_place_a_loop_in_an_imported_module_is_found_by_the_tracer(project: P
         )
         assert said is not None, traced
         assert 1.2 <= float(said[1]) <= 10  # Python 3.11 here: 2.7x (a tracer returning None)
+        # the tracer slows the reference loop too: no reading, no slowed-throughout judgement
+        assert out["timing"]["unprofiled_reference_us"] is None
+        assert out["timing"]["unprofiled_slowed"] is None
     else:
         assert traced == ""
+        assert out["timing"]["unprofiled_reference_us"] > 0
 
 
 def test_in_place_long_iterations_are_profiled_fewer_times(project: Path) -> None:

@@ -196,18 +196,18 @@ class Steps:
     def _reference(self):
         """A reference loop after a timed step (outside its span), at most one each
         TIMING_BLOCK_S but the first two: where the thread's best of them stays SLOWED
-        over the host's, every timed step ran slowed (timing.slowed_throughout)."""
+        over the host's, every timed step ran slowed (timing.slowed_throughout). Not under
+        sys.settrace, which slows the loop too (traced_factor)."""
+        if self._traced():
+            return
         if len(self.refs) >= 2 and time.perf_counter() - self.ref_at < TIMING_BLOCK_S:
             return
         self.refs.append(reference_us())
         self.ref_at = time.perf_counter()
 
-    def _slowed(self):
-        """The timed steps as timing.slowed_throughout judges them; None under sys.settrace
-        (it slows the reference loop too: traced_factor)."""
-        if self.settrace and not getattr(self.watch, "swapped", False):
-            return None
-        return slowed_throughout(self.samples, self.refs, host_best(self.job))
+    def _traced(self):
+        """Whether sys.settrace still finds the steps (Python before 3.12, not swapped)."""
+        return self.settrace and not getattr(self.watch, "swapped", False)
 
     # the profiler ----------------------------------------------------------------------
     def _start_profiler(self):
@@ -316,7 +316,7 @@ class Steps:
             "replayed_from": "",
             "replay_note": "",
             "window_s": self.window,
-            "slowed": self._slowed(),
+            "slowed": slowed_throughout(samples, self.refs, host_best(job)),
             "reference_us": thread_best(self.refs),
             "host_reference_us": host_best(job),
             "threads": threads_used({}, self.threads),
@@ -326,7 +326,7 @@ class Steps:
             "traced": (
                 "the steps are found by sys.settrace, under which a pure-Python loop ran "
                 "%.1fx slower here: host-bound steps read slower than they run" % self.traced_factor
-                if self.settrace and not getattr(self.watch, "swapped", False)
+                if self._traced()
                 else ""
             ),
         }
