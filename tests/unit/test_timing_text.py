@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 
 from kernelscope.app.store import RunRecord
-from kernelscope.lsp.views import hover_markdown, lens_title
+from kernelscope.lsp.views import function_summary, hover_markdown, lens_title
 from kernelscope.protocol import CallSite, SlowedSpells
 from kernelscope.render.text import render_report
 from kernelscope.report.schema import Report
@@ -73,6 +73,14 @@ def test_calls_the_host_slowed_are_named_under_the_figure() -> None:
         "loop between them at its best, against the host's best): the figure reads high by "
         "up to that much"
     )
+    slow = msgspec.structs.replace(report, timing=t)
+    said = (f"{fmt_us(t.unprofiled_us_per_call)} per call unprofiled (the host ran its thread "
+            "1.5x slower throughout: reads high)")  # fmt: skip
+    assert said in function_summary(slow)
+    record = RunRecord("r1", "train.py", "train_step", "now", "", slow)
+    assert said in hover_markdown(record, line=report.function.line)
+    t = msgspec.structs.replace(t, unprofiled_slowed=slowed)  # some blocks, left out: no clause
+    assert "throughout" not in function_summary(msgspec.structs.replace(report, timing=t))
 
 
 def test_lines_that_sum_past_the_unprofiled_call_say_the_profiler_is_in_them() -> None:

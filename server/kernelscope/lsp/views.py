@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # only attributes are read: the analysis modules load after `
     from kernelscope.analysis.experiments import Experiments
     from kernelscope.app.history import Delta
     from kernelscope.app.store import RunRecord
-    from kernelscope.report.schema import LineRow, Report
+    from kernelscope.report.schema import LineRow, Report, Timing
 
 SOURCE = "kernelscope"
 _SEVERITY = {
@@ -227,13 +227,23 @@ def function_summary(report: Report) -> str:
     return (
         f"{report.function.qualname}: {cuda}{fmt_us(t.cpu_us_per_step)} CPU per step "
         f"(profiled); "
-        + (
-            f"{fmt_us(t.unprofiled_us_per_call)} per call unprofiled"
-            if t.unprofiled_reps > 0
-            else "not timed unprofiled"
-        )
+        + unprofiled_clause(t)
         + f" on {report.device.name}"
     )
+
+
+def unprofiled_clause(t: Timing) -> str:
+    """The unprofiled figure as the def line and the hover say it, with how much the host
+    slowed the timing thread where it did so throughout (the figure then reads high)."""
+    if t.unprofiled_reps <= 0:
+        return "not timed unprofiled"
+    s = t.unprofiled_slowed
+    slowed = (
+        f" (the host ran its thread {s.factor:.1f}x slower throughout: reads high)"
+        if s is not None and s.share >= 1.0 and not s.left_out
+        else ""
+    )
+    return f"{fmt_us(t.unprofiled_us_per_call)} per call unprofiled{slowed}"
 
 
 def line_summary(report: Report, row: LineRow) -> str:
@@ -382,11 +392,7 @@ def hover_markdown(record: RunRecord, line: int | None = None, delta: Delta | No
     out.append(
         (f"**{fmt_us(t.cuda_us_per_step)} CUDA** · " if cuda else "")
         + f"{fmt_us(t.cpu_us_per_step)} CPU per step (profiled) · "
-        + (
-            f"{fmt_us(t.unprofiled_us_per_call)} per call unprofiled"
-            if t.unprofiled_reps > 0
-            else "not timed unprofiled"
-        )
+        + unprofiled_clause(t)
     )
     if delta is not None:
         top = f" Most: `{delta.top}`." if delta.top else ""
