@@ -79,6 +79,11 @@ def test_calls_the_host_slowed_are_named_under_the_figure() -> None:
     assert said in function_summary(slow)
     record = RunRecord("r1", "train.py", "train_step", "now", "", slow)
     assert said in hover_markdown(record, line=report.function.line)
+    cpu = msgspec.structs.replace(slow.device, type="cpu")
+    lens = lens_title(
+        msgspec.structs.replace(record, report=msgspec.structs.replace(slow, device=cpu))
+    )
+    assert lens.startswith(f"{fmt_us(t.unprofiled_us_per_call)}/call (host slowed 1.5x) ·")
     t = msgspec.structs.replace(t, unprofiled_slowed=slowed)  # some blocks, left out: no clause
     assert "throughout" not in function_summary(msgspec.structs.replace(report, timing=t))
 

@@ -226,9 +226,7 @@ def function_summary(report: Report) -> str:
     cuda = f"{fmt_us(t.cuda_us_per_step)} CUDA · " if report.device.type == "cuda" else ""
     return (
         f"{report.function.qualname}: {cuda}{fmt_us(t.cpu_us_per_step)} CPU per step "
-        f"(profiled); "
-        + unprofiled_clause(t)
-        + f" on {report.device.name}"
+        f"(profiled); " + unprofiled_clause(t) + f" on {report.device.name}"
     )
 
 
@@ -237,13 +235,16 @@ def unprofiled_clause(t: Timing) -> str:
     slowed the timing thread where it did so throughout (the figure then reads high)."""
     if t.unprofiled_reps <= 0:
         return "not timed unprofiled"
-    s = t.unprofiled_slowed
-    slowed = (
-        f" (the host ran its thread {s.factor:.1f}x slower throughout: reads high)"
-        if s is not None and s.share >= 1.0 and not s.left_out
-        else ""
-    )
+    f = slowed_throughout(t)
+    slowed = f" (the host ran its thread {f:.1f}x slower throughout: reads high)" if f else ""
     return f"{fmt_us(t.unprofiled_us_per_call)} per call unprofiled{slowed}"
+
+
+def slowed_throughout(t: Timing) -> float | None:
+    """How much slower the host ran the timing thread where it did so for every timed call
+    (no fast block to leave the others out by); None where it did not."""
+    s = t.unprofiled_slowed
+    return s.factor if s is not None and s.share >= 1.0 and not s.left_out else None
 
 
 def line_summary(report: Report, row: LineRow) -> str:
@@ -272,7 +273,10 @@ def lens_title(record: RunRecord, delta: Delta | None = None) -> str:
     if r.device.type == "cuda":
         head = f"{fmt_us(r.timing.cuda_us_per_step)} CUDA/step"
     elif r.timing.unprofiled_reps > 0:
-        head = f"{fmt_us(r.timing.unprofiled_us_per_call)}/call"
+        f = slowed_throughout(r.timing)
+        head = f"{fmt_us(r.timing.unprofiled_us_per_call)}/call" + (
+            f" (host slowed {f:.1f}x)" if f else ""
+        )
     else:  # in place with --skip 1: no call timed; the profiled CPU per step
         head = f"{fmt_us(r.timing.cpu_us_per_step)} CPU/step profiled"
     parts = [head]
