@@ -381,6 +381,12 @@ class UnprofiledTiming(msgspec.Struct):
     children_cpu_s: float | None = None
     """CPU seconds the process's child processes (a DataLoader's workers) spent while the
     calls were timed (Linux); None where not read."""
+    loader_us_per_call: float | None = None
+    """The DataLoader's ``next()`` inside the timed calls, µs per call (the iterators'
+    ``__next__`` timed on the timing thread); None where none ran there."""
+    loader_share: float | None = None
+    """That time's share of the timed calls' summed time: the profiler's range around each
+    ``next()`` gives it only as the profiler inflated it."""
 
 
 class LineStat(msgspec.Struct):

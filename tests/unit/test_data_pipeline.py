@@ -10,9 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
+
+from kernelscope.analysis.data_pipeline import loader_time, pipeline_summary
 from kernelscope.analysis.diagnose import analyze
 from kernelscope.analysis.trace_load import load_trace
 from kernelscope.findings import Code
+from kernelscope.protocol import UnprofiledTiming
 
 from support.traces import doc, gpu, launch, op, span, step, write
 
@@ -74,3 +78,26 @@ def test_a_loader_that_takes_little_of_the_call_is_no_finding(tmp_path: Path) ->
     a = analyze(load_trace(write(tmp_path / "t.json", {**FED, "traceEvents": events})))
     assert Code.DATA_PIPELINE not in [f.code for f in a.findings]
     assert "data-pipeline" not in a.verdict.summary
+
+
+def test_the_loaders_unprofiled_figures_are_the_ones_where_the_worker_timed_them(
+    tmp_path: Path,
+) -> None:
+    """The profiler's range gives next() as the profiler inflated it: 80 of 90 µs here. The
+    worker's own timing of next() with the calls unprofiled (30 µs a call, 40 % of them)
+    decides instead, and the messages say which it is."""
+    trace = load_trace(write(tmp_path / "t.json", FED))
+    profiled = loader_time(trace, None, 1)
+    assert profiled is not None and not profiled.unprofiled
+    assert (profiled.us_per_step, profiled.how) == (80.0, "as profiled")
+    timing = UnprofiledTiming(us_per_call=75.0, method="perf_counter", reps=20,
+                              loader_us_per_call=30.0, loader_share=0.4)  # fmt: skip
+    measured = loader_time(trace, None, 1, timing)
+    assert measured is not None and measured.op is profiled.op  # its line: the range's
+    assert (measured.us_per_step, measured.share, measured.how) == (30.0, 0.4, "unprofiled")
+    assert pipeline_summary(measured, 0.02, 2.0).startswith(
+        "data-pipeline-bound: the DataLoader's next() takes 40% of the call's host time "
+        "(30.0 µs per step, unprofiled)"
+    )
+    none = msgspec.structs.replace(timing, loader_us_per_call=None, loader_share=None)
+    assert loader_time(trace, None, 1, none) == profiled  # no next() in the timed calls

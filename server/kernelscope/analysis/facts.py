@@ -174,7 +174,7 @@ def facts_of(
     verdict = verdict_of(
         timeline, sidecar, flops, moved, peaks, matmul_gpu, cpu_per_step, device, rows, stacks
     )
-    loader = loader_time(trace, calls, steps)
+    loader = loader_time(trace, calls, steps, sidecar.timing if sidecar is not None else None)
     if loader is not None and verdict.bound == "overhead" and pipeline_bound(loader, "overhead"):
         busy = verdict.gpu_busy_fraction_unprofiled or verdict.gpu_busy_fraction
         verdict.summary = pipeline_summary(loader, busy, verdict.gpu_us_per_step)

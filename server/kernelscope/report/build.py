@@ -100,6 +100,8 @@ def build_report(
             unprofiled_reference_us=side.timing.reference_us,
             unprofiled_threads=side.timing.threads,
             unprofiled_children_cpu_s=side.timing.children_cpu_s,
+            unprofiled_loader_us_per_call=side.timing.loader_us_per_call,
+            unprofiled_loader_share=side.timing.loader_share,
             host_reference_us=side.timing.host_reference_us,
         ),
         dead_window=DeadWindow(

@@ -105,6 +105,10 @@ class Timing(msgspec.Struct):
     unprofiled_children_cpu_s: float | None = None
     """CPU seconds the worker's child processes (the program's DataLoader workers) spent
     while the calls were timed (Linux)."""
+    unprofiled_loader_us_per_call: float | None = None
+    """The DataLoader's ``next()`` inside the timed calls, µs per call; None where none ran."""
+    unprofiled_loader_share: float | None = None
+    """Its share of the timed calls' time."""
     host_reference_us: float | None = None
     """The host's best reference loop (µs; the launcher's workers' at their start and the
     profiling worker's timing), against which a timing slowed throughout is seen: the clean

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kernelscope.analysis.data_pipeline import DATA_SHARE, pipeline_bound
+from kernelscope.analysis.data_pipeline import DATA_SHARE, LoaderTime, pipeline_bound
 from kernelscope.analysis.facts import Facts, Options
 from kernelscope.analysis.syncs import NO_PLACE, python_places
 from kernelscope.findings import Code, Finding, Severity
@@ -34,19 +34,20 @@ def find_data_pipeline(facts: Facts, options: Options) -> Iterable[Finding]:
         Code.DATA_PIPELINE,
         Severity.WARNING,
         f"data-pipeline-bound: the DataLoader's next() takes {loader.share:.0%} of the call's "
-        f"host time ({fmt(loader.us_per_step)} per step){gpu}: the dataset's Python, its "
-        "transforms and collation, not kernel launches",
+        f"host time ({fmt(loader.us_per_step)} per step, {loader.how}){gpu}: the dataset's "
+        "Python, its transforms and collation, not kernel launches",
         path,
         line,
         PIPELINE_TRIES,
-        _evidence(loader.us_per_step, loader.share),
+        _evidence(loader),
     )
 
 
-def _evidence(us_per_step: float, share: float) -> dict[str, float | int | str]:
+def _evidence(loader: LoaderTime) -> dict[str, float | int | str]:
     return {
-        "loader_us_per_step": round(us_per_step, 1),
-        "loader_share": round(share, 3),
+        "loader_us_per_step": round(loader.us_per_step, 1),
+        "loader_share": round(loader.share, 3),
+        "unprofiled": int(loader.unprofiled),
         "threshold": DATA_SHARE,
     }
 

@@ -33,6 +33,7 @@ from typing import Any
 from .devices import profiler_activities
 from .errors import JobError
 from .event_budget import available_bytes, recording
+from .loader_clock import LoaderClock
 from .loop_mark import LoopMark
 from .names import CALL_RANGE, STAGES_PROFILED, TIMING_WORKER_ENV
 from .optimizers import StepWatch
@@ -78,6 +79,7 @@ class Steps:
         self.children_cpu = None  # their CPU s over the timed steps (None: never read)
         self.window = []  # the timed steps' first begin and last end, on time.monotonic()
         self.refs = []  # reference loops between the timed steps (µs; see _reference)
+        self.loader = LoaderClock(job.torch)  # the DataLoader's next() in the timed steps
         self.ref_at = 0.0
         self.events = []
         self.prof: Any = None  # the profiler, once the profiled steps begin
@@ -127,6 +129,9 @@ class Steps:
             elif not self.cuda:  # ~25 µs a thread: between a GPU loop's steps, left out
                 self.threads_before = thread_times()
                 self.children_before = children_cpu_s()
+            if n == 2:
+                self.loader.install()
+            self.loader.on = n > 1
             self.t0 = time.perf_counter()
             if n == 2:
                 self.window = [time.monotonic()] * 2
@@ -165,6 +170,7 @@ class Steps:
             self.job.optimizer_lists = self.stepped.lists()
             return
         if profiled < 1:
+            self.loader.on = False
             self.window[1] = time.monotonic()
             if self.cuda:
                 end = self.torch.cuda.Event(enable_timing=True)
@@ -234,6 +240,7 @@ class Steps:
         (once: a counting step comes first, where there is one)."""
         if self.counted:
             return
+        self.loader.remove()
         self.sync()
         if self.cuda:
             self.samples = [s.elapsed_time(e) * 1e3 for s, e in self.events if e is not None]
@@ -320,6 +327,7 @@ class Steps:
             "reference_us": thread_best(self.refs),
             "host_reference_us": host_best(job),
             "threads": threads_used({}, self.threads),
+            **dict(zip(("loader_us_per_call", "loader_share"), self.loader.figures(samples))),
             "children_cpu_s": (
                 round(self.children_cpu, 3) if self.children_cpu is not None else None
             ),
@@ -699,7 +707,7 @@ def run_in_place(job):
 
         watch.on_end = lambda: sys.call_tracing(safely, (ended,))
     steps.watch = watch
-    job.worker.fork_hooks.append(watch.disarm)
+    job.worker.fork_hooks += [watch.disarm, steps.loader.remove]
     job.progress("entry")
     try:
         if mark is None:  # else the loop calls the step machine itself: no tracer
@@ -719,12 +727,14 @@ def run_in_place(job):
                 steps.after = "then the program ran to its end"
         finally:
             watch.disarm()
+            steps.loader.remove()
             if steps.prof is not None and not steps.done:
                 steps.prof.__exit__(None, None, None)
             if steps.counting is not None:
                 steps.counting.__exit__(None, None, None)
     finally:
         job.worker.fork_hooks.remove(watch.disarm)
+        job.worker.fork_hooks.remove(steps.loader.remove)
     if steps.done:  # --no-stop-after: the program has finished; the result goes now
         steps.after += " (%.1f s after the profiled steps)" % (
             time.perf_counter() - steps.marks["active1"]

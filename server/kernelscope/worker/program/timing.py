@@ -6,6 +6,7 @@ import statistics
 import threading
 import time
 
+from .loader_clock import LoaderClock
 from .names import PROFILED_BUDGET_ENV, positive_env
 from .nvml import GpuSampler
 
@@ -200,15 +201,20 @@ def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best
     deadline = blocks.began + 2 * TIMING_MAX_S
     samples = []
     more = reps
-    while more:
-        if cuda:
-            _time_on_gpu(job.torch, call, sync, blocks, samples, more, deadline, alone)
-        else:
-            _time_on_host(call, blocks, samples, more, deadline, alone)
-        more = _more_calls(blocks, samples, reps, cuda) if extend and alone and not asked else 0
-        if not more and min_s and alone and not asked:
-            more = _shortfall(samples, min_s, blocks.began)
-        blocks.reopen()
+    loader = LoaderClock(job.torch).install()  # a DataLoader the call iterates, if any
+    loader.on = True
+    try:
+        while more:
+            if cuda:
+                _time_on_gpu(job.torch, call, sync, blocks, samples, more, deadline, alone)
+            else:
+                _time_on_host(call, blocks, samples, more, deadline, alone)
+            more = _more_calls(blocks, samples, reps, cuda) if extend and alone and not asked else 0
+            if not more and min_s and alone and not asked:
+                more = _shortfall(samples, min_s, blocks.began)
+            blocks.reopen()
+    finally:
+        loader.remove()
     method = "cuda_events" if cuda else "perf_counter"
     window = [began, time.monotonic()]
     gpu = sampler.stop() if sampler is not None else None
@@ -239,6 +245,7 @@ def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best
         "reference_us": thread_best(blocks.refs),
         "host_reference_us": host_best,
         "threads": threads,
+        **dict(zip(("loader_us_per_call", "loader_share"), loader.figures(samples))),
         "children_cpu_s": (
             round(max(children - children_before, 0.0), 3)
             if children is not None and children_before is not None
