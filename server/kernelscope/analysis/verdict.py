@@ -117,6 +117,12 @@ def verdict_of(
     )
     if not tl.events:
         v.summary = f"host-bound: no GPU work; {fmt(cpu_per_step)} of CPU per step"
+        t = sidecar.timing if sidecar else None
+        if t is not None and t.reps > 0 and t.us_per_call > 0:  # the profiler's is inflated
+            v.summary = (
+                f"host-bound: no GPU work; {fmt(t.us_per_call)} per step unprofiled "
+                f"({fmt(cpu_per_step)} of CPU profiled)"
+            )
         return v
     if sidecar and sidecar.timing.method == "cuda_events" and sidecar.timing.us_per_call > 0:
         v.gpu_busy_fraction_unprofiled = min(1.0, gpu / sidecar.timing.us_per_call)
