@@ -30,7 +30,8 @@ raw = subprocess.run(
 if raw.returncode:
     sys.exit(f"analyze rc={raw.returncode}: {raw.stderr[-400:]}")
 raw_rows = rows(json.loads(raw.stdout))
-live_rows = rows(json.loads((d / "report.json").read_text()))
+live = d / "report.json"  # the live report without counters, where recorded
+live_rows = rows(json.loads(live.read_text())) if live.exists() else {}
 measured = rows(json.loads(Path(sys.argv[2]).read_text()))
 print(f"{len(raw_rows)} raw rows, {len(live_rows)} live, {len(measured)} in the counters report")
 print(
