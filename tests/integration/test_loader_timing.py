@@ -47,11 +47,13 @@ def test_in_place_the_loaders_share_is_timed_unprofiled(
     assert t.reps == 8
     assert t.loader_us_per_call is not None and t.loader_share is not None
     assert 0 < t.loader_us_per_call < t.us_per_call * 1.5 and 0 < t.loader_share < 1
-    # the profiler's range reads the loader as a larger share of the step than it is
+    # the profiler's range holds its cost for each of the dataset's ~256 ops a batch (its
+    # share of the step need not grow, the profiled steps' other time grows too: in CI it
+    # read 69 % profiled against 70 % unprofiled)
     trace = load_trace(Path(result.finished.trace_path))
     analysis = analyze(trace, sidecar=result.finished.sidecar)
     profiled = loader_time(trace, None, analysis.steps)
-    assert profiled is not None and profiled.share > t.loader_share
+    assert profiled is not None and profiled.us_per_step > t.loader_us_per_call
     for f in analysis.findings:
         if f.code == Code.DATA_PIPELINE:
             assert f.evidence["unprofiled"] == 1 and "per step, unprofiled)" in f.message
