@@ -3,9 +3,9 @@
 ``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`` (or the multiprocessing
 iterator's), which holds the dataset's ``__getitem__``, the collate function and, with
 workers, the wait for their batches. Where the worker timed ``next()`` with the calls
-unprofiled (``UnprofiledTiming.loader_share``), that figure is the one: the profiler inflates
-a dataset's many small ops more than the step's (pytorch/examples' VAE: 55 % profiled,
-33 % in a fresh process)."""
+unprofiled (``UnprofiledTiming.loader_share``), that figure is the one: the profiler's range
+holds its cost for each of the dataset's ops (pytorch/examples' VAE: 55 % of the step
+profiled, ~35 % in its program alone)."""
 
 from __future__ import annotations
 
