@@ -41,6 +41,7 @@ from kernelscope.analysis.costs.batch_norm import batch_norm_reread_bytes
 from kernelscope.analysis.costs.foreach import (
     MULTI_TENSOR_KERNEL,
     ListSize,
+    device_steps,
     foreach_bytes,
     is_multi_tensor_op,
     repeated_lists,
@@ -259,6 +260,7 @@ def _rows(
     launch) and that op's signature (``OpCosts.signatures``); copies over the host link by
     their name. FLOPs and bytes are summed over each row's ops."""
     ops = trace.ops
+    zero_d = device_steps(ops)  # 0-d lists on the device: list_elements keeps its guard
     rows: dict[object, _Row] = {}
     kernels: list[GpuEvent] = []
     for g in events:
@@ -334,7 +336,7 @@ def _rows(
         elif is_multi_tensor_op(op.name):  # the generic rule saw only its 0-d tensors
             twice = repeated_lists(ops, op)
             name = (kernel or g).name
-            modelled, exact = foreach_bytes(op.inputs(), name, blocks, twice, lists)
+            modelled, exact = foreach_bytes(op.inputs(), name, blocks, twice, lists, zero_d)
             row.grid_bytes = row.grid_bytes or not exact
         row.bytes_moved += moved if moved > 0 else modelled
         if g.dur > row.top_kernel_us:
