@@ -5,7 +5,7 @@
 set -u
 . docs/h200-run/timing/env.sh >/dev/null 2>&1
 START=$(date +%s)
-timeout 200 ncu --profile-from-start off --clock-control none --cache-control all \
+timeout 140 ncu --profile-from-start off --clock-control none --cache-control all \
   --kernel-name regex:multi_tensor --launch-count 200 --csv --page raw --print-units base \
   --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_write.sum,gpu__time_duration.sum \
   --log-file "$OUT/foreach_ncu.csv" python3 docs/h200-run/thirteenth/foreach_ncu.py > "$OUT/foreach_ncu.txt" 2>&1
