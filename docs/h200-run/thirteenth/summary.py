@@ -23,10 +23,11 @@ else:
 print(f"truth: CUDA events median {truth.get('median_us')} µs, back to back "
       f"{truth.get('back_to_back_wall_us_per_call')} µs")  # fmt: skip
 for name, r in reports:
-    t, v = r["timing"], r.get("verdict") or {}
+    t, v = r.get("timing") or {}, r.get("verdict") or {}  # a raw trace's report has no timing
     rows = [x for x in r.get("roofline") or [] if x.get("efficiency") is not None]
     over = [x for x in rows if x["efficiency"] > 1]
-    print(f"{name}: GPU/step {t['cuda_us_per_step']:.0f} µs, unprofiled "
+    gpu = t.get("cuda_us_per_step") or v.get("gpu_us_per_step") or 0.0
+    print(f"{name}: GPU/step {gpu:.0f} µs, unprofiled "
           f"{t.get('unprofiled_us_per_call') or 0:.0f} µs, {v.get('bound')}: "
           f"{(v.get('summary') or '')[:160]}")  # fmt: skip
     top = max(rows, key=lambda x: x["efficiency"], default=None)
