@@ -336,6 +336,12 @@ class SlowedSpells(msgspec.Struct):
         """Of `reps` timed calls, those the median and the spread are of."""
         return reps - self.reps if self.left_out else reps
 
+    @property
+    def throughout(self) -> bool:
+        """Whether every timed call ran slowed (no fast block: the thread's reference loops
+        against the host's best judged them), so all are kept and the figure reads high."""
+        return self.share >= 1.0 and not self.left_out
+
 
 class UnprofiledTiming(msgspec.Struct):
     """The same call timed without the profiler (median of reps)."""

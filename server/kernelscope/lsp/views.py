@@ -244,7 +244,7 @@ def slowed_throughout(t: Timing) -> float | None:
     """How much slower the host ran the timing thread where it did so for every timed call
     (no fast block to leave the others out by); None where it did not."""
     s = t.unprofiled_slowed
-    return s.factor if s is not None and s.share >= 1.0 and not s.left_out else None
+    return s.factor if s is not None and s.throughout else None
 
 
 def line_summary(report: Report, row: LineRow) -> str:

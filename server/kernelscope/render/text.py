@@ -468,7 +468,7 @@ def _slowed(t: Timing, step: str = "call") -> list[str]:
     s = t.unprofiled_slowed
     if s is None:
         return []
-    if s.share >= 1.0 and not s.left_out:  # no fast block: the thread's loops judged them
+    if s.throughout:
         return [
             f"            the host ran this thread's CPU {s.factor:.1f}x slower throughout the "
             f"timed {step}s (a reference loop between them at its best, against the host's "

@@ -327,7 +327,7 @@ class Steps:
             "reference_us": thread_best(self.refs),
             "host_reference_us": host_best(job),
             "threads": threads_used({}, self.threads),
-            **dict(zip(("loader_us_per_call", "loader_share"), self.loader.figures(samples))),
+            **self.loader.fields(samples),
             "children_cpu_s": (
                 round(self.children_cpu, 3) if self.children_cpu is not None else None
             ),

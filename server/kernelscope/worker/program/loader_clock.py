@@ -54,11 +54,12 @@ class LoaderClock:
         if cls is not None and cls.__dict__.get("__next__") is not self._original:
             setattr(cls, "__next__", self._original)  # noqa: B010
 
-    def figures(self, samples_us):
-        """The timed calls' DataLoader time: (µs per call, share of the calls' summed time),
-        or (None, None) where no ``next()`` ran in them."""
+    def fields(self, samples_us):
+        """The timed calls' DataLoader time as UnprofiledTiming has it: µs per call
+        (``loader_us_per_call``) and share of the calls' summed time (``loader_share``),
+        both None where no ``next()`` ran in them."""
         total = sum(samples_us)
         if not self.calls or not samples_us or total <= 0:
-            return None, None
+            return {"loader_us_per_call": None, "loader_share": None}
         us = self.seconds * 1e6
-        return us / len(samples_us), min(1.0, us / total)
+        return {"loader_us_per_call": us / len(samples_us), "loader_share": min(1.0, us / total)}

@@ -245,7 +245,7 @@ def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best
         "reference_us": thread_best(blocks.refs),
         "host_reference_us": host_best,
         "threads": threads,
-        **dict(zip(("loader_us_per_call", "loader_share"), loader.figures(samples))),
+        **loader.fields(samples),
         "children_cpu_s": (
             round(max(children - children_before, 0.0), 3)
             if children is not None and children_before is not None
