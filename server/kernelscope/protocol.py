@@ -567,6 +567,9 @@ class Counters(msgspec.Struct):
     functions: list[str] = []
     """For a call of more kernels than ``launch_count``: the kernel functions measured, its
     costliest by the profile's own kernel times; empty: its first ``launch_count`` kernels."""
+    match: str = ""
+    """The pattern the measured functions were chosen by (``--counters-match``); empty: by
+    their times alone."""
 
 
 class MemoryStats(msgspec.Struct):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -93,6 +94,67 @@ def test_a_bad_project_setting_is_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "counters must be true or false" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_project_chooses_the_kernels_and_the_flags_win(tmp_path: Path) -> None:
+    """counters_limit and counters_match under [tool.kernelscope] are the defaults of
+    --counters-limit and --counters-match; --counters-match alone turns counters on; a pattern
+    or a limit that cannot be used is one line naming the setting, before anything runs."""
+    from kernelscope.engine.kernel_choice import KernelChoice
+    from kernelscope.engine.project import ProjectError, load_project
+
+    (tmp_path / "work.py").write_text((WORKLOADS / "three_lines.py").read_text())
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[tool.kernelscope]\ncounters_limit = 200\ncounters_match = "Adam"\n')
+    assert load_project(tmp_path / "work.py").counter_kernels == KernelChoice(200, "Adam")
+    for bad, said in [
+        ("counters_limit = 0", "counters_limit must be an integer >= 1, got 0"),
+        ('counters_match = "(adam"', "counters_match '(adam' is not a regular expression"),
+        ("counters_match = 3", "counters_match must be a regular expression, got 3"),
+    ]:
+        config.write_text(f"[tool.kernelscope]\n{bad}\n")
+        with pytest.raises(ProjectError, match=re.escape(said)):
+            load_project(tmp_path / "work.py")
+        proc = cpu_profile(cwd=tmp_path, target="work.py::three_lines")
+        assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr
+    config.write_text("[tool.kernelscope]\n")
+    proc = cpu_profile("--counters-match", "[", cwd=tmp_path, target="work.py::three_lines")
+    assert proc.returncode == 2
+    assert "--counters-match '[' is not a regular expression" in proc.stderr
+    proc = cpu_profile("--counters-limit", "0", cwd=tmp_path, target="work.py::three_lines")
+    assert proc.returncode == 2 and "--counters-limit" in proc.stderr
+    proc = cpu_profile("--counters-match", "gemm", cwd=tmp_path, target="work.py::three_lines")
+    assert proc.returncode == 1 and f"counters    not measured: {NEEDS_CUDA}" in proc.stdout
+
+
+def test_a_pattern_that_matches_no_kernel_says_so_and_runs_no_ncu(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """GPT-2's prefill: `Kernel2` names its cuBLAS GEMMs' function, so the functions asked of
+    ncu are those alone, whatever their time; a pattern matching none of the call's kernels is
+    the one line that says so, ncu never started."""
+    import kernelscope.app.counters as app_counters
+    from kernelscope.app.counters import matched_none
+    from kernelscope.engine.counters import NcuRun
+    from kernelscope.render.text import counters_lines
+
+    asked: list[list[str]] = []
+    csv = (FIXTURES / "counters_probe" / "ncu_raw_cache_all.csv").read_text()
+
+    async def run(*args: Any, functions: Sequence[str] = (), **kwargs: Any) -> NcuRun:
+        asked.append(list(functions))
+        return NcuRun(csv, 12.0, 64, [])
+
+    monkeypatch.setattr(app_counters, "run_under_ncu", run)
+    result = _copied_prefill(tmp_path)
+    counters = asyncio.run(measure_counters(_request(), result, match="Kernel2"))
+    assert asked == [["Kernel2"]] and counters.functions == ["Kernel2"]
+    assert counters.match == "Kernel2" and not counters.error
+    line = counters_lines(counters, 219.0)[1]
+    assert "those of its functions matching 'Kernel2' (Kernel2: 1," in line
+    counters = asyncio.run(measure_counters(_request(), result, match="no_such_kernel"))
+    assert counters.error == matched_none("no_such_kernel") and len(asked) == 1
+    assert counters_lines(counters)[1].endswith(matched_none("no_such_kernel"))
 
 
 def test_counters_with_ranks_is_a_usage_error() -> None:
@@ -399,20 +461,20 @@ def test_the_editor_chooses_the_kernels_in_its_analysis_process(tmp_path: Path) 
     result = _copied_prefill(tmp_path)
     service = ProfileService()
     try:
-        chosen = asyncio.run(service._choose(result.finished, 64))  # pyright: ignore[reportPrivateUsage]
+        chosen = asyncio.run(service._choose(result.finished, 64, ""))  # pyright: ignore[reportPrivateUsage]
         assert "Kernel2" in chosen
         assert HELD.take(result.finished.trace_path) is None  # not here
         assert asyncio.run(service.analysis.run(_held_for, result.finished.trace_path))
         assert not asyncio.run(service.analysis.run(_held_for, result.finished.trace_path))
         # a job cancelled under ncu lets go of it there, the process kept for the others
-        asyncio.run(service._choose(result.finished, 64))  # pyright: ignore[reportPrivateUsage]
+        asyncio.run(service._choose(result.finished, 64, ""))  # pyright: ignore[reportPrivateUsage]
         asyncio.run(service.analysis.run(drop_held))
         assert not asyncio.run(service.analysis.run(_held_for, result.finished.trace_path))
     finally:
         service.analysis.close()
 
 
-def _dies(finished: ProfileFinished, launch_count: int) -> list[str]:
+def _dies(finished: ProfileFinished, launch_count: int, match: str) -> list[str]:
     import os
 
     os._exit(3)
@@ -429,6 +491,6 @@ def test_an_analysis_process_that_dies_choosing_leaves_the_first_kernels(
     service = jobs.ProfileService()
     try:
         finished = _copied_prefill(tmp_path).finished
-        assert asyncio.run(service._choose(finished, 64)) == []  # pyright: ignore[reportPrivateUsage]
+        assert asyncio.run(service._choose(finished, 64, "")) == []  # pyright: ignore[reportPrivateUsage]
     finally:
         service.analysis.close()

@@ -37,6 +37,7 @@ _SCALE = {
 }
 _SECTOR_BYTES = 32
 _BASE_NAME = re.compile(r"^(?:void\s+)?([\w:]+)")
+_UNNAMED = re.compile(r"(^|[\s:,(<])<unnamed>")
 _TEMPLATE_NAME = re.compile(r"\b([A-Za-z_]\w*)\b(?!::|\w)")
 _KEYWORDS = frozenset({"void", "const", "unsigned", "signed", "struct", "class", "typename"})
 #: What a kernel's name can start with before its function: a SFINAE return type (cuBLAS's
@@ -139,10 +140,19 @@ def nvtx_range(cell: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
+def _anonymous(kernel: str) -> str:
+    """The name with its anonymous namespaces as ``anon``, however spelt: Kineto's
+    ``(anonymous namespace)``, ncu's ``<unnamed>``, and the ``unnamed>`` ncu also prints
+    with the bracket and the namespace before it lost (``void unnamed>::multi_tensor_apply_
+    kernel<unnamed>::TensorListMetadata<2>, …>``, seen on an H100 in 2026-12)."""
+    text = _UNNAMED.sub(r"\1anon", kernel.replace("(anonymous namespace)", "anon"))
+    return text.replace("unnamed>", "anon")  # what is left: its own "<" lost
+
+
 def base_name(kernel: str) -> str:
     """A kernel's function name without namespaces, template arguments, parameters or a
     return type (``std::enable_if<…>::type internal::gemvx::kernel<…>(…)``: ``kernel``)."""
-    text = kernel.replace("(anonymous namespace)", "anon").replace("<unnamed>", "anon")
+    text = _anonymous(kernel)
     m = _BASE_NAME.match(text.strip())
     name = m.group(1).rpartition("::")[2] if m else text
     if name not in _RETURN_TYPES:
@@ -173,7 +183,7 @@ def kernel_key(kernel: str) -> tuple[str, str]:
     drops ``native::`` and writes lambdas otherwise): the function's base name and the first
     name among its template arguments that is not a namespace or a number (the functor of
     an elementwise kernel: ``CUDAFunctor_add``, ``cos_kernel_cuda``)."""
-    text = kernel.replace("(anonymous namespace)", "anon").replace("<unnamed>", "anon")
+    text = _anonymous(kernel)
     base = base_name(kernel)
     _, bracket, rest = text.partition(base + "<")
     functor = ""
@@ -198,15 +208,24 @@ def one_call_kernels(events: Sequence[GpuEvent], steps: int) -> list[GpuEvent]:
     return kernels
 
 
-def costliest_functions(events: Sequence[GpuEvent], steps: int, launch_count: int) -> list[str]:
+def costliest_functions(
+    events: Sequence[GpuEvent], steps: int, launch_count: int, match: str = ""
+) -> list[str]:
     """The kernel functions (``base_name``) for Nsight Compute to measure when one call has
     more kernels than ``launch_count``: by their summed time in the call, costliest first,
     each whose every launch still fits (so their rows are measured whole); [] when the
-    call's kernels all fit, or none does (then its first ones are measured)."""
+    call's kernels all fit, or none does (then its first ones are measured). With `match` (a
+    regular expression searched in each kernel's name as the trace has it) only the
+    functions of the kernels it matches are chosen, all fit or not: [] then means none."""
     kernels = one_call_kernels(events, steps)
-    every = [g for g in events if g.cat == "kernel" and not is_nccl(g.name)]
-    if len(kernels) <= launch_count or (steps > 1 and len(kernels) == len(every)):
-        return []  # all fit, or the steps' kernels differ and one call's are not known
+    wanted: set[str] | None = None
+    if match:
+        pattern = re.compile(match)
+        wanted = {base_name(g.name) for g in kernels if pattern.search(g.name)}
+    else:
+        every = [g for g in events if g.cat == "kernel" and not is_nccl(g.name)]
+        if len(kernels) <= launch_count or (steps > 1 and len(kernels) == len(every)):
+            return []  # all fit, or the steps' kernels differ and one call's are not known
     spent: dict[str, float] = {}
     launches: dict[str, int] = {}
     for g in kernels:
@@ -216,6 +235,8 @@ def costliest_functions(events: Sequence[GpuEvent], steps: int, launch_count: in
     chosen: list[str] = []
     room = launch_count
     for name in sorted(spent, key=lambda n: -spent[n]):
+        if wanted is not None and name not in wanted:
+            continue
         if launches[name] <= room and re.fullmatch(r"\w+", name):
             chosen.append(name)
             room -= launches[name]

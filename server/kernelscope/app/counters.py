@@ -14,11 +14,11 @@ from kernelscope.analysis.counters import CountersError, costliest_functions, pa
 from kernelscope.analysis.timeline import build_timeline
 from kernelscope.app.held_trace import HELD
 from kernelscope.engine.counters import (
-    DEFAULT_KERNELS,
     CountersUnavailable,
     ncu_failure,
     run_under_ncu,
 )
+from kernelscope.engine.kernel_choice import DEFAULT_KERNELS
 from kernelscope.engine.remotes import Remote
 from kernelscope.engine.runner import JobFailed, JobResult
 from kernelscope.protocol import Counters, ProfileFinished, RunProfile
@@ -27,9 +27,18 @@ NEEDS_CUDA = "hardware counters need a CUDA GPU: this call ran on the CPU"
 HERE_ONLY = "--counters measures on this machine's GPU only (not on a remote yet)"
 NOT_IN_PLACE = "--counters measures a captured call; a loop run in place cannot be run again"
 
-#: Chooses the kernel functions to measure for a job and a launch count (costliest_kernels,
-#: run where the caller keeps its traces: a thread, or the editor's analysis process).
-Chooser = Callable[[ProfileFinished, int], Awaitable[list[str]]]
+#: Chooses the kernel functions to measure for a job, a launch count and a pattern
+#: (costliest_kernels, run where the caller keeps its traces: a thread, or the editor's
+#: analysis process).
+Chooser = Callable[[ProfileFinished, int, str], Awaitable[list[str]]]
+
+
+def matched_none(match: str) -> str:
+    """The one line of a pattern that matched none of the call's kernels."""
+    return (
+        f"no kernel of the profiled call has a name matching {match!r} (searched in the "
+        "trace's kernel names, namespaces and template arguments included)"
+    )
 
 
 async def measure_counters(
@@ -41,12 +50,14 @@ async def measure_counters(
     launch_count: int = DEFAULT_KERNELS,
     ncu_path: str | None = None,
     choose: Chooser | None = None,
+    match: str = "",
 ) -> Counters:
     """The counters of the profiled call, or a Counters whose ``error`` says in one line why
     there are none (never raises for a machine that cannot measure). A call of more kernels
     than `launch_count` has its costliest functions measured (`choose`: costliest_kernels in
     a thread by default; its trace is held for the report), and its first kernels where ncu
-    found none of those names."""
+    found none of those names. With `match`, only the functions of the kernels it matches
+    (costliest_functions)."""
     side = result.finished.sidecar
     if side.device_type != "cuda":
         return Counters(error=NEEDS_CUDA)
@@ -61,7 +72,9 @@ async def measure_counters(
             request = msgspec.structs.replace(
                 request, entry=msgspec.structs.replace(entry, capture=site.saved)
             )
-    functions = await (choose or _in_thread)(result.finished, launch_count)
+    functions = await (choose or _in_thread)(result.finished, launch_count, match)
+    if match and not functions:
+        return Counters(error=matched_none(match), launch_count=launch_count, match=match)
     try:
         run = await run_under_ncu(
             request, python or sys.executable, timeout, launch_count, ncu_path,
@@ -74,7 +87,8 @@ async def measure_counters(
     try:
         kernels = parse_ncu_csv(run.log)
     except CountersError as e:
-        if functions and ncu_failure(run.log) is None:  # the names matched none: the first
+        if functions and not match and ncu_failure(run.log) is None:  # ncu knew none of
+            # the names: the call's first kernels
             return await measure_counters(
                 request, result, python, remote, timeout, launch_count, ncu_path, _none
             )
@@ -85,23 +99,24 @@ async def measure_counters(
         launch_count=run.launch_count,
         missing_metrics=run.missing,
         functions=functions,
+        match=match,
     )
 
 
-def costliest_kernels(finished: ProfileFinished, launch_count: int) -> list[str]:
+def costliest_kernels(finished: ProfileFinished, launch_count: int, match: str = "") -> list[str]:
     """The kernel functions to measure, from the profile's own trace (costliest_functions),
     the trace held for the report (held_trace); [] where it cannot be read (then the call's
-    first kernels are measured)."""
+    first kernels are measured, or with `match` none)."""
     try:
         timeline = build_timeline(HELD.read(finished.trace_path))
-        return costliest_functions(timeline.events, timeline.steps, launch_count)
+        return costliest_functions(timeline.events, timeline.steps, launch_count, match)
     except Exception:  # any trace it cannot read: the first kernels are measured, as before
         return []
 
 
-async def _in_thread(finished: ProfileFinished, launch_count: int) -> list[str]:
-    return await asyncio.to_thread(costliest_kernels, finished, launch_count)
+async def _in_thread(finished: ProfileFinished, launch_count: int, match: str) -> list[str]:
+    return await asyncio.to_thread(costliest_kernels, finished, launch_count, match)
 
 
-async def _none(finished: ProfileFinished, launch_count: int) -> list[str]:
+async def _none(finished: ProfileFinished, launch_count: int, match: str) -> list[str]:
     return []

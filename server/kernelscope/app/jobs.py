@@ -286,8 +286,9 @@ class ProfileService:
         if counters:
             try:
                 await add_counters(
-                    request, result, spec.python, remote, on_progress, spec.timeout, self._choose
-                )
+                    request, result, spec.python, remote, on_progress, spec.timeout, self._choose,
+                    target.project.counter_kernels,
+                )  # fmt: skip
             except BaseException:  # cancelled under ncu: the trace held for it goes too,
                 # behind the other jobs' analyses (closing the process would cancel them)
                 task = asyncio.ensure_future(self.analysis.run(drop_held))
@@ -363,12 +364,12 @@ class ProfileService:
         store.add(record, spec.source)
         return record
 
-    async def _choose(self, finished: ProfileFinished, launch_count: int) -> list[str]:
+    async def _choose(self, finished: ProfileFinished, launch_count: int, match: str) -> list[str]:
         """The kernels ``--counters`` measures, chosen in the analysis process: the trace it
         reads stays there for the job's report (``analyze_job``), not in the server. [] (the
         call's first kernels) where that process died reading it."""
         try:
-            return await self._analyze(costliest_kernels, finished, launch_count, keep=True)
+            return await self._analyze(costliest_kernels, finished, launch_count, match, keep=True)
         except JobFailed:
             return []
 

@@ -14,6 +14,7 @@ import msgspec
 from kernelscope.app.counters import Chooser, measure_counters
 from kernelscope.app.held_trace import HELD
 from kernelscope.engine.dispatch import runner_for
+from kernelscope.engine.kernel_choice import KernelChoice
 from kernelscope.engine.project import Project, provider_hint
 from kernelscope.engine.remotes import Remote, find_remote
 from kernelscope.engine.runner import JobResult, ProgressCallback
@@ -46,17 +47,18 @@ async def profile_once(
     on_progress: ProgressCallback | None = None,
     timeout: float = 120.0,
     counters: bool = False,
+    kernels: KernelChoice | None = None,
 ) -> JobResult:
     """One job on a worker of its own, closed after (the CLI's way; the editor keeps its
     workers warm in jobs.ProfileService); with ``counters``, the call measured by Nsight
-    Compute after, into the sidecar. Raises JobFailed."""
+    Compute after (`kernels`: which of its kernels), into the sidecar. Raises JobFailed."""
     runner = runner_for(remote, python, respawn=False)
     try:
         result = await runner.profile(request, on_progress, timeout)
     finally:
         await runner.close()  # before counters: one job on the GPU at a time
     if counters:
-        await add_counters(request, result, python, remote, on_progress, timeout)
+        await add_counters(request, result, python, remote, on_progress, timeout, kernels=kernels)
     return result
 
 
@@ -68,16 +70,20 @@ async def add_counters(
     on_progress: ProgressCallback | None,
     timeout: float,
     choose: Chooser | None = None,
+    kernels: KernelChoice | None = None,
 ) -> None:
     """Measure the job's call under Nsight Compute and keep what came of it in its sidecar
     (the counters, or the one line that says why there are none). `choose` picks the kernels
-    where the report will be built (the trace it reads is held for it: ``job_report``)."""
+    (at most `kernels.limit`, those `kernels.match` names) where the report will be built
+    (the trace it reads is held for it: ``job_report``)."""
     if on_progress is not None:
         on_progress(JobProgress(job_id=request.job_id, stage="counters"))
     t = time.perf_counter()
+    kernels = kernels or KernelChoice()
     measured = await measure_counters(
-        request, result, python, remote, max(timeout, 300.0), choose=choose
-    )
+        request, result, python, remote, max(timeout, 300.0), kernels.limit, choose=choose,
+        match=kernels.match,
+    )  # fmt: skip
     result.finished.sidecar.counters = measured
     result.stages_s["counters"] = time.perf_counter() - t
 

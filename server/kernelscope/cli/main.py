@@ -45,6 +45,7 @@ from kernelscope.cli.memory import add_memory_parser, run_memory
 from kernelscope.cli.progress import ProgressLine, ReadingBar
 from kernelscope.cli.scale import add_scale_parser, run_scale
 from kernelscope.engine.dispatch import NO_RANKS_THERE, ranks_here_or_on_ray
+from kernelscope.engine.kernel_choice import KernelChoice, KernelChoiceError
 from kernelscope.engine.project import ProjectError, load_project
 from kernelscope.engine.remotes import Remote, RemoteError
 from kernelscope.engine.runner import JobFailed, ProgressCallback
@@ -134,6 +135,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="after the profile, measure one warm call's kernels with Nsight Compute (ncu on "
         "PATH, a CUDA GPU, counter access): DRAM bytes, FLOPs by pipe, %% of speed of light, "
         "occupancy (default: counters in [tool.kernelscope])",
+    )
+    p.add_argument(
+        "--counters-limit",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="measure at most N kernels of the call (ncu's --launch-count; each is replayed "
+        "once per pass of counters; default: counters_limit in [tool.kernelscope], else 64)",
+    )
+    p.add_argument(
+        "--counters-match",
+        default=None,
+        metavar="REGEX",
+        help="measure only the functions of the kernels whose names this regular expression "
+        "matches (searched in the trace's names, templates included: 'multi_tensor|Adam' for "
+        "an optimizer's); implies --counters (default: counters_match in [tool.kernelscope])",
     )
     p.add_argument(
         "--no-memory", action="store_true", help="skip the memory pass (where the peak goes)"
@@ -346,6 +363,16 @@ def _profile(args: argparse.Namespace) -> int:
     except (TargetError, RemoteError) as e:
         return fail_usage(str(e), args.json)
     counters = target.project.counters if args.counters is None else args.counters
+    counters = counters or bool(args.counters_match)
+    chosen = target.project.counter_kernels
+    try:
+        kernels = KernelChoice.checked(
+            chosen.limit if args.counters_limit is None else args.counters_limit,
+            chosen.match if args.counters_match is None else args.counters_match,
+            ("--counters-limit", "--counters-match"),
+        )
+    except KernelChoiceError as e:
+        return fail_usage(str(e), args.json)
     if counters and args.nproc > 1:
         return fail_usage("--counters measures one process: leave out --nproc", args.json)
     if args.nproc > 1:
@@ -355,7 +382,7 @@ def _profile(args: argparse.Namespace) -> int:
             target.qualname,
             remote,
             lambda on: profile_once(
-                request, args.python, remote, on, args.timeout, counters=counters
+                request, args.python, remote, on, args.timeout, counters, kernels
             ),
         )
     except JobFailed as e:

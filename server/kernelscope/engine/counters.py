@@ -22,6 +22,7 @@ from pathlib import Path
 import msgspec
 
 from kernelscope.engine.clean_timing import TIMING_WORKER_ENV
+from kernelscope.engine.kernel_choice import DEFAULT_KERNELS
 from kernelscope.engine.launcher import WorkerProcess
 from kernelscope.engine.runner import JobFailed
 from kernelscope.protocol import (
@@ -51,8 +52,6 @@ NO_NCU = (
     "--counters needs Nsight Compute's `ncu` on PATH (it comes with the CUDA toolkit, or from "
     f"{NCU_URL})"
 )
-#: Kernels measured at most per call: each is replayed once per pass of counters (~14 on H100).
-DEFAULT_KERNELS = 64
 #: Never replayed: NCCL kernels wait on their peers, which ncu does not replay with them.
 #: Every function name but those starting with "nccl", without a lookahead (whatever regex
 #: flavour ncu has, and whether it searches or matches the whole name).

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from kernelscope.engine.kernel_choice import DEFAULT_KERNELS, KernelChoice, KernelChoiceError
 from kernelscope.notebooks import MODULES_DIR
 from kernelscope.pyfunctions import INPUTS_FILE, stub_for
 
@@ -49,6 +50,9 @@ class Project:
     counters: bool = False
     """[tool.kernelscope] counters: measure each profile's call with Nsight Compute after it
     (``--counters``)."""
+    counter_kernels: KernelChoice = field(default_factory=KernelChoice)
+    """[tool.kernelscope] counters_limit and counters_match: which kernels ``--counters``
+    measures (``--counters-limit``, ``--counters-match``)."""
 
     def module_name(self, path: Path) -> str:
         """Dotted name of `path` relative to the root, through packages; else the file's stem."""
@@ -177,6 +181,12 @@ def load_project(path: Path) -> Project:
     counters = table.get("counters", False)
     if not isinstance(counters, bool):
         raise ProjectError(f"{config}: [tool.kernelscope] counters must be true or false")
+    try:
+        counter_kernels = KernelChoice.checked(
+            table.get("counters_limit", DEFAULT_KERNELS), table.get("counters_match", "")
+        )
+    except KernelChoiceError as e:
+        raise ProjectError(f"{config}: [tool.kernelscope] {e}") from None
     problems: list[str] = []
     perfetto_ui = table.get("perfetto_ui")
     if perfetto_ui is not None and not (isinstance(perfetto_ui, str) and perfetto_ui.strip()):
@@ -196,6 +206,7 @@ def load_project(path: Path) -> Project:
         tuple(problems),
         keep_mb,
         counters,
+        counter_kernels,
     )
 
 

@@ -396,9 +396,13 @@ def counters_lines(counters: Counters | None, kernels_per_call: float = 0.0) -> 
             if kernels_per_call > n
             else f"{kernels} of one warm call"
         )
+        nf = len(counters.functions)
         what = (
-            f"{of}, those of its costliest functions ({shown}: "
-            f"{len(counters.functions)} by the profile's kernel times)"
+            f"{of}, those of its functions matching {counters.match!r} ({shown}: {nf}, "
+            "costliest first by the profile's kernel times)"
+            if counters.match
+            else f"{of}, those of its costliest functions ({shown}: {nf} by the profile's "
+            "kernel times)"
         )
     elif cut:
         what = f"the first {n} of the call's {kernels_per_call:.0f} kernels (one warm call)"
