@@ -200,6 +200,43 @@ def test_copies_read_the_source_and_write_the_destination() -> None:
     assert to_bf16 == 6 * n
 
 
+def test_arithmetic_writes_the_dtype_its_inputs_promote_to() -> None:
+    """bf16 plus fp32 writes fp32 (BART's logits plus its fp32 bias, measured: bart_adamw);
+    fp16 with bf16 writes fp32; a 0-d fp32 tensor does not promote bf16; an integer tensor
+    times a float one writes the float; a comparison writes bool; an in-place op writes self
+    in its own dtype; a batch norm, which does not promote, its largest input."""
+    n = 1024 * 1024
+    big, row, zero_d = [1024, 1024], [1024], []
+    assert op_bytes("aten::add", inputs((big, BF16), (row, F32), SCALAR)) == n * 2 + 4096 + n * 4
+    assert op_bytes("aten::mul", inputs((big, "c10::Half"), (big, BF16))) == n * 4 + n * 4
+    assert op_bytes("aten::mul", inputs((big, BF16), (zero_d, F32))) == n * 2 + 4 + n * 2
+    assert op_bytes("aten::mul", inputs((big, "long int"), (big, F32))) == n * 12 + n * 4
+    assert op_bytes("aten::lt", inputs((big, F32), (big, F32))) == n * 8 + n
+    assert op_bytes("aten::add_", inputs((big, BF16), (big, F32), SCALAR)) == n * 6 + n * 2
+    norm = inputs(([8, 64, 32, 32], "c10::Half"), ([64], F32), ([64], F32))
+    assert op_bytes("aten::native_layer_norm", norm) == 8 * 64 * 32 * 32 * 4 + 512
+
+
+def test_an_embeddings_backward_reads_the_rows_it_adds_into() -> None:
+    """embedding_dense_backward(grad, indices, num_weights, padding_idx, scale): up to 3,072
+    indices, the gradient and the indices read, each distinct table row read (at most the
+    table's rows) and a row written per index; more, the sorting path's estimate."""
+    grad, idx = ([4, 512, 256], F32), ([4, 512], "long int")
+    row, n = 256 * 4, 2048
+    few = op_bytes(
+        "aten::embedding_dense_backward", inputs(grad, idx), ["", "", "50000", "-1", "False"]
+    )
+    assert few == n * 8 + n * row + n * row + n * row
+    table = op_bytes(
+        "aten::embedding_dense_backward", inputs(grad, idx), ["", "", "100", "-1", "False"]
+    )
+    assert table == n * 8 + n * row + 100 * row + n * row  # 100 rows, each read once
+    scaled = op_bytes(
+        "aten::embedding_dense_backward", inputs(grad, idx), ["", "", "100", "-1", "True"]
+    )
+    assert scaled == 6 * 2 * n * 8 + n * row + 3 * 100 * row
+
+
 def trace_of(tmp_path: Path, kernel_us: float, grid: list[int], *shapes: Any) -> list[OpRoof]:
     """One step of one ``aten::mv`` whose kernel runs ``kernel_us`` on ``grid`` blocks."""
     kernel = gpu("gemv_kernel", 20.0, kernel_us, 11, ext=2)

@@ -13,6 +13,8 @@
 - ``embedding`` reads the indices and one table row per index, and writes those rows;
   ``embedding_bag`` reads the indices, the offsets (and per-sample weights) and one row
   per index, and writes one row per bag (and ``offset2bag``, one index per index).
+- ``embedding_dense_backward`` (costs/embedding_backward.py) reads the gradient's rows and
+  adds each into its table row.
 
 - ``nll_loss`` (forward, backward, 2-D) picks one class's element per target: the forward
   reads the targets and one scattered element each (one DRAM access, at most the whole
@@ -29,6 +31,10 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from kernelscope.analysis.costs.embedding_backward import (
+    EMBEDDING_BACKWARD,
+    embedding_backward_bytes,
+)
 from kernelscope.analysis.costs.sampling import SAMPLING, sampling_bytes
 from kernelscope.analysis.costs.tensors import (
     DTYPE_BYTES,
@@ -51,7 +57,9 @@ GATHERS = frozenset({"aten::gather", "aten::index_select", "aten::embedding"}) |
 #: reduction, ignore_index, total_weight): a class's element picked per target.
 CLASS_PICKS = frozenset({"aten::nll_loss_forward", "aten::nll_loss2d_forward"})
 CLASS_PICKS_BACKWARD = frozenset({"aten::nll_loss_backward", "aten::nll_loss2d_backward"})
-MOVEMENT = COPIES | FILLS | GATHERS | CLASS_PICKS | CLASS_PICKS_BACKWARD | SAMPLING
+MOVEMENT = (
+    COPIES | FILLS | GATHERS | CLASS_PICKS | CLASS_PICKS_BACKWARD | SAMPLING | EMBEDDING_BACKWARD
+)
 _INDEX_BYTES = 8  # an offset2bag entry: a long
 #: What one scattered element read costs in DRAM traffic: two 32 B sectors. Measured on the
 #: H200 (fixtures/counters_probe, gather_dim0): 176 MB for 3.1 M fp32 elements, 56 B each.
@@ -79,6 +87,8 @@ def movement_bytes(
         return _class_pick(name in CLASS_PICKS_BACKWARD, args, concrete)
     if name in SAMPLING:
         return sampling_bytes(name, args, concrete)
+    if name in EMBEDDING_BACKWARD:
+        return embedding_backward_bytes(args, concrete)
     return _gather(name, args, strides, concrete)
 
 
