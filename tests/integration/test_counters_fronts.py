@@ -52,6 +52,26 @@ async def test_the_commands_option_wins_over_the_setting(project: Path) -> None:
         await stop(client)
 
 
+async def test_the_commands_counters_match_turns_counters_on(project: Path) -> None:
+    """`countersMatch` reaches the job (the report's counters carry it) and turns counters on
+    where no setting does; `counters: false` still wins; a pattern that is not a regular
+    expression is an invalid-params error, and the server stays up."""
+    client = await start(project, settings=FAST)
+    try:
+        uri = open_doc(client, project / "three_lines.py")
+        result = await profile(client, uri, "three_lines", {"countersMatch": "multi_tensor"})
+        counters = (await _last_report(client, result["run_id"]))["counters"]
+        assert counters["error"] == NEEDS_CUDA and counters["match"] == "multi_tensor"
+        off = {"countersMatch": "gemm", "counters": False}
+        result = await profile(client, uri, "three_lines", off)
+        assert (await _last_report(client, result["run_id"]))["counters"] is None
+        with pytest.raises(Exception, match=r"options\.countersMatch '\(' is not a regular"):
+            await profile(client, uri, "three_lines", {"countersMatch": "("})
+        assert (await profile(client, uri, "three_lines"))["ok"]
+    finally:
+        await stop(client)
+
+
 async def test_a_bad_setting_falls_back_with_a_message(project: Path) -> None:
     client = await start(project, settings={**FAST, "counters": "on"})
     try:
@@ -83,3 +103,9 @@ async def test_the_mcp_profile_tool_takes_counters(tmp_path: Path) -> None:
         assert not out.is_error
         assert out.structured_content is not None
         assert out.structured_content["counters"]["error"] == NEEDS_CUDA
+        bad = await client.call_tool("profile", {**args, "counters_match": "[", "counters": None})
+        assert bad.is_error and "counters_match '[' is not a regular expression" in str(bad.content)
+        args = {"path": "work.py", "qualname": "matmul", "device": "cpu", "counters_match": "gemm"}
+        out = await client.call_tool("profile", args)
+        assert out.structured_content is not None
+        assert out.structured_content["counters"]["match"] == "gemm"

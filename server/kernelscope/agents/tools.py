@@ -32,6 +32,7 @@ from kernelscope.app.memory import DEFAULT_BATCHES, run_forecast
 from kernelscope.app.profile import with_hint
 from kernelscope.app.scale import DEFAULT_FACTORS, ScaleFailed, ScaleResult, check_factors, scale
 from kernelscope.app.store import Store
+from kernelscope.engine.kernel_choice import KernelChoice, KernelChoiceError
 from kernelscope.engine.remotes import RemoteError
 from kernelscope.engine.runner import JobFailed
 from kernelscope.engine.targets import Schedule, Target, TargetError, load_target, parse_entry
@@ -186,6 +187,15 @@ class Tools:
                 "(default: [tool.kernelscope] counters)"
             ),
         ] = None,
+        counters_match: Annotated[
+            str | None,
+            Field(
+                description="Measure only the kernels whose names this regular expression "
+                "matches (searched in the trace's names, templates included: 'multi_tensor' "
+                "for a foreach optimizer's); turns counters on unless counters is false "
+                "(default: [tool.kernelscope] counters_match)"
+            ),
+        ] = None,
     ) -> CallToolResult:
         """Profile one function under a warmed torch.profiler schedule in a worker process
         of its own (this machine's GPU or CPU, or a remote); returns the verdict
@@ -203,7 +213,18 @@ class Tools:
             remote,
             (via, call, caller, in_place, fresh),
         )
-        spec = dataclasses.replace(spec, counters=counters, skip=skip, finish=not stop_after)
+        if counters_match is not None:
+            try:
+                KernelChoice.checked(match=counters_match, names=("", "counters_match"))
+            except KernelChoiceError as e:
+                raise ToolError(str(e)) from None
+        spec = dataclasses.replace(
+            spec,
+            counters=counters,
+            counters_match=counters_match,
+            skip=skip,
+            finish=not stop_after,
+        )
         record = await self._job(
             lambda on: self.service.profile(spec, on), ctx, f"{target.path}::{qualname}"
         )

@@ -60,13 +60,13 @@ async def measure_counters(
     (costliest_functions)."""
     side = result.finished.sidecar
     if side.device_type != "cuda":
-        return Counters(error=NEEDS_CUDA)
+        return Counters(error=NEEDS_CUDA, match=match)
     if remote is not None:
-        return Counters(error=HERE_ONLY)
+        return Counters(error=HERE_ONLY, match=match)
     entry = request.entry
     if entry is not None:
         if entry.in_place:
-            return Counters(error=NOT_IN_PLACE)
+            return Counters(error=NOT_IN_PLACE, match=match)
         site = side.call_site
         if site is not None and site.saved:  # replay the saved call: the program does not run
             request = msgspec.structs.replace(
@@ -81,9 +81,10 @@ async def measure_counters(
             functions=functions,
         )  # fmt: skip
     except CountersUnavailable as e:
-        return Counters(error=str(e))
+        return Counters(error=str(e), match=match)
     except JobFailed as e:
-        return Counters(error=f"the call failed under Nsight Compute: {e.failure.message}")
+        failed = f"the call failed under Nsight Compute: {e.failure.message}"
+        return Counters(error=failed, match=match)
     try:
         kernels = parse_ncu_csv(run.log)
     except CountersError as e:
@@ -92,7 +93,7 @@ async def measure_counters(
             return await measure_counters(
                 request, result, python, remote, timeout, launch_count, ncu_path, _none
             )
-        return Counters(error=ncu_failure(run.log) or str(e), seconds=run.seconds)
+        return Counters(error=ncu_failure(run.log) or str(e), seconds=run.seconds, match=match)
     return Counters(
         kernels=kernels,
         seconds=run.seconds,

@@ -95,6 +95,9 @@ class ProfileSpec:
     counters: bool | None = None
     """Measure the call with Nsight Compute after (None: [tool.kernelscope] counters, else
     the settings')."""
+    counters_match: str | None = None
+    """Measure only the kernels whose names this pattern matches (None: [tool.kernelscope]
+    counters_match); a pattern turns counters on unless `counters` is False."""
 
 
 @dataclass
@@ -282,12 +285,16 @@ class ProfileService:
         result = await launcher.profile(request, on_progress, spec.timeout)
         counters = spec.counters
         if counters is None:
-            counters = target.project.counters or self.settings.counters
+            asked = bool(spec.counters_match)
+            counters = target.project.counters or self.settings.counters or asked
+        kernels = target.project.counter_kernels
+        if spec.counters_match is not None:
+            kernels = dataclasses.replace(kernels, match=spec.counters_match)
         if counters:
             try:
                 await add_counters(
                     request, result, spec.python, remote, on_progress, spec.timeout, self._choose,
-                    target.project.counter_kernels,
+                    kernels,
                 )  # fmt: skip
             except BaseException:  # cancelled under ncu: the trace held for it goes too,
                 # behind the other jobs' analyses (closing the process would cancel them)

@@ -14,6 +14,7 @@ from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from kernelscope.app import perfetto
+from kernelscope.engine.kernel_choice import KernelChoice, KernelChoiceError
 from kernelscope.engine.targets import Schedule, TargetError
 from kernelscope.lsp.progress import ProgressReporter, cancel_if
 from kernelscope.lsp.replies import (
@@ -139,6 +140,12 @@ def _spec(
     counters: object = options.get("counters")
     if counters is not None and not isinstance(counters, bool):
         raise JsonRpcInvalidParams(f"options.counters must be true or false, got {counters!r}")
+    counters_match: object = options.get("countersMatch")
+    if counters_match is not None:
+        try:
+            KernelChoice.checked(match=counters_match, names=("", "options.countersMatch"))
+        except KernelChoiceError as e:
+            raise JsonRpcInvalidParams(str(e)) from None
     caller: object = options.get("from")
     if caller is not None and not isinstance(caller, str):
         raise JsonRpcInvalidParams(f"options.from must be FILE:LINE, got {caller!r}")
@@ -164,6 +171,7 @@ def _spec(
         finish=not stop_after,
         fresh=bool(options.get("fresh", False)),
         counters=counters,
+        counters_match=cast("str | None", counters_match),
     )
 
 
