@@ -72,6 +72,35 @@ async def test_the_commands_counters_match_turns_counters_on(project: Path) -> N
         await stop(client)
 
 
+async def test_the_editor_setting_chooses_the_kernels(project: Path) -> None:
+    """`kernelscope.countersMatch` reaches the job where counters are on (it does not turn
+    them on); the command's option wins; a pattern that is not a regular expression falls
+    back to none, with a message."""
+    settings = {**FAST, "counters": True, "countersMatch": "multi_tensor"}
+    client = await start(project, settings=settings)
+    try:
+        uri = open_doc(client, project / "three_lines.py")
+        result = await profile(client, uri, "three_lines")
+        assert (await _last_report(client, result["run_id"]))["counters"]["match"] == "multi_tensor"
+        result = await profile(client, uri, "three_lines", {"countersMatch": "gemm"})
+        assert (await _last_report(client, result["run_id"]))["counters"]["match"] == "gemm"
+    finally:
+        await stop(client)
+    client = await start(project, settings={**FAST, "countersMatch": "multi_tensor"})
+    try:
+        result = await profile(client, open_doc(client, project / "three_lines.py"), "three_lines")
+        assert (await _last_report(client, result["run_id"]))["counters"] is None
+    finally:
+        await stop(client)
+    client = await start(project, settings={**FAST, "counters": True, "countersMatch": "("})
+    try:
+        result = await profile(client, open_doc(client, project / "three_lines.py"), "three_lines")
+        assert any("kernelscope.countersMatch" in m.message for m in client.messages)
+        assert (await _last_report(client, result["run_id"]))["counters"]["match"] == ""
+    finally:
+        await stop(client)
+
+
 async def test_a_bad_setting_falls_back_with_a_message(project: Path) -> None:
     client = await start(project, settings={**FAST, "counters": "on"})
     try:

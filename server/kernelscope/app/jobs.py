@@ -288,8 +288,11 @@ class ProfileService:
             asked = bool(spec.counters_match)
             counters = target.project.counters or self.settings.counters or asked
         kernels = target.project.counter_kernels
-        if spec.counters_match is not None:
-            kernels = dataclasses.replace(kernels, match=spec.counters_match)
+        match = spec.counters_match
+        if match is None and not kernels.match:
+            match = self.settings.counters_match
+        if match is not None:
+            kernels = dataclasses.replace(kernels, match=match)
         if counters:
             try:
                 await add_counters(

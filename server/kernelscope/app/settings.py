@@ -40,6 +40,9 @@ class Settings:
     counters: bool = False
     """Measure each profile's call with Nsight Compute after it (like ``--counters``);
     [tool.kernelscope] counters turns it on per project."""
+    counters_match: str | None = None
+    """Which kernels the counters measure (like ``--counters-match``); [tool.kernelscope]
+    counters_match wins. It does not turn counters on by itself."""
     perfetto_ui: str | None = None
     """Perfetto's UI build (a folder or perfetto-ui.zip) to serve instead of ui.perfetto.dev;
     relative paths are the project root's. Wins over [tool.kernelscope] perfetto_ui."""
@@ -114,6 +117,16 @@ def _one_of(*choices: str) -> Check:
     return check
 
 
+def _pattern(v: object) -> bool:
+    if not isinstance(v, str) or not v:
+        return False
+    try:
+        re.compile(v)
+    except re.error:
+        return False
+    return True
+
+
 def _table(v: object) -> bool:
     return isinstance(v, dict)
 
@@ -155,4 +168,5 @@ RULES: tuple[tuple[str, str, Check, Callable[[Any], Any] | None], ...] = (
     ("max_trace_bytes", "traces.maxBytes", _count(1 << 20), int),
     ("perfetto_ui", "perfettoUi", _text, str.strip),
     ("counters", "counters", _bool, None),
+    ("counters_match", "countersMatch", _pattern, None),
 )
