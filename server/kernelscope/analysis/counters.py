@@ -209,38 +209,71 @@ def one_call_kernels(events: Sequence[GpuEvent], steps: int) -> list[GpuEvent]:
 
 
 def costliest_functions(
-    events: Sequence[GpuEvent], steps: int, launch_count: int, match: str = ""
+    trace: Trace, events: Sequence[GpuEvent], steps: int, launch_count: int, match: str = ""
 ) -> list[str]:
     """The kernel functions (``base_name``) for Nsight Compute to measure when one call has
-    more kernels than ``launch_count``: by their summed time in the call, costliest first,
-    each whose every launch still fits (so their rows are measured whole); [] when the
-    call's kernels all fit, or none does (then its first ones are measured). With `match` (a
-    regular expression searched in each kernel's name as the trace has it) only the
-    functions of the kernels it matches are chosen, all fit or not: [] then means none."""
+    more kernels than ``launch_count``: those of the costliest op rows first (by their kernels'
+    time in the call), each row taken whole where every launch of its functions not yet
+    taken still fits, so its figures are measured (a function's launches all fit or it is
+    not asked for); [] when the call's kernels all fit, or none does (then its first ones
+    are measured). With `match` (a regular expression searched in each kernel's name as the
+    trace has it) only the functions of the kernels it matches are chosen, costliest first,
+    all fit or not: [] then means none."""
     kernels = one_call_kernels(events, steps)
-    wanted: set[str] | None = None
-    if match:
-        pattern = re.compile(match)
-        wanted = {base_name(g.name) for g in kernels if pattern.search(g.name)}
-    else:
+    if not match:
         every = [g for g in events if g.cat == "kernel" and not is_nccl(g.name)]
         if len(kernels) <= launch_count or (steps > 1 and len(kernels) == len(every)):
             return []  # all fit, or the steps' kernels differ and one call's are not known
-    spent: dict[str, float] = {}
     launches: dict[str, int] = {}
     for g in kernels:
         name = base_name(g.name)
-        spent[name] = spent.get(name, 0.0) + g.dur
         launches[name] = launches.get(name, 0) + 1
-    chosen: list[str] = []
+    # what is taken together (a function; a row's functions) and its kernels' time
+    spent: dict[frozenset[str], float] = {}
+    if match:
+        pattern = re.compile(match)
+        for g in kernels:
+            if pattern.search(g.name):
+                one = frozenset({base_name(g.name)})
+                spent[one] = spent.get(one, 0.0) + g.dur
+    else:
+        rows: dict[tuple[str, bytes], tuple[set[str], list[float]]] = {}
+        for g, key in zip(kernels, kernel_rows(trace, kernels, OpCosts()), strict=True):
+            names, us = rows.setdefault(key, (set(), [0.0]))
+            names.add(base_name(g.name))
+            us[0] += g.dur
+        for names, us in rows.values():
+            spent[frozenset(names)] = spent.get(frozenset(names), 0.0) + us[0]
+    chosen: set[str] = set()
     room = launch_count
-    for name in sorted(spent, key=lambda n: -spent[n]):
-        if wanted is not None and name not in wanted:
-            continue
-        if launches[name] <= room and re.fullmatch(r"\w+", name):
-            chosen.append(name)
-            room -= launches[name]
+    for group in sorted(spent, key=lambda k: -spent[k]):
+        need = group - chosen
+        cost = sum(launches[n] for n in need)
+        if need and cost <= room and all(re.fullmatch(r"\w+", n) for n in need):
+            chosen |= need
+            room -= cost
     return sorted(chosen)
+
+
+def kernel_rows(
+    trace: Trace, kernels: Sequence[GpuEvent], costs: OpCosts
+) -> list[tuple[str, bytes]]:
+    """The roofline row (``row_key``) each kernel's time falls in: its op's, the launching
+    op's under a user annotation, the kernel's own name where no op launched it."""
+    ops = trace.ops
+    owners: dict[int, tuple[str, bytes]] = {}
+    keys: list[tuple[str, bytes]] = []
+    for g in kernels:
+        owner = g.op
+        if owner >= 0 and ops[owner].cat == USER_ANNOTATION and g.launch >= 0:
+            owner = g.launch
+        if owner < 0:
+            keys.append((g.name, b"kernel"))
+            continue
+        if owner not in owners:
+            owners[owner] = row_key(trace, owner, costs)
+        keys.append(owners[owner])
+    return keys
 
 
 def pair_kernels(
@@ -287,22 +320,10 @@ def measured_rows(
     """Per op row (its op's name and signature, as the roofline groups them): the measured
     kernels of one call summed, SM, memory and occupancy percentages weighted by duration."""
     traced = one_call_kernels(events, steps)
-    ops = trace.ops
-    owners: dict[int, tuple[str, bytes]] = {}
-
-    def key_of(g: GpuEvent) -> tuple[str, bytes]:
-        owner = g.op
-        if owner >= 0 and ops[owner].cat == USER_ANNOTATION and g.launch >= 0:
-            owner = g.launch
-        if owner < 0:
-            return (g.name, b"kernel")
-        if owner not in owners:
-            owners[owner] = row_key(trace, owner, costs)
-        return owners[owner]
-
+    keys = kernel_rows(trace, traced, costs)
+    row_of = {id(g): k for g, k in zip(traced, keys, strict=True)}
     per_row: dict[tuple[str, bytes], int] = {}
-    for g in traced:
-        k = key_of(g)
+    for k in keys:
         per_row[k] = per_row.get(k, 0) + 1
     # per row: kernels, µs, DRAM bytes, FLOPs, and the three percentages × µs
     sums: dict[tuple[str, bytes], list[float]] = {}
@@ -310,7 +331,7 @@ def measured_rows(
         d = m.duration_us
         add = (1.0, d, m.moved_bytes or 0.0, m.flops or 0.0)
         add += tuple((pct or 0.0) * d for pct in (m.sm_pct, m.memory_pct, m.occupancy_pct))
-        acc = sums.setdefault(key_of(g), [0.0] * len(add))
+        acc = sums.setdefault(row_of[id(g)], [0.0] * len(add))
         acc[:] = [x + y for x, y in zip(acc, add, strict=True)]
     out: dict[tuple[str, bytes], MeasuredRow] = {}
     for k, (n, us, moved, flops, sm, memory, occupancy) in sums.items():

@@ -54,8 +54,9 @@ async def measure_counters(
 ) -> Counters:
     """The counters of the profiled call, or a Counters whose ``error`` says in one line why
     there are none (never raises for a machine that cannot measure). A call of more kernels
-    than `launch_count` has its costliest functions measured (`choose`: costliest_kernels in
-    a thread by default; its trace is held for the report), and its first kernels where ncu
+    than `launch_count` has the functions of its costliest ops measured (`choose`:
+    costliest_kernels in a thread by default; its trace is held for the report), and its
+    first kernels where ncu
     found none of those names. With `match`, only the functions of the kernels it matches
     (costliest_functions)."""
     side = result.finished.sidecar
@@ -109,8 +110,9 @@ def costliest_kernels(finished: ProfileFinished, launch_count: int, match: str =
     the trace held for the report (held_trace); [] where it cannot be read (then the call's
     first kernels are measured, or with `match` none)."""
     try:
-        timeline = build_timeline(HELD.read(finished.trace_path))
-        return costliest_functions(timeline.events, timeline.steps, launch_count, match)
+        trace = HELD.read(finished.trace_path)
+        timeline = build_timeline(trace)
+        return costliest_functions(trace, timeline.events, timeline.steps, launch_count, match)
     except Exception:  # any trace it cannot read: the first kernels are measured, as before
         return []
 

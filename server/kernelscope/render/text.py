@@ -401,8 +401,8 @@ def counters_lines(counters: Counters | None, kernels_per_call: float = 0.0) -> 
             f"{of}, those of its functions matching {counters.match!r} ({shown}: {nf}, "
             "costliest first by the profile's kernel times)"
             if counters.match
-            else f"{of}, those of its costliest functions ({shown}: {nf} by the profile's "
-            "kernel times)"
+            else f"{of}, those of the functions of its costliest ops ({shown}: {nf}, each op "
+            "whole, by the profile's kernel times)"
         )
     elif cut:
         what = f"the first {n} of the call's {kernels_per_call:.0f} kernels (one warm call)"
