@@ -570,6 +570,8 @@ class Counters(msgspec.Struct):
     match: str = ""
     """The pattern the measured functions were chosen by (``--counters-match``); empty: by
     their times alone."""
+    left_out: dict[str, int] = {}
+    """Functions the pattern matched whose launches (the values) did not fit."""
 
 
 class MemoryStats(msgspec.Struct):

@@ -15,6 +15,7 @@ import msgspec
 import pytest
 from integration.test_cli import kernelscope
 
+from kernelscope.analysis.counters import KernelPick
 from kernelscope.app.counters import NEEDS_CUDA, measure_counters
 from kernelscope.engine.counters import (
     NO_COUNTER_ACCESS,
@@ -134,7 +135,7 @@ def test_a_pattern_that_matches_no_kernel_says_so_and_runs_no_ncu(
     ncu are those alone, whatever their time; a pattern matching none of the call's kernels is
     the one line that says so, ncu never started."""
     import kernelscope.app.counters as app_counters
-    from kernelscope.app.counters import matched_none
+    from kernelscope.app.counters import matched_none, too_many
     from kernelscope.engine.counters import NcuRun
     from kernelscope.render.text import counters_lines
 
@@ -155,6 +156,17 @@ def test_a_pattern_that_matches_no_kernel_says_so_and_runs_no_ncu(
     counters = asyncio.run(measure_counters(_request(), result, match="no_such_kernel"))
     assert counters.error == matched_none("no_such_kernel") and len(asked) == 1
     assert counters_lines(counters)[1].endswith(matched_none("no_such_kernel"))
+    # a function that launches more kernels than the limit is named, with its launches
+    counters = asyncio.run(
+        measure_counters(_request(), result, launch_count=2, match="Kernel2|gather")
+    )  # Kernel2 once, then vectorized_gather_kernel's 2 launches do not fit
+    assert len(asked) == 2 and asked[1] == ["Kernel2"]
+    assert counters.left_out == {"vectorized_gather_kernel": 2}
+    line = counters_lines(counters, 219)[1]
+    assert "matched but not measured, their launches more than fit: vectorized_gather_" in line
+    counters = asyncio.run(measure_counters(_request(), result, launch_count=1, match="gather"))
+    assert counters.error == too_many("gather", 1, {"vectorized_gather_kernel": 2})
+    assert len(asked) == 2 and "raise --counters-limit" in counters.error
 
 
 def test_counters_with_ranks_is_a_usage_error() -> None:
@@ -306,7 +318,7 @@ def test_a_call_of_more_kernels_than_the_launch_count_measures_its_costliest_fun
     trace = load_trace(FIXTURES / "gpt2_prefill" / "trace.json.gz")
     timeline = build_timeline(trace)
     kernels = one_call_kernels(timeline.events, timeline.steps)
-    chosen = costliest_functions(trace, timeline.events, timeline.steps, 64)
+    chosen = costliest_functions(trace, timeline.events, timeline.steps, 64).functions
     picked = [g for g in kernels if base_name(g.name) in chosen]
     total = sum(g.dur for g in kernels)
     assert len(kernels) == 219 and len(picked) <= 64
@@ -314,7 +326,7 @@ def test_a_call_of_more_kernels_than_the_launch_count_measures_its_costliest_fun
     assert "vectorized_gather_kernel" in chosen and "Kernel2" in chosen
     small_trace = load_trace(FIXTURES / "matmul_add_8192" / "trace.json.gz")
     small = build_timeline(small_trace)
-    assert costliest_functions(small_trace, small.events, small.steps, 64) == []  # all fit
+    assert costliest_functions(small_trace, small.events, small.steps, 64) == ([], {})  # all fit
 
     pattern = re.compile(kernel_filter(chosen).removeprefix("regex:"))
     for name in ("Kernel2", "cutlass::Kernel2", "at::native::vectorized_gather_kernel"):
@@ -356,7 +368,7 @@ def test_the_functions_chosen_make_whole_rows(fixture: str, before: float, now: 
         part = {k for g, k in zip(kernels, rows, strict=True) if base_name(g.name) not in chosen}
         return sum(g.dur for g, k in zip(kernels, rows, strict=True) if k not in part) / total
 
-    chosen = set(costliest_functions(trace, timeline.events, timeline.steps, 64))
+    chosen = set(costliest_functions(trace, timeline.events, timeline.steps, 64).functions)
     picked = [g for g in kernels if base_name(g.name) in chosen]
     assert len(kernels) > 64 >= len(picked)
     assert whole_rows_share(chosen) > now
@@ -511,7 +523,7 @@ def test_the_editor_chooses_the_kernels_in_its_analysis_process(tmp_path: Path) 
     service = ProfileService()
     try:
         chosen = asyncio.run(service._choose(result.finished, 64, ""))  # pyright: ignore[reportPrivateUsage]
-        assert "Kernel2" in chosen
+        assert "Kernel2" in chosen.functions
         assert HELD.take(result.finished.trace_path) is None  # not here
         assert asyncio.run(service.analysis.run(_held_for, result.finished.trace_path))
         assert not asyncio.run(service.analysis.run(_held_for, result.finished.trace_path))
@@ -523,7 +535,7 @@ def test_the_editor_chooses_the_kernels_in_its_analysis_process(tmp_path: Path) 
         service.analysis.close()
 
 
-def _dies(finished: ProfileFinished, launch_count: int, match: str) -> list[str]:
+def _dies(finished: ProfileFinished, launch_count: int, match: str) -> KernelPick:
     import os
 
     os._exit(3)
@@ -540,6 +552,6 @@ def test_an_analysis_process_that_dies_choosing_leaves_the_first_kernels(
     service = jobs.ProfileService()
     try:
         finished = _copied_prefill(tmp_path).finished
-        assert asyncio.run(service._choose(finished, 64, "")) == []  # pyright: ignore[reportPrivateUsage]
+        assert asyncio.run(service._choose(finished, 64, "")) == ([], {})  # pyright: ignore[reportPrivateUsage]
     finally:
         service.analysis.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import re
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import msgspec
 
@@ -208,9 +209,17 @@ def one_call_kernels(events: Sequence[GpuEvent], steps: int) -> list[GpuEvent]:
     return kernels
 
 
+class KernelPick(NamedTuple):
+    """The kernel functions Nsight Compute is to measure, and those a pattern matched whose
+    launches did not fit in the launch count (each with its launches in the call)."""
+
+    functions: list[str]
+    left_out: dict[str, int]
+
+
 def costliest_functions(
     trace: Trace, events: Sequence[GpuEvent], steps: int, launch_count: int, match: str = ""
-) -> list[str]:
+) -> KernelPick:
     """The kernel functions (``base_name``) for Nsight Compute to measure when one call has
     more kernels than ``launch_count``: those of the costliest op rows first (by their kernels'
     time in the call), each row taken whole where every launch of its functions not yet
@@ -218,12 +227,12 @@ def costliest_functions(
     not asked for); [] when the call's kernels all fit, or none does (then its first ones
     are measured). With `match` (a regular expression searched in each kernel's name as the
     trace has it) only the functions of the kernels it matches are chosen, costliest first,
-    all fit or not: [] then means none."""
+    all fit or not, and those that do not fit are named (``left_out``)."""
     kernels = one_call_kernels(events, steps)
     if not match:
         every = [g for g in events if g.cat == "kernel" and not is_nccl(g.name)]
         if len(kernels) <= launch_count or (steps > 1 and len(kernels) == len(every)):
-            return []  # all fit, or the steps' kernels differ and one call's are not known
+            return KernelPick([], {})  # all fit, or one call's kernels are not known
     launches: dict[str, int] = {}
     for g in kernels:
         name = base_name(g.name)
@@ -252,7 +261,8 @@ def costliest_functions(
         if need and cost <= room and all(re.fullmatch(r"\w+", n) for n in need):
             chosen |= need
             room -= cost
-    return sorted(chosen)
+    asked = {n for group in spent for n in group} if match else set[str]()
+    return KernelPick(sorted(chosen), {n: launches[n] for n in sorted(asked - chosen)})
 
 
 def kernel_rows(

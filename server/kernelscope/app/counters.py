@@ -10,7 +10,12 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 
-from kernelscope.analysis.counters import CountersError, costliest_functions, parse_ncu_csv
+from kernelscope.analysis.counters import (
+    CountersError,
+    KernelPick,
+    costliest_functions,
+    parse_ncu_csv,
+)
 from kernelscope.analysis.timeline import build_timeline
 from kernelscope.app.held_trace import HELD
 from kernelscope.engine.counters import (
@@ -30,7 +35,18 @@ NOT_IN_PLACE = "--counters measures a captured call; a loop run in place cannot 
 #: Chooses the kernel functions to measure for a job, a launch count and a pattern
 #: (costliest_kernels, run where the caller keeps its traces: a thread, or the editor's
 #: analysis process).
-Chooser = Callable[[ProfileFinished, int, str], Awaitable[list[str]]]
+Chooser = Callable[[ProfileFinished, int, str], Awaitable[KernelPick]]
+
+
+def too_many(match: str, launch_count: int, left_out: dict[str, int]) -> str:
+    """The one line of a pattern whose kernels' functions each launch more kernels than the
+    launch count lets ncu measure."""
+    named = ", ".join(f"{name} ({n} launches)" for name, n in left_out.items())
+    return (
+        f"the kernels matching {match!r} launch more than the {launch_count} measured at most "
+        f"(each function is measured in all its launches): {named}; raise --counters-limit "
+        "or narrow the pattern"
+    )
 
 
 def matched_none(match: str) -> str:
@@ -73,9 +89,10 @@ async def measure_counters(
             request = msgspec.structs.replace(
                 request, entry=msgspec.structs.replace(entry, capture=site.saved)
             )
-    functions = await (choose or _in_thread)(result.finished, launch_count, match)
+    functions, left_out = await (choose or _in_thread)(result.finished, launch_count, match)
     if match and not functions:
-        return Counters(error=matched_none(match), launch_count=launch_count, match=match)
+        error = too_many(match, launch_count, left_out) if left_out else matched_none(match)
+        return Counters(error=error, launch_count=launch_count, match=match)
     try:
         run = await run_under_ncu(
             request, python or sys.executable, timeout, launch_count, ncu_path,
@@ -102,10 +119,11 @@ async def measure_counters(
         missing_metrics=run.missing,
         functions=functions,
         match=match,
+        left_out=left_out,
     )
 
 
-def costliest_kernels(finished: ProfileFinished, launch_count: int, match: str = "") -> list[str]:
+def costliest_kernels(finished: ProfileFinished, launch_count: int, match: str = "") -> KernelPick:
     """The kernel functions to measure, from the profile's own trace (costliest_functions),
     the trace held for the report (held_trace); [] where it cannot be read (then the call's
     first kernels are measured, or with `match` none)."""
@@ -114,12 +132,12 @@ def costliest_kernels(finished: ProfileFinished, launch_count: int, match: str =
         timeline = build_timeline(trace)
         return costliest_functions(trace, timeline.events, timeline.steps, launch_count, match)
     except Exception:  # any trace it cannot read: the first kernels are measured, as before
-        return []
+        return KernelPick([], {})
 
 
-async def _in_thread(finished: ProfileFinished, launch_count: int, match: str) -> list[str]:
+async def _in_thread(finished: ProfileFinished, launch_count: int, match: str) -> KernelPick:
     return await asyncio.to_thread(costliest_kernels, finished, launch_count, match)
 
 
-async def _none(finished: ProfileFinished, launch_count: int, match: str) -> list[str]:
-    return []
+async def _none(finished: ProfileFinished, launch_count: int, match: str) -> KernelPick:
+    return KernelPick([], {})

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kernelscope.analysis.counters import KernelPick
 from kernelscope.analysis.experiments import Experiments, suggested
 from kernelscope.app.analysis_pool import AnalysisFailed, AnalysisPool, report_read
 from kernelscope.app.counters import costliest_kernels
@@ -374,14 +375,14 @@ class ProfileService:
         store.add(record, spec.source)
         return record
 
-    async def _choose(self, finished: ProfileFinished, launch_count: int, match: str) -> list[str]:
+    async def _choose(self, finished: ProfileFinished, launch_count: int, match: str) -> KernelPick:
         """The kernels ``--counters`` measures, chosen in the analysis process: the trace it
-        reads stays there for the job's report (``analyze_job``), not in the server. [] (the
-        call's first kernels) where that process died reading it."""
+        reads stays there for the job's report (``analyze_job``), not in the server. No
+        function (the call's first kernels) where that process died reading it."""
         try:
             return await self._analyze(costliest_kernels, finished, launch_count, match, keep=True)
         except JobFailed:
-            return []
+            return KernelPick([], {})
 
     async def _analyze(self, job: Callable[..., T], *args: object, keep: bool = False) -> T:
         """Run an analysis job in the analysis process; its death is a job failure. A big

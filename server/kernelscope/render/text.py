@@ -408,12 +408,17 @@ def counters_lines(counters: Counters | None, kernels_per_call: float = 0.0) -> 
         what = f"the first {n} of the call's {kernels_per_call:.0f} kernels (one warm call)"
     else:
         what = f"{kernels} of one warm call"
+    left_out = ""
+    if counters.left_out:
+        named = ", ".join(f"{f} ({k} launches)" for f, k in list(counters.left_out.items())[:3])
+        more = ", …" if len(counters.left_out) > 3 else ""
+        left_out = f"; matched but not measured, their launches more than fit: {named}{more}"
     return [
         "",
         f"counters    Nsight Compute measured {what} in {counters.seconds:.1f} s (at most "
         f"{counters.launch_count}; cache-control {counters.cache_control}: each kernel from a "
         "cold L2, so DRAM bytes are an upper bound); rows marked measured use its bytes and "
-        "FLOPs" + ("; rows of the later kernels are the model's" if cut else ""),
+        "FLOPs" + ("; rows of the later kernels are the model's" if cut else "") + left_out,
     ]
 
 
