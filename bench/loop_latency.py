@@ -35,6 +35,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from kernelscope.engine.launcher import Launcher
 from kernelscope.engine.runner import JobResult
 from kernelscope.engine.targets import Schedule, build_request, load_target
@@ -146,10 +148,17 @@ def account(job: WarmJob) -> None:
 
 
 async def warm_job(
-    launcher: Launcher, ready: WorkerReady, spec: Spec, index: int, device: str, trace_dir: Path
+    launcher: Launcher,
+    ready: WorkerReady,
+    spec: Spec,
+    index: int,
+    device: str,
+    trace_dir: Path,
+    timing_min_s: float | None = None,
 ) -> WarmJob:
     target = load_target(f"{spec.path}::{spec.qualname}")
     request = build_request(target, trace_dir / f"{spec.key}-{index}", SCHEDULE, device=device)
+    request = msgspec.structs.replace(request, timing_min_s=timing_min_s)
     t0 = time.perf_counter()
     result = await launcher.profile(request)
     wall = time.perf_counter() - t0
@@ -254,9 +263,14 @@ def cold_run(script: Path, spec: Spec, index: int) -> ColdRun:
 
 
 async def run_rounds(
-    specs: list[Spec], jobs: int, want_device: str | None, tmp: Path
+    specs: list[Spec],
+    jobs: int,
+    want_device: str | None,
+    tmp: Path,
+    timing_min_s: float | None = None,
 ) -> tuple[WorkerReady, str, list[WarmJob], list[ColdRun]]:
-    """Round i: job i of every target on the warm worker, then a cold run of each."""
+    """Round i: job i of every target on the warm worker, then a cold run of each
+    (`timing_min_s`: the jobs' RunProfile.timing_min_s)."""
     launcher = Launcher(python=sys.executable)
     warm: list[WarmJob] = []
     cold: list[ColdRun] = []
@@ -267,7 +281,7 @@ async def run_rounds(
         print_header(ready, device, specs, jobs)
         for i in range(jobs):
             for spec in specs:
-                job = await warm_job(launcher, ready, spec, i, device, tmp / "traces")
+                job = await warm_job(launcher, ready, spec, i, device, tmp / "traces", timing_min_s)
                 warm.append(job)
                 print_job(job)
             for spec in specs:
@@ -415,6 +429,13 @@ def main() -> int:
         "--targets", default="model,matmul", help="comma-separated: model,matmul,resnet (GPU)"
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the raw numbers here")
+    parser.add_argument(
+        "--timing-min-s",
+        type=float,
+        default=None,
+        help="seconds of calls each unprofiled timing takes at least (default: the worker's, "
+        "0.5 s and 2 s in the worker that never profiles): the loop's cost against it",
+    )
     args = parser.parse_args()
     keys = [k.strip() for k in args.targets.split(",") if k.strip()]
     unknown = [k for k in keys if k not in SPECS]
@@ -425,7 +446,7 @@ def main() -> int:
     specs = [SPECS[k] for k in keys]
     with tempfile.TemporaryDirectory() as tmp:
         ready, device, warm, cold = asyncio.run(
-            run_rounds(specs, args.jobs, args.device, Path(tmp))
+            run_rounds(specs, args.jobs, args.device, Path(tmp), args.timing_min_s)
         )
     summary = summarize(specs, warm, cold)
     print_table(specs, summary)

@@ -21,7 +21,7 @@ from .memory_sources import watch_recompute
 from .names import CALL_RANGE, COLD_RANGE, STAGES_PROFILED
 from .optimizers import StepWatch
 from .target import def_line
-from .timing import fitted_schedule, profiled_budget_s, unprofiled_timing, warm_up
+from .timing import TIMING_MIN_S, fitted_schedule, profiled_budget_s, unprofiled_timing, warm_up
 from .traces import first_kernel_after, gzip_file, load_json
 
 
@@ -48,7 +48,8 @@ def profile(job, fn, call, device, sync):
     cold, events = cold_call(job, call, sync, activities, stem, device)
     per_call_us = warm_up(job, call, sync)
     cold["warmup_calls"] = job.warmup_calls
-    timing = unprofiled_timing(job, call, sync, device, per_call_us)
+    min_s = job.req.get("timing_min_s") or TIMING_MIN_S
+    timing = unprofiled_timing(job, call, sync, device, per_call_us, min_s)
     steps = schedule_steps(job, timing)
     steps, shapes = fit_recording(job, events, steps)
     trace_tmp, marks = warmed_schedule(job, call, sync, activities, stem, device, steps, shapes)

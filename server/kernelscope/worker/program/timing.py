@@ -105,7 +105,7 @@ def run_timing(job):
             sync,
             device,
             per_call_us,
-            CLEAN_TIMING_MIN_S,
+            job.req.get("timing_min_s") or CLEAN_TIMING_MIN_S,
             extend=True,
             host_best=host_best,
         )
