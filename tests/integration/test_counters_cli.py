@@ -326,7 +326,11 @@ def test_a_call_of_more_kernels_than_the_launch_count_measures_its_costliest_fun
     assert "vectorized_gather_kernel" in chosen and "Kernel2" in chosen
     small_trace = load_trace(FIXTURES / "matmul_add_8192" / "trace.json.gz")
     small = build_timeline(small_trace)
-    assert costliest_functions(small_trace, small.events, small.steps, 64) == ([], {})  # all fit
+    assert costliest_functions(small_trace, small.events, small.steps, 64) == (
+        [],
+        {},
+        "",
+    )  # all fit
 
     pattern = re.compile(kernel_filter(chosen).removeprefix("regex:"))
     for name in ("Kernel2", "cutlass::Kernel2", "at::native::vectorized_gather_kernel"):
@@ -383,6 +387,23 @@ def test_the_functions_chosen_make_whole_rows(fixture: str, before: float, now: 
             alone.add(name)
             room -= launches[name]
     assert whole_rows_share(alone) < before
+
+
+def test_a_patterns_launches_are_a_calls_where_the_steps_kernels_differ() -> None:
+    """Two steps of 5 kernels in all (a lazy init in the first): one call's kernels are not
+    known, so each function's launches are the steps' divided among them (2 a call, not 4),
+    and a limit of 3 takes the optimizer's function."""
+    from typing import Any, cast
+
+    from kernelscope.analysis.counters import costliest_functions
+    from kernelscope.analysis.trace_model import GpuEvent
+
+    names = ["void init_k()", *["void at::native::multi_tensor_apply_kernel<T>()"] * 2] + [
+        "void at::native::multi_tensor_apply_kernel<T>()"
+    ] * 2
+    events = [GpuEvent("kernel", n, float(i), 1.0, 0, 7, i, i, 0, b"") for i, n in enumerate(names)]
+    pick = costliest_functions(cast(Any, None), events, 2, 3, "multi_tensor")
+    assert pick == (["multi_tensor_apply_kernel"], {}, "")
 
 
 def test_measured_kernels_of_some_functions_pair_with_their_own_in_order() -> None:
@@ -552,6 +573,7 @@ def test_an_analysis_process_that_dies_choosing_leaves_the_first_kernels(
     service = jobs.ProfileService()
     try:
         finished = _copied_prefill(tmp_path).finished
-        assert asyncio.run(service._choose(finished, 64, "")) == ([], {})  # pyright: ignore[reportPrivateUsage]
+        pick = asyncio.run(service._choose(finished, 64, "x"))  # pyright: ignore[reportPrivateUsage]
+        assert pick.functions == [] and "failed reading the trace" in pick.error
     finally:
         service.analysis.close()

@@ -213,6 +213,17 @@ def test_arithmetic_writes_the_dtype_its_inputs_promote_to() -> None:
     assert op_bytes("aten::mul", inputs((big, "long int"), (big, F32))) == n * 12 + n * 4
     assert op_bytes("aten::lt", inputs((big, F32), (big, F32))) == n * 8 + n
     assert op_bytes("aten::add_", inputs((big, BF16), (big, F32), SCALAR)) == n * 6 + n * 2
+    # a mask's bias: where(bool, 0-d, 0-d) writes fp32; a bool mask times a 0-d fp32 too
+    bias = inputs((big, "bool"), (zero_d, F32), (zero_d, F32))
+    assert op_bytes("aten::where", bias) == n + 8 + n * 4
+    assert op_bytes("aten::mul", inputs((big, "bool"), (zero_d, F32))) == n + 4 + n * 4
+    assert op_bytes("aten::mul", inputs((big, "long int"), (zero_d, "double"))) == n * 8 + 8 + n * 4
+    assert op_bytes("aten::div", inputs((big, "long int"), (big, "long int"))) == n * 16 + n * 4
+    complex64 = "c10::complex<float>"
+    assert op_bytes("aten::mul", inputs((big, complex64), (big, F32))) == n * 12 + n * 8
+    # a broadcast output is larger than any input: [1024, 1] + [1, 1024]
+    column, line = ([1024, 1], F32), ([1, 1024], F32)
+    assert op_bytes("aten::add", inputs(column, line, SCALAR)) == 2 * 4096 + n * 4
     norm = inputs(([8, 64, 32, 32], "c10::Half"), ([64], F32), ([64], F32))
     assert op_bytes("aten::native_layer_norm", norm) == 8 * 64 * 32 * 32 * 4 + 512
 
@@ -234,7 +245,13 @@ def test_an_embeddings_backward_reads_the_rows_it_adds_into() -> None:
     scaled = op_bytes(
         "aten::embedding_dense_backward", inputs(grad, idx), ["", "", "100", "-1", "True"]
     )
-    assert scaled == 8 * 4 * n * 8 + n * row + 3 * 100 * row  # 8 passes of a radix sort
+    partials = 2048 // 10 + 1 + 100  # runs of up to 10 equal indices: at most n/10 + distinct
+    assert scaled == 8 * 4 * n * 8 + n * row + 2 * partials * row + 100 * row  # 8 radix passes
+    half = (grad[0], "c10::BFloat16")  # partial rows in fp32, the table's in bf16
+    bf16 = op_bytes(
+        "aten::embedding_dense_backward", inputs(half, idx), ["", "", "100", "-1", "True"]
+    )
+    assert bf16 == 8 * 4 * n * 8 + n * row // 2 + 2 * partials * row + 100 * row // 2
 
 
 def trace_of(tmp_path: Path, kernel_us: float, grid: list[int], *shapes: Any) -> list[OpRoof]:

@@ -76,12 +76,17 @@ def test_the_foreach_rows_are_within_half_a_percent_of_the_counters() -> None:
     trace = load_trace(RAW)
     timeline = build_timeline(trace)
     chosen = costliest_functions(trace, timeline.events, timeline.steps, 64, "multi_tensor")
-    assert chosen == (["multi_tensor_apply_kernel"], {})
-    assert costliest_functions(trace, timeline.events, timeline.steps, 64, "no_such") == ([], {})
+    assert chosen == (["multi_tensor_apply_kernel"], {}, "")
+    assert costliest_functions(trace, timeline.events, timeline.steps, 64, "no_such") == (
+        [],
+        {},
+        "",
+    )
     # 24 launches: in 20, the pattern's function is named as left out, with its launches
     assert costliest_functions(trace, timeline.events, timeline.steps, 20, "multi_tensor") == (
         [],
         {"multi_tensor_apply_kernel": 24},
+        "",
     )
     counters = msgspec.json.decode(
         (RAW.parent / "foreach_counters.json").read_bytes(), type=Counters

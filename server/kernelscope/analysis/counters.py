@@ -39,6 +39,7 @@ _SCALE = {
 _SECTOR_BYTES = 32
 _BASE_NAME = re.compile(r"^(?:void\s+)?([\w:]+)")
 _UNNAMED = re.compile(r"(^|[\s:,(<])<unnamed>")
+_LOST_BRACKET = re.compile(r"(?<!\w)unnamed>")
 _TEMPLATE_NAME = re.compile(r"\b([A-Za-z_]\w*)\b(?!::|\w)")
 _KEYWORDS = frozenset({"void", "const", "unsigned", "signed", "struct", "class", "typename"})
 #: What a kernel's name can start with before its function: a SFINAE return type (cuBLAS's
@@ -147,7 +148,7 @@ def _anonymous(kernel: str) -> str:
     with the bracket and the namespace before it lost (``void unnamed>::multi_tensor_apply_
     kernel<unnamed>::TensorListMetadata<2>, …>``, seen on an H100 in 2026-12)."""
     text = _UNNAMED.sub(r"\1anon", kernel.replace("(anonymous namespace)", "anon"))
-    return text.replace("unnamed>", "anon")  # what is left: its own "<" lost
+    return _LOST_BRACKET.sub("anon", text)  # what is left: its own "<" lost
 
 
 def base_name(kernel: str) -> str:
@@ -211,10 +212,12 @@ def one_call_kernels(events: Sequence[GpuEvent], steps: int) -> list[GpuEvent]:
 
 class KernelPick(NamedTuple):
     """The kernel functions Nsight Compute is to measure, and those a pattern matched whose
-    launches did not fit in the launch count (each with its launches in the call)."""
+    launches did not fit in the launch count (each with its launches in the call); `error`:
+    why none could be chosen (the trace unread)."""
 
     functions: list[str]
     left_out: dict[str, int]
+    error: str = ""
 
 
 def costliest_functions(
@@ -229,14 +232,16 @@ def costliest_functions(
     trace has it) only the functions of the kernels it matches are chosen, costliest first,
     all fit or not, and those that do not fit are named (``left_out``)."""
     kernels = one_call_kernels(events, steps)
-    if not match:
-        every = [g for g in events if g.cat == "kernel" and not is_nccl(g.name)]
-        if len(kernels) <= launch_count or (steps > 1 and len(kernels) == len(every)):
-            return KernelPick([], {})  # all fit, or one call's kernels are not known
+    every = [g for g in events if g.cat == "kernel" and not is_nccl(g.name)]
+    unknown = steps > 1 and len(kernels) == len(every)  # the steps' kernels differ
+    if not match and (len(kernels) <= launch_count or unknown):
+        return KernelPick([], {})  # all fit, or one call's kernels are not known
     launches: dict[str, int] = {}
     for g in kernels:
         name = base_name(g.name)
         launches[name] = launches.get(name, 0) + 1
+    if unknown:  # every step's kernels: a call's launches, at most
+        launches = {n: -(-k // steps) for n, k in launches.items()}
     # what is taken together (a function; a row's functions) and its kernels' time
     spent: dict[frozenset[str], float] = {}
     if match:
@@ -261,7 +266,9 @@ def costliest_functions(
         if need and cost <= room and all(re.fullmatch(r"\w+", n) for n in need):
             chosen |= need
             room -= cost
-    asked = {n for group in spent for n in group} if match else set[str]()
+    asked: set[str] = set()
+    if match:  # the pattern's functions that ncu's filter can name
+        asked = {n for group in spent for n in group if re.fullmatch(r"\w+", n)}
     return KernelPick(sorted(chosen), {n: launches[n] for n in sorted(asked - chosen)})
 
 

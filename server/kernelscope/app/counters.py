@@ -89,9 +89,15 @@ async def measure_counters(
             request = msgspec.structs.replace(
                 request, entry=msgspec.structs.replace(entry, capture=site.saved)
             )
-    functions, left_out = await (choose or _in_thread)(result.finished, launch_count, match)
+    functions, left_out, unread = await (choose or _in_thread)(result.finished, launch_count, match)
     if match and not functions:
-        error = too_many(match, launch_count, left_out) if left_out else matched_none(match)
+        error = (
+            f"the kernels matching {match!r} could not be chosen: {unread}"
+            if unread
+            else too_many(match, launch_count, left_out)
+            if left_out
+            else matched_none(match)
+        )
         return Counters(error=error, launch_count=launch_count, match=match)
     try:
         run = await run_under_ncu(
@@ -131,8 +137,8 @@ def costliest_kernels(finished: ProfileFinished, launch_count: int, match: str =
         trace = HELD.read(finished.trace_path)
         timeline = build_timeline(trace)
         return costliest_functions(trace, timeline.events, timeline.steps, launch_count, match)
-    except Exception:  # any trace it cannot read: the first kernels are measured, as before
-        return KernelPick([], {})
+    except Exception as e:  # any trace it cannot read: the first kernels are measured
+        return KernelPick([], {}, f"the trace could not be read ({type(e).__name__}: {e})")
 
 
 async def _in_thread(finished: ProfileFinished, launch_count: int, match: str) -> KernelPick:

@@ -381,8 +381,8 @@ class ProfileService:
         function (the call's first kernels) where that process died reading it."""
         try:
             return await self._analyze(costliest_kernels, finished, launch_count, match, keep=True)
-        except JobFailed:
-            return KernelPick([], {})
+        except JobFailed as e:
+            return KernelPick([], {}, f"the analysis process failed reading the trace: {e}")
 
     async def _analyze(self, job: Callable[..., T], *args: object, keep: bool = False) -> T:
         """Run an analysis job in the analysis process; its death is a job failure. A big

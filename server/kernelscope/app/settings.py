@@ -118,7 +118,7 @@ def _one_of(*choices: str) -> Check:
 
 
 def _pattern(v: object) -> bool:
-    if not isinstance(v, str) or not v:
+    if not isinstance(v, str):
         return False
     try:
         re.compile(v)
@@ -168,5 +168,5 @@ RULES: tuple[tuple[str, str, Check, Callable[[Any], Any] | None], ...] = (
     ("max_trace_bytes", "traces.maxBytes", _count(1 << 20), int),
     ("perfetto_ui", "perfettoUi", _text, str.strip),
     ("counters", "counters", _bool, None),
-    ("counters_match", "countersMatch", _pattern, None),
+    ("counters_match", "countersMatch", _pattern, lambda v: v or None),  # "": cleared
 )

@@ -58,6 +58,10 @@ PROMOTING = frozenset(
         "lerp", "addcmul", "addcdiv", "bitwise_and", "bitwise_or", "bitwise_xor",
     )
 )  # fmt: skip
+#: Integer inputs give a floating result.
+TRUE_DIVISION = frozenset({"aten::div", "aten::true_divide", "aten::atan2"})
+_FLOATING, _COMPLEX = 2, 3
+_DEFAULT_WIDTH = {1: 8, 2: 4, 3: 8}  # int64, fp32, complex64
 _FLOATS = {"double": 8, "float": 4, "c10::Half": 2, "c10::BFloat16": 2}
 
 
@@ -109,22 +113,53 @@ def elementwise_bytes(name: str, args: list[Tensor], held: list[int] | None = No
         return float(read + size_of(args[0]))
     if name not in PROMOTING and name not in BOOL_RESULTS:
         return float(read + max(map(size_of, args)))
-    elements = max(numel(shape) for shape, _ in args)
-    width = 1 if name in BOOL_RESULTS else result_width(args)
-    return float(read + elements * width)
+    width = 1 if name in BOOL_RESULTS else result_width(name, args)
+    return float(read + broadcast_numel([shape for shape, _ in args]) * width)
 
 
-def result_width(args: list[Tensor]) -> int:
-    """Bytes per element of the dtype tensors promote to: among those with dimensions (a
-    0-d tensor does not promote within its kind), a floating dtype over an integral one,
-    the widest, and fp32 for fp16 with bf16."""
+def broadcast_numel(shapes: list[list[int]]) -> int:
+    """Elements of the shapes broadcast together (``[4096, 1]`` with ``[1, 4096]``: 4096²);
+    the largest shape's where they do not broadcast (a shape the trace got wrong)."""
+    rank = max(map(len, shapes), default=0)
+    out = [1] * rank
+    for shape in shapes:
+        for i, size in enumerate(shape, rank - len(shape)):
+            if size != 1 and out[i] not in (1, size):
+                return max(map(numel, shapes))
+            out[i] = size if size != 1 else out[i]
+    return numel(out)
+
+
+def result_width(name: str, args: list[Tensor]) -> int:
+    """Bytes per element of the dtype the tensors promote to, as torch promotes: by kind
+    (bool < integer < floating < complex), the highest kind among the tensors with
+    dimensions at its widest (fp32 for fp16 with bf16; a complex at least twice the widest
+    float); a 0-d tensor of a higher kind gives that kind's default (int64, fp32, complex64:
+    the trace records a Python scalar as a 0-d ``double``). ``where`` leaves its condition
+    out; true division and ``atan2`` of integers give fp32."""
+    if name == "aten::where" and len(args) == 3:
+        args = args[1:]
     dims = [dtype for shape, dtype in args if shape] or [dtype for _, dtype in args]
-    floats = {d for d in dims if d in _FLOATS}
-    if floats == {"c10::Half", "c10::BFloat16"}:
+    kind = max(_kind(d) for d in dims)
+    scalar = max((_kind(d) for shape, d in args if not shape), default=-1)
+    if scalar > kind:
+        return _DEFAULT_WIDTH[scalar]
+    if kind < _FLOATING and name in TRUE_DIVISION:
         return 4
-    if floats:
-        return max(_FLOATS[d] for d in floats)
-    return max(DTYPE_BYTES[d] for d in dims)
+    top = {d for d in dims if _kind(d) == kind}
+    if top == {"c10::Half", "c10::BFloat16"}:
+        return 4
+    floats = [DTYPE_BYTES[d] for d in dims if _kind(d) == _FLOATING]
+    doubled = 2 * max(floats, default=0) if kind == _COMPLEX else 0
+    return max(*(DTYPE_BYTES[d] for d in top), doubled)
+
+
+def _kind(dtype: str) -> int:
+    if dtype == "bool":
+        return 0
+    if dtype.startswith("c10::complex"):
+        return _COMPLEX
+    return _FLOATING if dtype in _FLOATS or dtype.startswith("c10::Float") else 1
 
 
 def elementwise_footprint(name: str, args: list[Tensor], held: list[int] | None = None) -> float:

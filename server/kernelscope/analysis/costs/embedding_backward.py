@@ -13,12 +13,14 @@ training step, fp32 gradients of 512 columns; docs/h200-run/thirteenth/counters_
 against 23.1 (the positions repeat: 256 distinct rows read, not 1,026).
 
 More indices, or ``scale_grad_by_freq``, sort the indices (cub's radix sort: a pass per
-byte of the key, each reading and writing the keys and their positions), sum each run of
-equal indices' gradient rows into partial rows (the gradient read, the partials written),
-and add those into the table (the partials read, the table's rows written): the gradient
-once and three row-sized passes per distinct row. GPT-NeoX's 4,096 token indices of 50,432
-rows, 512 fp32 columns (H100, docs/h200-run/thirteenth/embedding_g.txt): 34.77 MB measured
-over its 19 kernels (1.4 MB of them the sort), 34.6 modelled.
+byte of the key, each reading and writing the keys and their positions), sum each run of up
+to ten equal indices' gradient rows into a partial row (the gradient read, the partials
+written in the accumulation type: fp32 for fp16 and bf16), and add the partials into the
+table (read, and each distinct row written): ``Σ ceil(count / 10)`` partials, at most
+``indices / 10 + distinct``. GPT-NeoX's 4,096 token indices of 50,432 rows, 512 fp32
+columns (H100, docs/h200-run/thirteenth/embedding_g.txt): 34.77 MB measured over its 19
+kernels (1.4 MB of them the sort), 34.6 modelled. PyTorch versions differ here (a newer
+one adds into the table directly where the segments are few): an estimate for others.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from kernelscope.analysis.costs.tensors import (
 EMBEDDING_BACKWARD = frozenset({"aten::embedding_dense_backward"})
 #: At most this many indices (and no scaling by frequency) take the one-kernel path.
 FEATURE_KERNEL_INDICES = 3072
+_RUN = 10  # equal indices summed into one partial row at most (NROWS_PER_THREAD)
 
 
 def embedding_backward_bytes(args: list[Tensor | None], concrete: list[Any]) -> float:
@@ -55,4 +58,6 @@ def embedding_backward_bytes(args: list[Tensor | None], concrete: list[Any]) -> 
         return float(size_of(indices) + size_of(grad) + distinct * row + n * row)
     passes = DTYPE_BYTES[indices[1]]  # a pass per byte of the key
     sort = passes * 4 * size_of(indices)  # keys and their positions, read and written
-    return float(sort + size_of(grad) + 3 * distinct * row)
+    partials = min(n, -(-n // _RUN) + distinct)
+    partial_row = grad[0][-1] * (8 if grad[1] == "double" else 4)  # the accumulation type
+    return float(sort + size_of(grad) + 2 * partials * partial_row + distinct * row)
