@@ -32,7 +32,7 @@ from kernelscope.app.memory import DEFAULT_BATCHES, run_forecast
 from kernelscope.app.profile import with_hint
 from kernelscope.app.scale import DEFAULT_FACTORS, ScaleFailed, ScaleResult, check_factors, scale
 from kernelscope.app.store import Store
-from kernelscope.engine.kernel_choice import KernelChoice, KernelChoiceError
+from kernelscope.engine.kernel_choice import KernelChoiceError, checked_pattern
 from kernelscope.engine.remotes import RemoteError
 from kernelscope.engine.runner import JobFailed
 from kernelscope.engine.targets import Schedule, Target, TargetError, load_target, parse_entry
@@ -215,7 +215,7 @@ class Tools:
         )
         if counters_match is not None:
             try:
-                KernelChoice.checked(match=counters_match, names=("", "counters_match"))
+                checked_pattern(counters_match, "counters_match")
             except KernelChoiceError as e:
                 raise ToolError(str(e)) from None
         spec = dataclasses.replace(

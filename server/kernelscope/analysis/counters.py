@@ -251,13 +251,13 @@ def costliest_functions(
                 one = frozenset({base_name(g.name)})
                 spent[one] = spent.get(one, 0.0) + g.dur
     else:
-        rows: dict[tuple[str, bytes], tuple[set[str], list[float]]] = {}
+        names: dict[tuple[str, bytes], set[str]] = {}
+        times: dict[tuple[str, bytes], float] = {}
         for g, key in zip(kernels, kernel_rows(trace, kernels, OpCosts()), strict=True):
-            names, us = rows.setdefault(key, (set(), [0.0]))
-            names.add(base_name(g.name))
-            us[0] += g.dur
-        for names, us in rows.values():
-            spent[frozenset(names)] = spent.get(frozenset(names), 0.0) + us[0]
+            names.setdefault(key, set()).add(base_name(g.name))
+            times[key] = times.get(key, 0.0) + g.dur
+        for key, row in names.items():
+            spent[frozenset(row)] = spent.get(frozenset(row), 0.0) + times[key]
     chosen: set[str] = set()
     room = launch_count
     for group in sorted(spent, key=lambda k: -spent[k]):

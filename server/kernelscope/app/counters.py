@@ -72,9 +72,8 @@ async def measure_counters(
     there are none (never raises for a machine that cannot measure). A call of more kernels
     than `launch_count` has the functions of its costliest ops measured (`choose`:
     costliest_kernels in a thread by default; its trace is held for the report), and its
-    first kernels where ncu
-    found none of those names. With `match`, only the functions of the kernels it matches
-    (costliest_functions)."""
+    first kernels where ncu found none of those names. With `match`, only the functions of
+    the kernels it matches (costliest_functions)."""
     side = result.finished.sidecar
     if side.device_type != "cuda":
         return Counters(error=NEEDS_CUDA, match=match)

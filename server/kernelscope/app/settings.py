@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
+from kernelscope.engine.kernel_choice import KernelChoiceError, checked_pattern
 from kernelscope.engine.remotes import RemoteError, parse_remote
 from kernelscope.protocol import DEFAULT_ACTIVE, DEFAULT_WAIT, DEFAULT_WARMUP
 
@@ -118,11 +119,9 @@ def _one_of(*choices: str) -> Check:
 
 
 def _pattern(v: object) -> bool:
-    if not isinstance(v, str):
-        return False
     try:
-        re.compile(v)
-    except re.error:
+        checked_pattern(v, "countersMatch")
+    except KernelChoiceError:
         return False
     return True
 

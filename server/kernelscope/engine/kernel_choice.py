@@ -32,12 +32,15 @@ class KernelChoice:
         naming the setting (`names`: the limit's and the pattern's)."""
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise KernelChoiceError(f"{names[0]} must be an integer >= 1, got {limit!r}")
-        if not isinstance(match, str):
-            raise KernelChoiceError(f"{names[1]} must be a regular expression, got {match!r}")
-        try:
-            re.compile(match)
-        except re.error as e:
-            raise KernelChoiceError(
-                f"{names[1]} {match!r} is not a regular expression: {e}"
-            ) from None
-        return cls(limit, match)
+        return cls(limit, checked_pattern(match, names[1]))
+
+
+def checked_pattern(match: object, name: str) -> str:
+    """`match` where it is a regular expression; else KernelChoiceError naming `name`."""
+    if not isinstance(match, str):
+        raise KernelChoiceError(f"{name} must be a regular expression, got {match!r}")
+    try:
+        re.compile(match)
+    except re.error as e:
+        raise KernelChoiceError(f"{name} {match!r} is not a regular expression: {e}") from None
+    return match

@@ -14,7 +14,7 @@ from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from kernelscope.app import perfetto
-from kernelscope.engine.kernel_choice import KernelChoice, KernelChoiceError
+from kernelscope.engine.kernel_choice import KernelChoiceError, checked_pattern
 from kernelscope.engine.targets import Schedule, TargetError
 from kernelscope.lsp.progress import ProgressReporter, cancel_if
 from kernelscope.lsp.replies import (
@@ -143,7 +143,7 @@ def _spec(
     counters_match: object = options.get("countersMatch")
     if counters_match is not None:
         try:
-            KernelChoice.checked(match=counters_match, names=("", "options.countersMatch"))
+            checked_pattern(counters_match, "options.countersMatch")
         except KernelChoiceError as e:
             raise JsonRpcInvalidParams(str(e)) from None
     caller: object = options.get("from")
