@@ -25,7 +25,11 @@ def test_both_workers_time_at_least_the_seconds_asked_and_no_more_than_their_cap
         assert result.finished.sidecar.timing.process == "clean worker"
     t, d = short.finished.sidecar.timing, default.finished.sidecar.timing
     spent = (t.window_s[1] - t.window_s[0], d.window_s[1] - d.window_s[0])
-    assert t.reps * t.us_per_call / 1e6 >= 0.2 * 0.9  # its calls: 0.2 s at least
+    # Its calls took 0.2 s at least: their sum, not reps x the median, which leaves out the
+    # blocks a busy host slowed (CI read 144 x 552 µs while the calls summed to 0.2 s). The
+    # sidecar keeps the first 200 samples; past them, their mean stands for the rest.
+    calls_s = sum(t.samples_us) / 1e6 * t.reps / len(t.samples_us)
+    assert calls_s >= 0.2 * 0.9
     assert spent[1] >= 0.9 * CLEAN_TIMING_MIN_S  # the clean worker's own floor otherwise
     # fewer calls, unless the host slowed its blocks (a timing goes on then, to 5 s at most)
     assert (spent[0] < spent[1] and t.reps < d.reps) or t.slowed is not None
