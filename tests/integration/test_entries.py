@@ -298,6 +298,18 @@ def test_in_place_the_events_of_an_iteration_are_weighed_before_the_schedule(
     assert b'"Optimizer.step#AdamW.step"' in trace and b'"Input Dims"' not in trace
 
 
+def test_in_place_the_dataloader_workers_leave_no_temporary_folders(
+    project: Path, tmp_path: Path
+) -> None:
+    """The worker ends after an in-place job, terminating the program's forked DataLoader
+    workers: each had made a pymp-* folder for the socket it sends batches by, and left it
+    behind (two per job), as a finished program's own workers do not."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    report(in_place_loop(project, TMPDIR=str(temp), **NO_TIME_FIT))
+    assert sorted(p.name for p in temp.glob("pymp-*")) == []
+
+
 def test_in_place_a_functions_calls(project: Path) -> None:
     out = report(
         kernelscope(

@@ -352,6 +352,19 @@ def settle_children(limit_s=3.0, period_s=0.05):
     return time.perf_counter() - t0
 
 
+def children_tempdir():
+    """multiprocessing's temporary folder for this process, made now (None if it cannot be):
+    a child forked from here on uses it, not one of its own (a DataLoader worker sending a
+    batch makes one for its socket), so the worker's end, which terminates the children
+    before their exit could remove theirs, removes this one."""
+    try:
+        import multiprocessing.util
+
+        return multiprocessing.util.get_temp_dir()
+    except Exception:
+        return None
+
+
 def children_of_program():
     mp = sys.modules.get("multiprocessing")
     try:

@@ -8,6 +8,7 @@ import gc
 import os
 import platform
 import queue
+import shutil
 import signal
 import socket
 import sys
@@ -19,7 +20,7 @@ from typing import Any
 from . import counters, experiments, phases, timing
 from .calibration import calibrate
 from .channel import Channel
-from .entry import children_of_program
+from .entry import children_of_program, children_tempdir
 from .errors import Cancelled, JobError
 from .job import Job
 from .names import (
@@ -66,6 +67,7 @@ class Worker:
         self.fork_hooks = []  # more to drop in a forked child (a job's call counters)
         os.register_at_fork(after_in_child=self._forked)
         self.torch: Any = None
+        self.children_tempdir = None  # children_tempdir(), where a program runs in place
 
     def log(self, text):
         self.real_err.write("kernelscope-worker: %s\n" % text)
@@ -235,6 +237,8 @@ class Worker:
             for d in (job.root, os.path.dirname(job.path)):
                 if d not in sys.path:
                     sys.path.insert(0, d)
+            if job.entry:
+                self.children_tempdir = children_tempdir()
             cwd = job.entry_cwd if job.entry else job.root if job.root != job.local_root else None
             if cwd is not None:  # a program runs where the user runs it; a remote job in its folder
                 with contextlib.suppress(OSError):
@@ -346,9 +350,15 @@ class Worker:
         """End the process now (its program's threads and children with it)."""
         with contextlib.suppress(Exception):
             self.real_err.flush()
-        for child in children_of_program():
+        children = children_of_program()
+        for child in children:
             with contextlib.suppress(Exception):
                 child.terminate()
+        if self.children_tempdir:
+            for child in children:  # their sockets live in it until they are gone
+                with contextlib.suppress(Exception):
+                    child.join(1.0)
+            shutil.rmtree(self.children_tempdir, ignore_errors=True)
         self._real_exit(0)
 
     def settle(self):
