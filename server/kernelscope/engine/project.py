@@ -78,9 +78,11 @@ class Project:
     def inputs_file(self, path: Path) -> Path:
         """Where "Create inputs" writes a provider for a function of the file at `path`: the
         `inputs_module`'s file when pyproject names one, else `kernelscope_inputs.py` beside
-        the file."""
+        the file, or at the root for a file outside it (an installed package's)."""
         if self.inputs_module:
             return self.root.joinpath(*self.inputs_module.split(".")).with_suffix(".py")
+        if not path.resolve().is_relative_to(self.root):
+            return self.root / INPUTS_FILE
         return path.resolve().parent / INPUTS_FILE
 
     def provider_files(self, path: Path) -> list[Path]:
@@ -118,14 +120,33 @@ def provider_hint(path: Path, qualname: str) -> str | None:
 
 
 def find_root(path: Path) -> Path:
-    """The nearest folder above `path` with a project marker; else the file's folder."""
+    """The nearest folder above `path` with a project marker; else the file's folder. A file
+    of an installed package (a folder above it holds a `*.dist-info`: site-packages, a pip
+    --target folder) belongs to the working folder's project: profiling Lightning's loop or
+    torch's `Linear.forward` keeps its traces and history with the user's project, not in
+    the installation."""
     start = path.resolve().parent
     if start.name == MODULES_DIR and start.parent.name == ".kernelscope":
         start = start.parent.parent  # a notebook's module belongs to the notebook's project
     for folder in (start, *start.parents):
-        if any((folder / marker).exists() for marker in ROOT_MARKERS):
+        if _is_project(folder):
             return folder
+        if _installs_packages(folder):
+            working = Path.cwd().resolve()
+            return next((f for f in (working, *working.parents) if _is_project(f)), working)
     return start
+
+
+def _is_project(folder: Path) -> bool:
+    return any((folder / marker).exists() for marker in ROOT_MARKERS)
+
+
+def _installs_packages(folder: Path) -> bool:
+    """Whether pip installs packages into `folder` (their `*.dist-info` records are there)."""
+    try:
+        return any(folder.glob("*.dist-info"))
+    except OSError:
+        return False
 
 
 def load_project(path: Path) -> Project:

@@ -1,0 +1,39 @@
+"""A function of an installed package (torch's own `GELU.forward`, in site-packages)
+profiled from the user's project: its inputs come from the project's kernelscope_inputs.py,
+and its trace and history stay in the project, none of it written into the installation."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import torch.nn.modules.activation as activation
+
+PROVIDER = """import torch
+
+
+def GELU_forward_inputs():
+    return torch.nn.GELU(approximate="tanh"), torch.randn(256, 256)
+"""
+
+
+def test_torchs_own_function_from_the_users_project(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    (project / "scripts").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[project]\nname = 'proj'\n")
+    (project / "kernelscope_inputs.py").write_text(PROVIDER)
+    library = Path(activation.__file__).resolve()
+    before = sorted(p.name for p in library.parent.iterdir())
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernelscope", "profile", f"{library}::GELU.forward", "--json",
+         "--no-lines"],
+        cwd=project / "scripts", capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    assert out["inputs_from"] == "kernelscope_inputs.py::GELU_forward_inputs"
+    trace = Path(out["trace"]["path"])
+    assert trace.is_file() and trace.is_relative_to(project / ".kernelscope")
+    assert sorted(p.name for p in library.parent.iterdir()) == before
