@@ -403,6 +403,7 @@ class LoopWatch(CallWatch):
         self.on_line: Any = None
         self.on_exit: Any = None
         self.loop_code = None
+        self.not_loop = set()  # the file's other code objects, each looked at once
         self.inside = False  # an iteration began since the loop last ended
 
     def iteration(self):
@@ -418,12 +419,13 @@ class LoopWatch(CallWatch):
     def holds(self, code):
         if self.loop_code is not None:
             return code is self.loop_code
-        if os.path.realpath(code.co_filename) != self.path:
+        if not self.in_file(code) or code in self.not_loop:
             return False
         # dis.findlinestarts, not co_lines(): the worker runs on Python 3.9 too
         if any(line == self.body_line for _, line in dis.findlinestarts(code)):
             self.loop_code = code
             return True
+        self.not_loop.add(code)
         return False
 
     def outside(self, line):

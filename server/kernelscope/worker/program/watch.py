@@ -56,15 +56,20 @@ class CallWatch:
         os.set_blocking(self._child_r, False)
 
     # which code, which caller ------------------------------------------------------------
+    def in_file(self, code):
+        """Whether `code` is of the watched file (realpath once per file name: before 3.12
+        the tracer asks at every call the program makes)."""
+        same = self._files.get(code.co_filename)
+        if same is None:
+            same = self._files[code.co_filename] = os.path.realpath(code.co_filename) == self.path
+        return same
+
     def matches(self, code):
         if code.co_name != self.name:
             return False
         if self.code is not None:
             return code is self.code
-        same = self._files.get(code.co_filename)
-        if same is None:
-            same = self._files[code.co_filename] = os.path.realpath(code.co_filename) == self.path
-        if not same:
+        if not self.in_file(code):
             return False
         qualname = getattr(code, "co_qualname", None)  # Python >= 3.11
         if qualname is not None:
