@@ -112,6 +112,10 @@ def test_the_human_report_says_which_call_it_measured(project: Path) -> None:
     call = next(line for line in proc.stdout.splitlines() if line.startswith("call "))
     assert f"via {TRAIN}, call 1 from train.py:" in call
     assert "eval mode, no_grad, captured" in call
+    lines = proc.stdout.splitlines()
+    said = lines[lines.index(call) + 1].strip()  # a replay's caches are warm: say so
+    assert said.startswith("timed replayed back to back, its caches warm from call to call")
+    assert said.endswith("--in-place times the program's own calls")
 
 
 def test_a_pytest_node_id(project: Path) -> None:

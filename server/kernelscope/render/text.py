@@ -59,6 +59,11 @@ def _call_site(report: Report) -> list[str]:
         return []
     ran = "" if site.reused else f" (the program ran {site.entry_s:.1f} s to reach it)"
     out = [f"call      {site.label}{ran}"]
+    if site.captured:
+        out.append(
+            "          timed replayed back to back, its caches warm from call to call (in the "
+            "program the rest of the step evicts them): --in-place times the program's own calls"
+        )
     if site.wrote:
         out.append(f"          it ran for real and wrote {', '.join(site.wrote)}")
     if site.saved and site.kept:
