@@ -4,12 +4,17 @@ script changed."""
 
 from __future__ import annotations
 
+import builtins
+import importlib
+import runpy
+import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from kernelscope.worker.program.loop_mark import MARK, LoopMark, marked_code
+from kernelscope.worker.program.loop_mark import MARK, LoopMark, MarkingImport, marked_code
 
 SCRIPT = """\
 from __future__ import annotations
@@ -148,3 +153,71 @@ def test_the_exit_says_whether_the_loop_was_a_modules_own() -> None:
 
     in_a_function()
     assert exits == [True, False]
+
+
+@pytest.fixture
+def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """`ks_pkg.loops` on sys.path: SCRIPT as a module of a package the program imports."""
+    (tmp_path / "ks_pkg").mkdir()
+    (tmp_path / "ks_pkg" / "__init__.py").write_text("")
+    (tmp_path / "ks_pkg" / "loops.py").write_text(SCRIPT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    yield tmp_path / "ks_pkg" / "loops.py"
+    for name in ("ks_pkg", "ks_pkg.loops"):
+        sys.modules.pop(name, None)
+    vars(builtins).pop(MARK, None)
+
+
+def importer_of(path: Path, start: str, calls: list[object]) -> MarkingImport:
+    loop, body = lines(SCRIPT, start)
+    mark = LoopMark(loop, body, lambda: calls.append(1), lambda once: calls.append("exit"))
+    assert mark.prepare(str(path))
+    return MarkingImport(str(path), mark, lambda: calls.append("marked"))
+
+
+def test_a_loop_in_an_imported_module_marks_itself_as_it_is_imported(package: Path) -> None:
+    """Before 3.12 the tracer that finds a module's loop slowed Lightning's epoch loop 1.6x;
+    the module, imported through the finder, marks its iterations itself and no bytecode of
+    the marked code is cached."""
+    calls: list[object] = []
+    importer = importer_of(package, "for i in range(n)", calls)
+    assert not importer.imported()
+    importer.install()
+    try:
+        module = importlib.import_module("ks_pkg.loops")
+    finally:
+        importer.remove()
+    assert importer not in sys.meta_path and importer.imported()
+    assert calls[0] == "marked"  # before any of the module's code ran
+    calls.clear()
+    assert module.work(4) == [0, 2]
+    assert calls == [1, 1, 1, 1, "exit"]
+    assert module.__file__ == str(package)  # the module as it is, from its own file
+    cache = package.parent / "__pycache__"
+    assert list(cache.glob("__init__.*.pyc"))  # the package's own import cached it ...
+    assert not list(cache.glob("loops.*.pyc"))  # ... the marked module's code was not
+
+
+def test_a_module_run_with_dash_m_is_marked_too(package: Path) -> None:
+    """runpy runs the code in a namespace of its own: the mark is found among the builtins."""
+    calls: list[object] = []
+    importer = importer_of(package, "while k < 3", calls)
+    importer.install()
+    try:
+        namespace = runpy.run_module("ks_pkg.loops", run_name="__main__")
+    finally:
+        importer.remove()
+    assert calls == ["marked", 1, 1, 1, "exit"]
+    assert namespace["seen"] == [[0], [0], [0, 2]]
+
+
+def test_a_module_imported_already_or_elsewhere_is_left_to_the_tracer(package: Path) -> None:
+    calls: list[object] = []
+    importer = importer_of(package, "for i in range(n)", calls)
+    importlib.import_module("ks_pkg.loops")
+    assert importer.imported()  # the job then arms the tracer alone
+    other = importer_of(package, "for i in range(n)", calls)
+    assert other.find_spec("ks_pkg.other") is None  # another name: not looked up at all
+    assert other.find_spec("loops", [str(package.parent.parent)]) is None  # not this file
+    assert calls == []

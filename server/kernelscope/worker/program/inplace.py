@@ -16,8 +16,8 @@ counting step, before the active window opens and before it closes (CUDA events 
 steps before, with no sync). There is no line pass in place.
 
 The steps are found by sys.monitoring from Python 3.12; before it by sys.settrace, which a
-function's calls need only until the first returns (trampoline.py) and a loop of the script
-not at all (loop_mark.py).
+function's calls need only until the first returns (trampoline.py), a loop of the script
+not at all and a loop of a module the program imports only until that import (loop_mark.py).
 """
 
 import dis
@@ -34,7 +34,7 @@ from .devices import profiler_activities
 from .errors import JobError
 from .event_budget import available_bytes, recording
 from .loader_clock import LoaderClock
-from .loop_mark import LoopMark
+from .loop_mark import LoopMark, MarkingImport
 from .names import CALL_RANGE, STAGES_PROFILED, TIMING_WORKER_ENV
 from .optimizers import StepWatch
 from .phases import finished, peak_memory, profiler_schedule, trace_stem
@@ -404,6 +404,7 @@ class LoopWatch(CallWatch):
         self.on_exit: Any = None
         self.loop_code = None
         self.not_loop = set()  # the file's other code objects, each looked at once
+        self.swapped = False  # the loop's module marks its iterations itself (MarkingImport)
         self.inside = False  # an iteration began since the loop last ended
 
     def iteration(self):
@@ -472,8 +473,14 @@ class LoopWatch(CallWatch):
         monitoring.register_callback(self.tool, events.PY_RETURN, on_return)
         monitoring.set_events(self.tool, events.PY_START)
 
+    def hand_off(self):
+        """The loop's module is being imported with the mark in: the tracer goes (in a
+        thread it already traces, it finds nothing from here on)."""
+        self.swapped = True
+        self.disarm()
+
     def _trace(self, frame, event, arg):
-        if event == "call" and self.holds(frame.f_code):
+        if event == "call" and not self.swapped and self.holds(frame.f_code):
             return self._local_loop
         return None
 
@@ -667,7 +674,7 @@ def run_in_place(job):
             hint="run the program longer, or lower --skip, --wait, --warmup or --active",
         )
 
-    mark = None
+    mark = importer = None
     if loop:
         watch = LoopWatch(job.path, int(entry["body_line"]), job.is_user_file, loop, end_line)
 
@@ -693,10 +700,15 @@ def run_in_place(job):
 
         watch.on_line = lambda: sys.call_tracing(safely, (boundary,))
         watch.on_exit = exited
-        if getattr(sys, "monitoring", None) is None and entry["kind"] == "script":
+        if getattr(sys, "monitoring", None) is None:
             mark = LoopMark(loop, int(entry["body_line"]), lambda: safely(boundary),
                             lambda once: safely(lambda: left(once)))  # fmt: skip
-            if not (in_script(job) and mark.prepare(job.path)):
+            if not in_script(job):  # a module's loop: marked as the program imports it
+                importer = MarkingImport(job.path, mark, watch.hand_off)
+                if importer.imported() or not mark.prepare(job.path):
+                    importer = None
+                mark = None
+            elif not mark.prepare(job.path):
                 mark = None
     else:
         watch = CallSteps(job.path, req["qualname"], int(entry.get("first_line") or 0),
@@ -718,6 +730,8 @@ def run_in_place(job):
             steps.settrace = watch.tool is None
             if steps.settrace:  # the whole interpreter runs its slow path while a tracer is set
                 steps.traced_factor = reference_us() / untraced
+        if importer is not None:
+            importer.install()
         try:
             run_program(job, entry, mark)
         except JobError as e:
@@ -728,6 +742,8 @@ def run_in_place(job):
             if steps.done:
                 steps.after = "then the program ran to its end"
         finally:
+            if importer is not None:
+                importer.remove()
             watch.disarm()
             steps.loader.remove()
             if steps.prof is not None and not steps.done:

@@ -9,13 +9,19 @@ in the script the worker compiles (its ``__main__``), the worker compiles it wit
 added as the first statement of the loop's body, on the body's first line, and sets no
 tracer. The loop is also wrapped in ``try: ... finally: MARK.exit()``: its exit ends the
 step in progress (a loop run again, in a function called again, would otherwise count all
-that ran between its runs as one iteration). Loops in other files keep the tracer (their
-modules are imported by the program, not compiled here).
+that ran between its runs as one iteration). A loop in a module the program imports
+(Lightning's epoch loop, the model's file) is marked as that import compiles it
+(MarkingImport); the tracer stands in until then, and wherever the import is not seen (a
+module imported already, or not through a source file on the path). Lightning's example
+classifier's epoch loop: 5.33 ms an iteration under the tracer, against 2.9-3.1 ms in the
+program alone.
 """
 
 import ast
+import builtins
 import os
 import sys
+from importlib.machinery import PathFinder, SourceFileLoader
 
 #: The name the added call looks up in the script's globals.
 MARK = "__kernelscope_iteration__"
@@ -96,3 +102,63 @@ class LoopMark:
         (which never runs again)."""
         if os.getpid() == self.pid and self.on_exit is not None:
             self.on_exit(sys._getframe(1).f_code.co_name == "<module>")
+
+
+class MarkingImport:
+    """A finder first on ``sys.meta_path`` (``install``) that imports the loop's file, the
+    first time the program imports it, compiled with ``mark``'s call in (``mark.prepare``
+    done); ``on_marked()`` runs as that module starts, before any of its code."""
+
+    def __init__(self, path, mark, on_marked):
+        self.path = os.path.realpath(path)
+        stem = os.path.splitext(os.path.basename(self.path))[0]
+        folder = os.path.basename(os.path.dirname(self.path))
+        self.name = folder if stem == "__init__" else stem  # the module name's last part
+        self.mark = mark
+        self.on_marked = on_marked
+        self.used = False
+
+    def imported(self):
+        """Whether a module of the file is imported already (then the tracer finds it)."""
+        for module in list(sys.modules.values()):
+            file = getattr(module, "__file__", None)
+            if not isinstance(file, str) or not os.path.basename(file).startswith(self.name):
+                continue
+            if os.path.realpath(file) == self.path:
+                return True
+        return False
+
+    def find_spec(self, fullname, path=None, target=None):
+        if self.used or fullname.rpartition(".")[2] != self.name:
+            return None
+        spec = PathFinder.find_spec(fullname, path, target)
+        if spec is None or type(spec.loader) is not SourceFileLoader or not spec.origin:
+            return None
+        if os.path.realpath(spec.origin) != self.path:
+            return None
+        spec.loader = _MarkedLoader(fullname, spec.origin, self)
+        return spec
+
+    def install(self):
+        sys.meta_path.insert(0, self)
+
+    def remove(self):
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+
+
+class _MarkedLoader(SourceFileLoader):
+    """The loop's file as its module, from the marked code: no bytecode cache is read or
+    written (a later import elsewhere gets the file as it is). The mark is a builtin, as
+    runpy (``-m``) runs the code in a namespace of its own, not the module's."""
+
+    def __init__(self, fullname, path, importer):
+        super().__init__(fullname, path)
+        self.importer = importer
+
+    def get_code(self, fullname):
+        importer = self.importer
+        importer.used = True
+        setattr(builtins, MARK, importer.mark)
+        importer.on_marked()
+        return importer.mark.code
