@@ -7,6 +7,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from kernelscope.app.settings import parse_settings
@@ -362,6 +363,13 @@ def test_remote_request_ships_files_or_names_the_workdir(tmp_path: Path) -> None
     in_workdir = remote_request(request, Remote("gpu", "ssh", host="h", workdir="~/p"))
     assert in_workdir.files == {} and in_workdir.remote_root == "~/p"
     assert in_workdir.return_traces
+    # an installed package's file belongs to the project it is profiled from, not in it
+    library = _tree(tmp_path / "site", {"pkg/__init__.py": "", "pkg/loops.py": ""})
+    outside = msgspec.structs.replace(request, path=str(library / "pkg" / "loops.py"))
+    for remote in (Remote("gpu", "ssh", host="h"), Remote("gpu", "ssh", host="h", workdir="~/p")):
+        with pytest.raises(ShipError, match="is not in the project") as e:
+            remote_request(outside, remote)
+        assert e.value.kind == "outside_project"
 
 
 def test_traces_sent_back_are_written_locally(tmp_path: Path) -> None:

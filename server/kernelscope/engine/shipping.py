@@ -38,9 +38,16 @@ R = TypeVar("R", bound=RunProfile)
 def remote_request(request: R, remote: Remote) -> R:
     """The request as a remote worker needs it: files shipped (or the workdir named), and
     the traces asked back."""
+    root = Path(request.project_root)
+    if not Path(request.path).resolve().is_relative_to(root.resolve()):
+        raise ShipError(
+            "outside_project",
+            f"{request.path} is not in the project ({root}): a file of an installed package "
+            "runs from the remote's own installation, at its own path there; profile it on "
+            "this machine, or through a function of the project that calls it",
+        )
     if remote.workdir:
         return msgspec.structs.replace(request, remote_root=remote.workdir, return_traces=True)
-    root = Path(request.project_root)
     extra = [request.provider.partition(":")[0]] if request.provider else []
     extra += [request.inputs_module] if request.inputs_module else []
     files = import_closure(Path(request.path), root, request.source, extra)
