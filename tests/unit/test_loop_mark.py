@@ -212,12 +212,65 @@ def test_a_module_run_with_dash_m_is_marked_too(package: Path) -> None:
     assert namespace["seen"] == [[0], [0], [0, 2]]
 
 
-def test_a_module_imported_already_or_elsewhere_is_left_to_the_tracer(package: Path) -> None:
+def test_a_module_imported_already_or_elsewhere_is_left_to_the_tracer(
+    package: Path, tmp_path: Path
+) -> None:
     calls: list[object] = []
     importer = importer_of(package, "for i in range(n)", calls)
     importlib.import_module("ks_pkg.loops")
     assert importer.imported()  # the job then arms the tracer alone
     other = importer_of(package, "for i in range(n)", calls)
     assert other.find_spec("ks_pkg.other") is None  # another name: not looked up at all
-    assert other.find_spec("loops", [str(package.parent.parent)]) is None  # not this file
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "loops.py").write_text(SCRIPT)  # the same name, another file
+    assert other.find_spec("loops", [str(elsewhere)]) is None
+    assert other.find_spec("loops", [str(package.parent)]) is not None  # the file itself
     assert calls == []
+
+
+def test_every_import_of_the_file_is_marked(package: Path) -> None:
+    """Imported again (after a failed import, a reload, under a second name), the file is
+    marked again: the tracer went at the first."""
+    calls: list[object] = []
+    importer = importer_of(package, "for i in range(n)", calls)
+    importer.install()
+    try:
+        first = importlib.import_module("ks_pkg.loops")
+        sys.modules.pop("ks_pkg.loops")
+        second = importlib.import_module("ks_pkg.loops")
+    finally:
+        importer.remove()
+    assert first is not second and calls.count("marked") == 2  # SCRIPT runs work() too
+    calls.clear()
+    second.work(2)
+    assert calls == [1, 1, "exit"]
+
+
+def test_a_compiled_loop_keeps_its_graph(package: Path) -> None:
+    """Under torch.compile the mark is left out of the graph (Dynamo reads
+    is_compiling() as True): one graph, no break, as the program compiles it unmarked."""
+    torch = pytest.importorskip("torch")
+    (package.parent / "compiled.py").write_text(
+        "import torch\n\n\ndef f(x, n):\n    for i in range(n):\n        x = torch.sin(x) + i\n"
+        "    return x\n"
+    )
+    path = package.parent / "compiled.py"
+    calls: list[object] = []
+    mark = LoopMark(5, 6, lambda: calls.append(1), lambda once: calls.append("exit"),
+                    torch.compiler.is_compiling)  # fmt: skip
+    assert mark.prepare(str(path))
+    importer = MarkingImport(str(path), mark, lambda: None)
+    importer.install()
+    try:
+        module = importlib.import_module("ks_pkg.compiled")
+    finally:
+        importer.remove()
+        sys.modules.pop("ks_pkg.compiled", None)
+    module.f(torch.ones(3), 2)
+    assert calls == [1, 1, "exit"]  # eager: each iteration
+    calls.clear()
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(module.f)(torch.ones(3), 3)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    assert calls == []  # compiled: the iterations are the graph's, not seen

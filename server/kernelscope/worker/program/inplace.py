@@ -701,8 +701,10 @@ def run_in_place(job):
         watch.on_line = lambda: sys.call_tracing(safely, (boundary,))
         watch.on_exit = exited
         if getattr(sys, "monitoring", None) is None:
+            compiler = getattr(job.torch, "compiler", None)
             mark = LoopMark(loop, int(entry["body_line"]), lambda: safely(boundary),
-                            lambda once: safely(lambda: left(once)))  # fmt: skip
+                            lambda once: safely(lambda: left(once)),
+                            getattr(compiler, "is_compiling", None))  # fmt: skip
             if not in_script(job):  # a module's loop: marked as the program imports it
                 importer = MarkingImport(job.path, mark, watch.hand_off)
                 if importer.imported() or not mark.prepare(job.path):

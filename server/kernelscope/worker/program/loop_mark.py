@@ -74,11 +74,14 @@ class LoopMark:
     ends (``on_exit(once)``), in the process that ran the script (a forked child's iterations are
     not the steps)."""
 
-    def __init__(self, loop_line, body_line, on_iteration, on_exit=None):
+    def __init__(self, loop_line, body_line, on_iteration, on_exit=None, compiling=None):
         self.loop_line = loop_line
         self.body_line = body_line
         self.on_iteration = on_iteration
         self.on_exit = on_exit
+        # torch.compiler.is_compiling: Dynamo, tracing the loop, reads it as True and leaves
+        # the mark out of the graph (os.getpid() there stopped Dynamo from compiling the frame)
+        self.compiling = compiling or _never
         self.pid = os.getpid()
         self.code = None  # the script compiled with the call in (None: the tracer finds them)
 
@@ -94,42 +97,51 @@ class LoopMark:
         return self.code is not None
 
     def __call__(self):
+        if self.compiling():
+            return
         if os.getpid() == self.pid:
             self.on_iteration()
 
     def exit(self):
         """The loop ended; ``on_exit`` is told whether it was a module's top-level loop
         (which never runs again)."""
+        if self.compiling():
+            return
         if os.getpid() == self.pid and self.on_exit is not None:
             self.on_exit(sys._getframe(1).f_code.co_name == "<module>")
 
 
+def _never():
+    return False
+
+
 class MarkingImport:
-    """A finder first on ``sys.meta_path`` (``install``) that imports the loop's file, the
-    first time the program imports it, compiled with ``mark``'s call in (``mark.prepare``
-    done); ``on_marked()`` runs as that module starts, before any of its code."""
+    """A finder first on ``sys.meta_path`` (``install``) that imports the loop's file,
+    each time the program imports it (under any name, again after a failed import or a
+    reload), compiled with ``mark``'s call in (``mark.prepare`` done); ``on_marked()`` runs
+    as that module starts, before any of its code."""
 
     def __init__(self, path, mark, on_marked):
         self.path = os.path.realpath(path)
-        stem = os.path.splitext(os.path.basename(self.path))[0]
+        self.file = os.path.basename(self.path)
+        stem = os.path.splitext(self.file)[0]
         folder = os.path.basename(os.path.dirname(self.path))
         self.name = folder if stem == "__init__" else stem  # the module name's last part
         self.mark = mark
         self.on_marked = on_marked
-        self.used = False
 
     def imported(self):
         """Whether a module of the file is imported already (then the tracer finds it)."""
         for module in list(sys.modules.values()):
             file = getattr(module, "__file__", None)
-            if not isinstance(file, str) or not os.path.basename(file).startswith(self.name):
+            if not isinstance(file, str) or os.path.basename(file) != self.file:
                 continue
             if os.path.realpath(file) == self.path:
                 return True
         return False
 
     def find_spec(self, fullname, path=None, target=None):
-        if self.used or fullname.rpartition(".")[2] != self.name:
+        if fullname.rpartition(".")[2] != self.name:
             return None
         spec = PathFinder.find_spec(fullname, path, target)
         if spec is None or type(spec.loader) is not SourceFileLoader or not spec.origin:
@@ -158,7 +170,6 @@ class _MarkedLoader(SourceFileLoader):
 
     def get_code(self, fullname):
         importer = self.importer
-        importer.used = True
         setattr(builtins, MARK, importer.mark)
         importer.on_marked()
         return importer.mark.code
