@@ -1,6 +1,7 @@
 """A function of an installed package (torch's own `GELU.forward`, in site-packages)
-profiled from the user's project: its inputs come from the project's kernelscope_inputs.py,
-and its trace and history stay in the project, none of it written into the installation."""
+profiled from the user's project: its inputs come from the project's kernelscope_inputs.py
+(its imports from the project, not from the package's folder), and its trace and history
+stay in the project, none of it written into the installation."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from pathlib import Path
 
 import torch.nn.modules.activation as activation
 
+# the project's own `utils`: torch/nn/modules has a utils.py too, which must not shadow it
 PROVIDER = """import torch
+import utils
 
 
 def GELU_forward_inputs():
-    return torch.nn.GELU(approximate="tanh"), torch.randn(256, 256)
+    return torch.nn.GELU(approximate="tanh"), torch.randn(utils.SIZE, utils.SIZE)
 """
 
 
@@ -24,6 +27,7 @@ def test_torchs_own_function_from_the_users_project(tmp_path: Path) -> None:
     (project / "scripts").mkdir(parents=True)
     (project / "pyproject.toml").write_text("[project]\nname = 'proj'\n")
     (project / "kernelscope_inputs.py").write_text(PROVIDER)
+    (project / "utils.py").write_text("SIZE = 256\n")
     library = Path(activation.__file__).resolve()
     before = sorted(p.name for p in library.parent.iterdir())
     proc = subprocess.run(

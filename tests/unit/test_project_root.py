@@ -53,16 +53,27 @@ def test_an_installed_packages_file_belongs_to_the_working_folders_project(
     assert find_root(installed) == bare
 
 
-def test_a_marker_inside_the_installation_is_not_the_users_project(
+def test_markers_in_and_above_the_installation_are_not_the_users_project(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A venv inside the user's project: its site-packages is found before the project's
-    marker above it, and the working folder decides."""
+    """A venv inside the user's project, and a package that ships a setup.py: neither
+    marker is the user's project; the working folder decides."""
     venv_site = tmp_path / "proj" / ".venv" / "lib" / "python3.12" / "site-packages"
     (venv_site / "torch-2.13.0.dist-info").mkdir(parents=True)
     (tmp_path / "proj" / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     linear = _file(venv_site / "torch" / "nn" / "linear.py")
+    (venv_site / "torch" / "setup.py").write_text("")  # numpy < 1.26 shipped its setup.py
     elsewhere = tmp_path / "other"
     (elsewhere / ".git").mkdir(parents=True)
     monkeypatch.chdir(elsewhere)
     assert find_root(linear) == elsewhere
+
+
+def test_a_system_pythons_dist_packages_holds_only_egg_info(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dist = tmp_path / "usr" / "lib" / "python3" / "dist-packages"
+    (dist / "numpy-1.24.2.egg-info").mkdir(parents=True)
+    file = _file(dist / "numpy" / "linalg.py")
+    monkeypatch.chdir(tmp_path)
+    assert find_root(file) == tmp_path

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +13,8 @@ from kernelscope.notebooks import MODULES_DIR
 from kernelscope.pyfunctions import INPUTS_FILE, stub_for
 
 ROOT_MARKERS = ("pyproject.toml", ".git", "setup.py", "setup.cfg")
+#: Folders Python installs packages into (Debian's system Python: dist-packages).
+INSTALL_FOLDERS = frozenset({"site-packages", "dist-packages"})
 
 
 #: Captures up to this size (MB) are kept for the next profile unless the project says otherwise.
@@ -121,28 +124,29 @@ def provider_hint(path: Path, qualname: str) -> str | None:
 
 def find_root(path: Path) -> Path:
     """The nearest folder above `path` with a project marker; else the file's folder. A file
-    of an installed package (a folder above it holds a `*.dist-info`: site-packages, a pip
-    --target folder) belongs to the working folder's project: profiling Lightning's loop or
-    torch's `Linear.forward` keeps its traces and history with the user's project, not in
-    the installation."""
+    of an installed package (under site-packages, dist-packages or a folder holding a
+    `*.dist-info`: a pip --target folder) belongs to the working folder's project, whatever
+    markers the package ships: profiling Lightning's loop or torch's `Linear.forward` keeps
+    its traces and history with the user's project, not in the installation."""
     start = path.resolve().parent
     if start.name == MODULES_DIR and start.parent.name == ".kernelscope":
         start = start.parent.parent  # a notebook's module belongs to the notebook's project
-    for folder in (start, *start.parents):
-        if _is_project(folder):
-            return folder
-        if _installs_packages(folder):
-            working = Path.cwd().resolve()
-            return next((f for f in (working, *working.parents) if _is_project(f)), working)
-    return start
+    folders = (start, *start.parents)
+    if any(_installs_packages(folder) for folder in folders):
+        working = Path.cwd().resolve()
+        return next((f for f in (working, *working.parents) if _is_project(f)), working)
+    return next((f for f in folders if _is_project(f)), start)
 
 
 def _is_project(folder: Path) -> bool:
     return any((folder / marker).exists() for marker in ROOT_MARKERS)
 
 
+@functools.lru_cache(maxsize=1024)
 def _installs_packages(folder: Path) -> bool:
-    """Whether pip installs packages into `folder` (their `*.dist-info` records are there)."""
+    """Whether packages are installed into `folder` (pip's `*.dist-info` records are there)."""
+    if folder.name in INSTALL_FOLDERS:
+        return True
     try:
         return any(folder.glob("*.dist-info"))
     except OSError:

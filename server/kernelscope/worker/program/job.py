@@ -151,6 +151,12 @@ class Job:
                 shutil.rmtree(self.own_trace_dir, ignore_errors=True)
 
     # user code location ------------------------------------------------------------
+    def in_project(self, path):
+        """Whether `path` is under the project's root (an installed package's file, which
+        the project profiles, is not)."""
+        root = self.root if self.root.endswith(os.sep) else self.root + os.sep
+        return os.path.abspath(path).startswith(root)
+
     def is_user_file(self, filename):
         hit = self._user_cache.get(filename)
         if hit is None:

@@ -234,7 +234,10 @@ class Worker:
         self.current_job = job
         try:
             job.place()
-            for d in (job.root, os.path.dirname(job.path)):
+            folders = [job.root]
+            if job.in_project(job.path):  # an installed package's folder would shadow the
+                folders.append(os.path.dirname(job.path))  # program's `utils`, `loss`, ...
+            for d in folders:
                 if d not in sys.path:
                     sys.path.insert(0, d)
             if job.entry:
@@ -348,18 +351,26 @@ class Worker:
 
     def end(self):
         """End the process now (its program's threads and children with it)."""
-        with contextlib.suppress(Exception):
-            self.real_err.flush()
-        children = children_of_program()
-        for child in children:
+        try:
             with contextlib.suppress(Exception):
-                child.terminate()
-        if self.children_tempdir:
-            for child in children:  # their sockets live in it until they are gone
+                self.real_err.flush()
+            if hasattr(signal, "SIGCHLD"):  # DataLoader's handler raises as its workers end
                 with contextlib.suppress(Exception):
-                    child.join(1.0)
-            shutil.rmtree(self.children_tempdir, ignore_errors=True)
-        self._real_exit(0)
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            children = children_of_program()
+            for child in children:
+                with contextlib.suppress(Exception):
+                    child.terminate()
+            if self.children_tempdir:
+                # their sockets live in it until they are gone; the launcher's retire waits
+                # 2 s in all before it kills this process
+                deadline = time.monotonic() + 0.5
+                for child in children:
+                    with contextlib.suppress(Exception):
+                        child.join(max(0.0, deadline - time.monotonic()))
+                shutil.rmtree(self.children_tempdir, ignore_errors=True)
+        finally:
+            self._real_exit(0)
 
     def settle(self):
         """Free what the job left in reference cycles (its GPU memory too), then freeze what
