@@ -712,6 +712,8 @@ class Sidecar(msgspec.Struct):
     cold: ColdCall
     timing: UnprofiledTiming
     wall_us_per_step: float
+    """An active step's wall time, profiled: of a call (in place, each call's own, not the
+    program's time between calls), or of a loop's iteration."""
     lines: list[LineStat] = []
     line_tracer: LineTracerCost | None = None
     """The tracer's cost per line run, taken out of ``lines`` (None: left in, or no pass)."""

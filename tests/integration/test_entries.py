@@ -305,6 +305,34 @@ def test_in_place_the_dataloader_workers_leave_no_temporary_folders(
     assert sorted(p.name for p in temp.glob("pymp-*")) == []
 
 
+PAUSING = """import time
+
+import torch
+
+
+def step(x):
+    return (x @ x).sum()
+
+
+x = torch.randn(64, 64)
+for _ in range(40):
+    step(x)
+    time.sleep(0.02)  # the rest of the program's iteration
+"""
+
+
+def test_in_place_a_calls_wall_is_its_own_not_the_time_between_calls(tmp_path: Path) -> None:
+    """The active window also holds the program between the calls (here a 20 ms sleep):
+    the wall per step is each call's own."""
+    (tmp_path / "pausing.py").write_text(PAUSING)
+    out = report(kernelscope(tmp_path, "pausing.py::step", "--via", "pausing.py", "--in-place",
+                             "--skip", "3", "--json", **NO_TIME_FIT))  # fmt: skip
+    timing = out["timing"]
+    assert out["call_site"]["modes"] == ["calls 4-12 profiled, 8-12 active"]
+    assert timing["wall_us_per_step"] < 10_000, timing  # it read the 20 ms pauses
+    assert timing["wall_us_per_step"] >= 0.5 * timing["cpu_us_per_step"]
+
+
 def test_in_place_a_functions_calls(project: Path) -> None:
     out = report(
         kernelscope(

@@ -82,6 +82,9 @@ class Steps:
         self.loader = LoaderClock(job.torch)  # the DataLoader's next() in the timed steps
         self.ref_at = 0.0
         self.events = []
+        # each active call's begin and end (CUDA events or perf_counter): its wall, not the
+        # iteration's around it (a call's active window also holds the program between calls)
+        self.active_spans = []
         self.prof: Any = None  # the profiler, once the profiled steps begin
         self.counting: Any = None  # the light profiler of the step that counts events
         self.counted = 0  # 1 once a wait step counted the events one step makes
@@ -157,6 +160,8 @@ class Steps:
 
         self.range = record_function(CALL_RANGE)
         self.range.__enter__()
+        if self.what == "call" and profiled > self.wait + self.warmup:
+            self.active_spans.append([self._stamp(), None])
 
     def end(self):
         if self.done or not self.open:
@@ -188,6 +193,8 @@ class Steps:
         if self.counting is not None:
             self._stop_counting()
             return
+        if self.active_spans and self.active_spans[-1][1] is None:
+            self.active_spans[-1][1] = self._stamp()
         self.range.__exit__(None, None, None)
         self.range = None
         total = self.wait + self.warmup + self.active
@@ -198,6 +205,24 @@ class Steps:
         if profiled == total:
             self.done = True
             self.prof.__exit__(None, None, None)
+
+    def _stamp(self):
+        """Now, on the stream (a recorded CUDA event) or on the host clock."""
+        if not self.cuda:
+            return time.perf_counter()
+        event = self.torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def _wall_us(self):
+        """The wall time of an active step (µs): of each call, from its begin to its end
+        (on a GPU, its work there too); a loop's iterations fill the window between them."""
+        spans = [(a, b) for a, b in self.active_spans if b is not None]
+        if not spans:
+            return (self.marks["active1"] - self.marks["active0"]) * 1e6 / max(self.active, 1)
+        if self.cuda:  # synchronized as the window closed
+            return statistics.mean(a.elapsed_time(b) * 1e3 for a, b in spans)
+        return statistics.mean((b - a) * 1e6 for a, b in spans)
 
     def _reference(self):
         """A reference loop after a timed step (outside its span), at most one each
@@ -301,7 +326,7 @@ class Steps:
         job = self.job
         job.progress("export")
         trace_path, _events = gzip_file(self.trace_tmp)
-        wall_us = (self.marks["active1"] - self.marks["active0"]) * 1e6 / max(self.active, 1)
+        wall_us = self._wall_us()
         memory = peak_memory(job, self.device)
         # With none timed (--skip 1) there is no unprofiled figure: the cold call is its own.
         samples = self.samples
