@@ -305,6 +305,36 @@ def test_in_place_the_dataloader_workers_leave_no_temporary_folders(
     assert sorted(p.name for p in temp.glob("pymp-*")) == []
 
 
+SPAWNING = """import sys
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def step(x):
+    return x.sum()
+
+
+if __name__ == "__main__":
+    data = TensorDataset(torch.randn(512, 8))
+    for (x,) in DataLoader(data, batch_size=8, num_workers=2, multiprocessing_context=sys.argv[1]):
+        step(x)
+"""
+
+
+@pytest.mark.parametrize("start", ["spawn", "forkserver"])
+def test_spawned_dataloader_workers_leave_no_temporary_folders(tmp_path: Path, start: str) -> None:
+    """Started by spawn or forkserver (Python 3.14's default), the workers get the worker's
+    temporary folder with the pickled process object, as forked ones inherit it."""
+    (tmp_path / "spawning.py").write_text(SPAWNING)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    via = f"spawning.py {start}"
+    args = ("spawning.py::step", "--via", via, "--in-place", "--skip", "3", "--json")
+    report(kernelscope(tmp_path, *args, TMPDIR=str(temp), **NO_TIME_FIT))
+    assert sorted(p.name for p in temp.glob("pymp-*")) == []
+
+
 PAUSING = """import time
 
 import torch
