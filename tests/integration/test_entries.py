@@ -305,6 +305,49 @@ def test_in_place_the_dataloader_workers_leave_no_temporary_folders(
     assert sorted(p.name for p in temp.glob("pymp-*")) == []
 
 
+COMPILED_MODEL = """import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Linear(64, 64) for _ in range(4))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = torch.relu(block(x))
+        return x.sum()
+"""
+
+COMPILING = """import torch
+
+from model import Net
+
+net = Net()
+step = torch.compile(net, backend="eager")
+for _ in range(40):
+    step(torch.randn(32, 64)).backward()
+"""
+
+
+def test_a_loop_inside_a_compiled_function_says_so(tmp_path: Path) -> None:
+    """Its iterations run in the compiled graph: none is seen, and the message says why and
+    what to profile instead, not "run the program longer"."""
+    (tmp_path / "model.py").write_text(COMPILED_MODEL)
+    (tmp_path / "train.py").write_text(COMPILING)
+    loop = _line_of(tmp_path / "model.py", "for block in self.blocks:")
+    err = error(kernelscope(tmp_path, f"model.py:{loop}", "--via", "train.py", "--json"))
+    assert err["kind"] == "too_few_calls"
+    assert err["message"].startswith(f"train.py made 0 iterations of the loop at line {loop}")
+    assert err["message"].endswith(
+        "; the loop is in Net.forward, which torch.compile compiled: its iterations run in the "
+        "compiled graph, not as Python"
+    )
+    assert err["hint"].startswith("profile the compiled function's calls instead "
+                                  "(model.py::Net.forward --in-place)")  # fmt: skip
+
+
 SPAWNING = """import sys
 
 import torch

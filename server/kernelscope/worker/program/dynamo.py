@@ -1,6 +1,10 @@
 # pyright: basic
-"""What torch.compile has done in this process so far, from dynamo's own counters."""
+"""What torch.compile has done in this process so far, from dynamo's own counters and
+caches."""
 
+import dis
+import inspect
+import os
 import sys
 
 
@@ -24,3 +28,47 @@ def compile_seconds():
     totals = {k: float(sum(v)) for k, v in metrics.items() if isinstance(v, list)}
     outer = [v for k, v in totals.items() if k.endswith("compile_inner")]
     return sum(outer) if outer else max(totals.values(), default=0.0)
+
+
+def compiled_around(path, line):
+    """The qualified name of a function of the file at `path` whose code holds `line` and
+    that torch.compile has compiled in this process (a loop there runs in the graph, not as
+    Python: no iteration can be seen); None where none is, or dynamo is not loaded."""
+    if "torch._dynamo" not in sys.modules:
+        return None
+    try:
+        from torch._C._dynamo.eval_frame import _debug_get_cache_entry_list as entries
+    except Exception:  # a torch without it: no diagnosis
+        return None
+    real = os.path.realpath(path)
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if not isinstance(file, str) or os.path.basename(file) != os.path.basename(real):
+            continue
+        if os.path.realpath(file) != real:
+            continue
+        for code in _codes(module):
+            if any(at == line for _, at in dis.findlinestarts(code)):
+                try:
+                    if entries(code):
+                        return getattr(code, "co_qualname", code.co_name)
+                except Exception:
+                    continue
+    return None
+
+
+def _codes(module):
+    """The code objects of a module's functions and of its classes' methods, nested ones
+    too."""
+    functions = []
+    for obj in list(vars(module).values()):
+        if inspect.isclass(obj) and getattr(obj, "__module__", None) == module.__name__:
+            for member in list(vars(obj).values()):
+                functions.append(getattr(member, "__func__", member))
+                functions.append(getattr(member, "fget", None))
+        else:
+            functions.append(obj)
+    codes = [f.__code__ for f in functions if inspect.isfunction(f)]
+    for code in codes:  # grows as nested functions' codes are found
+        codes += [c for c in code.co_consts if inspect.iscode(c)]
+    return codes

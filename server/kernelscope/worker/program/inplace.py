@@ -31,6 +31,7 @@ import types
 from typing import Any
 
 from .devices import profiler_activities
+from .dynamo import compiled_around
 from .errors import JobError
 from .event_budget import available_bytes, recording
 from .loader_clock import LoaderClock
@@ -691,13 +692,18 @@ def run_in_place(job):
                 ", and one more to end the last" if loop and not end_line else "",
             )
         )
-        return JobError(
-            "too_few_calls",
-            message,
-            job.path,
-            def_line or None,
-            hint="run the program longer, or lower --skip, --wait, --warmup or --active",
-        )
+        hint = "run the program longer, or lower --skip, --wait, --warmup or --active"
+        compiled = compiled_around(job.path, int(entry["body_line"])) if loop else None
+        if compiled:
+            message += (
+                "; the loop is in %s, which torch.compile compiled: its iterations run in "
+                "the compiled graph, not as Python" % compiled
+            )
+            hint = (
+                "profile the compiled function's calls instead (%s::%s --in-place), or a "
+                "loop of the program around them" % (os.path.basename(job.path), compiled)
+            )
+        return JobError("too_few_calls", message, job.path, def_line or None, hint=hint)
 
     mark = importer = None
     if loop:
