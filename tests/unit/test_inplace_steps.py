@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -134,3 +135,29 @@ def test_the_loops_file_is_resolved_once_per_file_name_not_per_call(
         assert not watch.holds(pytest.importorskip.__code__)  # of another file
     assert watch.holds(namespace["epoch"].__code__)
     assert sorted(resolved) == sorted([str(path), pytest.importorskip.__code__.co_filename])
+
+
+def test_a_hand_off_off_the_main_thread_leaves_the_main_threads_tracer_named(
+    tmp_path: Path,
+) -> None:
+    """The loop's module imported in another thread: the tracer counts nothing more, but
+    the main thread keeps it (before 3.12 no thread drops another's), so the report still
+    names its factor (`swapped` stays False) until the job's end disarms it."""
+    path = tmp_path / "train_loop.py"
+    path.write_text(LOOP)
+    watch = LoopWatch(str(path), 4, lambda _: True)
+    watch.arm()
+    try:
+        if watch.tool is not None:
+            pytest.skip("sys.monitoring finds the loop: no tracer to hand off")
+        worker = threading.Thread(target=watch.hand_off)
+        worker.start()
+        worker.join()
+        assert watch.marked and not watch.swapped
+        assert sys.gettrace() is not None  # the main thread's, still set
+    finally:
+        watch.disarm()
+    assert sys.gettrace() is None
+    watch.arm()
+    watch.hand_off()  # on the main thread: gone at once, and said so
+    assert watch.marked and watch.swapped and sys.gettrace() is None

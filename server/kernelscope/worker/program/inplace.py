@@ -430,7 +430,8 @@ class LoopWatch(CallWatch):
         self.on_exit: Any = None
         self.loop_code = None
         self.not_loop = set()  # the file's other code objects, each looked at once
-        self.swapped = False  # the loop's module marks its iterations itself (MarkingImport)
+        self.marked = False  # the loop's module marks its iterations itself (MarkingImport)
+        self.swapped = False  # ... and the main thread's tracer went with it
         self.inside = False  # an iteration began since the loop last ended
 
     def iteration(self):
@@ -500,13 +501,20 @@ class LoopWatch(CallWatch):
         monitoring.set_events(self.tool, events.PY_START)
 
     def hand_off(self):
-        """The loop's module is being imported with the mark in: the tracer goes (in a
-        thread it already traces, it finds nothing from here on)."""
-        self.swapped = True
-        self.disarm()
+        """The loop's module is being imported with the mark in: the tracer finds nothing
+        from here on, and goes from this thread and those started later. Before 3.12 no
+        thread can drop another's: imported off the main thread, the main thread keeps it
+        (its slow path), and the report still names the tracer's factor."""
+        self.marked = True
+        if threading.current_thread() is threading.main_thread():
+            self.swapped = True
+            self.disarm()
+        else:  # the main thread's goes as the job ends (disarm, there)
+            sys.settrace(None)
+            threading.settrace(None)
 
     def _trace(self, frame, event, arg):
-        if event == "call" and not self.swapped and self.holds(frame.f_code):
+        if event == "call" and not self.marked and self.holds(frame.f_code):
             return self._local_loop
         return None
 
