@@ -13,8 +13,9 @@ that ran between its runs as one iteration). A loop in a module the program impo
 (Lightning's epoch loop, the model's file) is marked as that import compiles it
 (MarkingImport); the tracer stands in until then, and wherever the import is not seen (a
 module imported already, or not through a source file on the path). Lightning's example
-classifier's epoch loop: 5.33 ms an iteration under the tracer, against 2.9-3.1 ms in the
-program alone.
+classifier's epoch loop: 5.33 ms an iteration under the tracer, 3.25-3.32 ms marked, and
+3.14-3.43 ms in the program alone. Inside a frame torch.compile traces, the mark does
+nothing: those iterations run in the graph.
 """
 
 import ast
@@ -161,8 +162,8 @@ class MarkingImport:
 
 class _MarkedLoader(SourceFileLoader):
     """The loop's file as its module, from the marked code: no bytecode cache is read or
-    written (a later import elsewhere gets the file as it is). The mark is a builtin, as
-    runpy (``-m``) runs the code in a namespace of its own, not the module's."""
+    written (an import once the finder is gone gets the file as it is). The mark is a
+    builtin, as runpy (``-m``) runs the code in a namespace of its own, not the module's."""
 
     def __init__(self, fullname, path, importer):
         super().__init__(fullname, path)
