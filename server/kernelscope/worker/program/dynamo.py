@@ -4,8 +4,9 @@ caches."""
 
 import dis
 import inspect
-import os
 import sys
+
+from .target import modules_of
 
 
 def dynamo_frames():
@@ -40,13 +41,7 @@ def compiled_around(path, line):
         from torch._C._dynamo.eval_frame import _debug_get_cache_entry_list as entries
     except Exception:  # a torch without it: no diagnosis
         return None
-    real = os.path.realpath(path)
-    for module in list(sys.modules.values()):
-        file = getattr(module, "__file__", None)
-        if not isinstance(file, str) or os.path.basename(file) != os.path.basename(real):
-            continue
-        if os.path.realpath(file) != real:
-            continue
+    for module in modules_of(path):
         for code in _codes(module):
             if any(at == line for _, at in dis.findlinestarts(code)):
                 try:

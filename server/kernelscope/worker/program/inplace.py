@@ -741,16 +741,15 @@ def run_in_place(job):
         watch.on_exit = exited
         if getattr(sys, "monitoring", None) is None:
             compiler = getattr(job.torch, "compiler", None)
-            mark = LoopMark(loop, int(entry["body_line"]), lambda: safely(boundary),
-                            lambda once: safely(lambda: left(once)),
-                            getattr(compiler, "is_compiling", None))  # fmt: skip
-            if not in_script(job):  # a module's loop: marked as the program imports it
-                importer = MarkingImport(job.path, mark, watch.hand_off)
-                if importer.imported() or not mark.prepare(job.path):
+            marker = LoopMark(loop, int(entry["body_line"]), lambda: safely(boundary),
+                              lambda once: safely(lambda: left(once)),
+                              getattr(compiler, "is_compiling", None))  # fmt: skip
+            if in_script(job):  # compiled with the mark by run_program
+                mark = marker if marker.prepare(job.path) else None
+            else:  # a module's loop: marked as the program imports it
+                importer = MarkingImport(job.path, marker, watch.hand_off)
+                if importer.imported() or not marker.prepare(job.path):
                     importer = None
-                mark = None
-            elif not mark.prepare(job.path):
-                mark = None
     else:
         watch = CallSteps(job.path, req["qualname"], int(entry.get("first_line") or 0),
                           job.is_user_file)  # fmt: skip

@@ -48,8 +48,8 @@ def provider_label(job, provider):
     if not file or file.startswith("<"):
         return name
     file = os.path.abspath(file)
-    root = job.root if job.root.endswith(os.sep) else job.root + os.sep
-    return "%s::%s" % (file[len(root) :] if file.startswith(root) else os.path.basename(file), name)
+    shown = os.path.relpath(file, job.root) if job.in_project(file) else os.path.basename(file)
+    return "%s::%s" % (shown, name)
 
 
 def provider_of(job, module):

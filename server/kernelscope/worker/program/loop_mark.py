@@ -24,6 +24,8 @@ import os
 import sys
 from importlib.machinery import PathFinder, SourceFileLoader
 
+from .target import modules_of
+
 #: The name the added call looks up in the script's globals.
 MARK = "__kernelscope_iteration__"
 
@@ -124,8 +126,7 @@ class MarkingImport:
 
     def __init__(self, path, mark, on_marked):
         self.path = os.path.realpath(path)
-        self.file = os.path.basename(self.path)
-        stem = os.path.splitext(self.file)[0]
+        stem = os.path.splitext(os.path.basename(self.path))[0]
         folder = os.path.basename(os.path.dirname(self.path))
         self.name = folder if stem == "__init__" else stem  # the module name's last part
         self.mark = mark
@@ -133,13 +134,7 @@ class MarkingImport:
 
     def imported(self):
         """Whether a module of the file is imported already (then the tracer finds it)."""
-        for module in list(sys.modules.values()):
-            file = getattr(module, "__file__", None)
-            if not isinstance(file, str) or os.path.basename(file) != self.file:
-                continue
-            if os.path.realpath(file) == self.path:
-                return True
-        return False
+        return any(True for _ in modules_of(self.path))
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname.rpartition(".")[2] != self.name:

@@ -47,6 +47,18 @@ def load_module(job):
     return module
 
 
+def modules_of(path):
+    """The imported modules whose file is the one at `path` (through links)."""
+    real = os.path.realpath(path)
+    name = os.path.basename(real)
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if not isinstance(file, str) or os.path.basename(file) != name:
+            continue
+        if os.path.realpath(file) == real:
+            yield module
+
+
 def resolve(job, module):
     obj: Any = module
     owner = None
