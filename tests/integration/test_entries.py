@@ -197,19 +197,22 @@ def test_a_caller_that_never_calls_it(project: Path) -> None:
 
 
 def test_a_function_only_dataloader_workers_call(project: Path) -> None:
-    """The training set's __getitem__ runs in forked DataLoader workers only when the
-    validation loader (in-process) is left out: counted there, and said so."""
-    err = error(
-        kernelscope(
-            project,
-            "data.py::seed_worker",
-            "--via",
-            TRAIN,
-            "--json",
-        )
-    )
-    assert err["kind"] == "not_called"
-    assert "forked children" in err["hint"]
+    """seed_worker (the loaders' worker_init_fn) runs only in forked DataLoader workers: its
+    first call is taken there and replayed in the main process with the worker's
+    WorkerInfo (it asserts get_worker_info() is its own) and its one thread."""
+    out = report(kernelscope(project, "data.py::seed_worker", "--via", TRAIN, "--json"))
+    modes = out["call_site"]["modes"]
+    assert any(m.startswith("made in DataLoader worker") for m in modes), modes
+    assert out["device"]["threads"] == 1
+
+
+def test_a_dataset_item_taken_in_a_worker(project: Path) -> None:
+    """CharDataset.__getitem__'s first call is a forked worker's (the eval pass asks the
+    train loader first), though the main process calls it too (the val loader has none)."""
+    out = report(kernelscope(project, "data.py::CharDataset.__getitem__", "--via", TRAIN, "--json"))
+    site = out["call_site"]
+    assert any(m.startswith("made in DataLoader worker") for m in site["modes"]), site
+    assert site["saved"], site["save_error"]  # a module's class: kept, to replay
 
 
 def test_in_place_a_module_level_while_loop(project: Path) -> None:

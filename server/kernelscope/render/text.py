@@ -33,7 +33,7 @@ __all__ = [
     "table",
 ]
 #: Failures of a program run with --via: its output is the program's, not the function's.
-PROGRAM_FAILURES = frozenset({"entry_failed", "not_called", "too_few_calls"})
+PROGRAM_FAILURES = frozenset({"entry_failed", "not_called", "too_few_calls", "child_call"})
 MARKS = {"error": "✖", "warning": "▲", "info": "●", "hint": "·"}
 
 
@@ -94,7 +94,11 @@ def render_report(
         f"device    {report.device.type}"
         + (f":{report.device.index}" if report.device.index is not None else "")
         + f" ({report.device.name})"
-        + (f" · {report.device.threads} threads" if report.device.threads else "")
+        + (
+            f" · {report.device.threads} thread{'' if report.device.threads == 1 else 's'}"
+            if report.device.threads
+            else ""
+        )
         + f" · host {report.runner.host}"
         + (f" via {report.runner.remote}" if report.runner.remote else "")
         + f" · python {report.runner.python} · torch {report.runner.torch}"

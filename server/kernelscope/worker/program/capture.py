@@ -68,6 +68,7 @@ class CallState:
         self.sdpa = {b: _sdpa_enabled(torch, b) for b in SDPA_BACKENDS}
         self.rng = torch.get_rng_state()
         self.cuda_rng = torch.cuda.get_rng_state() if cuda else None
+        self.threads = torch.get_num_threads()  # a DataLoader worker's is 1
 
     def modes(self):
         """What the report says of it: ``train``, ``no_grad``, ``autocast cuda bfloat16``..."""
@@ -101,6 +102,7 @@ class CallState:
             "sdpa": dict(self.sdpa),
             "rng": self.rng,
             "cuda_rng": self.cuda_rng,
+            "threads": self.threads,
         }
 
     @classmethod
@@ -118,7 +120,14 @@ class CallState:
         state.stream = None
         state.sdpa = dict(saved["sdpa"])
         state.rng, state.cuda_rng = saved["rng"], saved["cuda_rng"]
+        state.threads = saved.get("threads")  # None: saved before it was recorded
         return state
+
+    def apply_threads(self):
+        """Run torch's CPU ops on as many threads as the call had (set for the rest of the
+        job: the worker ends after a program's call)."""
+        if self.threads and self.torch.get_num_threads() != self.threads:
+            self.torch.set_num_threads(self.threads)
 
     def restore_rng(self):
         """The RNG as it was at the call, so the first replay draws what the program did."""
@@ -275,9 +284,11 @@ def _set_sdpa(torch, flags):
             enable(on)
 
 
-def save_capture(torch, path, args, kwargs, state, meta, limit=None):
+def save_capture(torch, path, args, kwargs, state, meta, limit=None, portable=True):
     """Save the call (arguments by value, objects by pickle) and its state to `path`; None,
-    or why it cannot be saved, naming the argument (or its size, past `limit` bytes)."""
+    or why it cannot be saved, naming the argument (or its size, past `limit` bytes). Not
+    `portable`: read back by a process of the same program only, so objects of its script
+    may be in it."""
     import io
 
     names = ["argument %d" % i for i in range(len(args))] + ["`%s`" % k for k in kwargs]
@@ -285,14 +296,17 @@ def save_capture(torch, path, args, kwargs, state, meta, limit=None):
         try:
             torch.save(value, io.BytesIO())
         except Exception as e:
-            return "%s (%s) cannot be saved: %s: %s" % (
+            part = _unsaveable_part(torch, value)
+            return "%s (%s)%s cannot be saved: %s: %s" % (
                 name,
                 type(value).__name__,
+                ": its %s (%s)" % (part[0], type(part[1]).__name__) if part else "",
                 type(e).__name__,
                 str(e).splitlines()[0][:200] if str(e) else "",
             )
     payload = {"args": list(args), "kwargs": kwargs, "state": state.saved(), "meta": meta}
-    script = script_objects(torch, payload) if limit is not None else []  # kept to replay
+    # kept to replay in another process
+    script = script_objects(torch, payload) if limit is not None and portable else []
     if script:
         return (
             "it holds %s, defined in the program's script: another process cannot load "
@@ -300,14 +314,37 @@ def save_capture(torch, path, args, kwargs, state, meta, limit=None):
             "the next profile runs the program again" % ", ".join(script[:3])
         )
     if limit is not None and _storage_bytes(torch, payload) > limit:
-        return "%.0f MB of tensors, over the %d MB kept without --save (keep_captures_mb)" % (
+        return "%.0f MB of tensors, over the %d MB %s" % (
             _storage_bytes(torch, payload) / 2**20,
             limit // 2**20,
+            "kept without --save (keep_captures_mb)" if portable else "handed over without --save",
         )
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".tmp"
     torch.save(payload, tmp)
     os.replace(tmp, path)
+    return None
+
+
+def _unsaveable_part(torch, obj, depth=3):
+    """(``.log``, the object) for the innermost attribute or item of `obj` that torch.save
+    cannot write while its own parts can (what a user must change), or None."""
+    import io
+
+    if isinstance(obj, dict):
+        parts = [("[%r]" % k, v) for k, v in obj.items()]
+    elif isinstance(obj, (list, tuple)):
+        parts = [("[%d]" % i, v) for i, v in enumerate(obj)]
+    elif hasattr(obj, "__dict__") and not isinstance(obj, (torch.Tensor, *_OPAQUE)):
+        parts = [("." + k, v) for k, v in vars(obj).items()]
+    else:
+        return None
+    for label, value in parts:
+        try:
+            torch.save(value, io.BytesIO())
+        except Exception:
+            inner = _unsaveable_part(torch, value, depth - 1) if depth > 1 else None
+            return (label + inner[0], inner[1]) if inner else (label, value)
     return None
 
 

@@ -14,7 +14,15 @@ import sys
 import time
 import types
 
-from .capture import CallState, arguments, function_of, replay, save_capture, without_compiler
+from .capture import (
+    CallState,
+    arguments,
+    function_of,
+    replay,
+    save_capture,
+    without_compiler,
+)
+from .child_call import HANDOFF_MB, ChildCall, as_worker, handed_call
 from .digest import program_digest
 from .dynamo import dynamo_frames
 from .errors import JobError
@@ -53,7 +61,41 @@ def run_to_call(job, then):
         else None
     )
 
+    def begin(args, kwargs, code, fn, state, site, compiled, entry_s, child=None):
+        """The job on the call's arguments (the worker ends after it); `child`: (how the
+        report says it was made in a forked child, its DataLoader WorkerInfo)."""
+        made_in, info = child or (None, None)
+        prepared, resized = prepared_call(job, fn, code, args, kwargs, state, compiled)
+        modes = state.modes() + (["torch.compile off"] if entry.get("no_compile") else [])
+        modes += [made_in] if made_in else []
+        modes += [resized] if resized else []
+        job.call_site = {
+            "via": label,
+            "call": want,
+            "caller_path": job.local_text(site[0]) if site else None,
+            "caller_line": site[1] if site else None,
+            "modes": modes,
+            "captured": True,
+            "entry_s": entry_s,
+            "wrote": [],
+            "settled_s": settle_children(),
+            "saved": None,
+            "save_error": None,
+            "reused": False,
+            "kept": not entry.get("save"),
+            "step": "call",
+        }
+        if digest is not None:
+            limit = None if entry.get("save") else keep_mb
+            _save(job, args, kwargs, state, want, digest, limit, info)
+        result = then(*prepared)
+        job.call_site["wrote"] = written_since(job.entry_cwd, before)  # the replays' too
+        return result
+
     def on_call(frame, site):
+        if not handoff.claim():  # a child took it first: its signal is on its way
+            return
+        handoff.remove()
         # A compiled caller's frame evaluation (torch.compile) must not compile our code;
         # the replays get it back, so they run as the program's calls do.
         compiled = without_compiler(torch)
@@ -64,47 +106,37 @@ def run_to_call(job, then):
             args, kwargs = arguments(frame)
             code = frame.f_code
             fn = function_of(code, args)
-            state = CallState(torch, args)
-            state.restore_rng()
-            device = device_of(torch, args, kwargs)
-            cuda = device.type == "cuda"
-            if cuda:
-                torch.cuda.set_device(device)
-            sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
-            run_args, run_kwargs, resized = resized_call(job, args, kwargs)
-            call = job.guarded(
-                replay(torch, fn, code, run_args, run_kwargs, state, compiled), [], {}
+            return begin(args, kwargs, code, fn, CallState(torch, args), site, compiled, entry_s)
+
+        job.worker.conclude(job, body)
+
+    def on_child_record(record):
+        """The main process, signalled by the child that took the call: the job on it."""
+        watch.disarm()
+        compiled = without_compiler(torch)
+        entry_s = time.perf_counter() - started
+
+        def body():
+            job.progress("inputs")
+            args, kwargs, state, fn, code, info = handed_call(job, watch, handoff, record)
+            state.apply_threads()
+            as_worker(torch, info)
+            caller = record.get("caller")
+            how = "made in %s, replayed in the main process with its %s" % (
+                record.get("made_in") or "a child process",
+                "1 thread" if record.get("threads") == 1 else "%s threads" % record.get("threads"),
             )
-            job.loaded = (None, None, run_args, run_kwargs)  # what try builds its variants from
-            job.captured = (fn, code, state, compiled)
-            modes = state.modes() + (["torch.compile off"] if entry.get("no_compile") else [])
-            modes += [resized] if resized else []
-            job.call_site = {
-                "via": label,
-                "call": want,
-                "caller_path": job.local_text(site[0]) if site else None,
-                "caller_line": site[1] if site else None,
-                "modes": modes,
-                "captured": True,
-                "entry_s": entry_s,
-                "wrote": [],
-                "settled_s": settle_children(),
-                "saved": None,
-                "save_error": None,
-                "reused": False,
-                "kept": not entry.get("save"),
-                "step": "call",
-            }
-            if digest is not None:
-                limit = None if entry.get("save") else keep_mb
-                _save(job, args, kwargs, state, want, digest, limit)
-            result = then(fn, call, device, sync)
-            job.call_site["wrote"] = written_since(job.entry_cwd, before)  # the replays' too
-            return result
+            site = (caller[0], caller[1]) if caller else None
+            return begin(args, kwargs, code, fn, state, site, compiled, entry_s, (how, info))
 
         job.worker.conclude(job, body)
 
     watch.on_call = on_call
+    folder = job.worker.children_tempdir
+    handoff = ChildCall(torch, folder or "", None if entry.get("save") else HANDOFF_MB)
+    if folder and hasattr(os, "fork") and handoff.install(on_child_record):
+        watch.on_child_call = handoff.take
+        handoff.watch_spawned(watch, job.root)
     job.worker.fork_hooks.append(watch.forked)
     compiled_before = dynamo_frames()
     saved_disable = _set_dynamo_disabled(torch, True) if entry.get("no_compile") else None
@@ -115,18 +147,40 @@ def run_to_call(job, then):
             ended = run_program(job, entry)
         finally:
             watch.disarm()
+            handoff.remove()
     finally:
         job.worker.fork_hooks.remove(watch.forked)
         if saved_disable is not None:
             _set_dynamo_disabled(torch, saved_disable)
+    record = handoff.taken() if watch.on_child_call is not None else None
+    if record is not None:  # the program ended before the child's signal came
+        on_child_record(record)
     seconds = time.perf_counter() - started
     wrote = written_since(job.entry_cwd, before)
     raise _not_called(job, entry, watch, ended, seconds, compiled_before, wrote)
 
 
-def _save(job, args, kwargs, state, call, digest, keep_mb):
+def prepared_call(job, fn, code, args, kwargs, state, compiled=None):
+    """The captured call, replayed in the state it had: ((fn, call, device, sync), how its
+    arguments were resized or None)."""
+    torch = job.torch
+    state.restore_rng()
+    device = device_of(torch, args, kwargs)
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.set_device(device)
+    sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
+    run_args, run_kwargs, resized = resized_call(job, args, kwargs)
+    call = job.guarded(replay(torch, fn, code, run_args, run_kwargs, state, compiled), [], {})
+    job.loaded = (None, None, run_args, run_kwargs)  # what try builds its variants from
+    job.captured = (fn, code, state, compiled)
+    return (fn, call, device, sync), resized
+
+
+def _save(job, args, kwargs, state, call, digest, keep_mb, worker_info=None):
     """Save the captured call under the project's .kernelscope/captures/ (local runs): with
-    --save whatever its size, else (`keep_mb`) only up to that size."""
+    --save whatever its size, else (`keep_mb`) only up to that size; a call of a DataLoader
+    worker's with its WorkerInfo."""
     site = job.call_site
     if job.root != job.local_root:
         site["save_error"] = "a capture is saved on local runs only, not on a remote"
@@ -141,6 +195,7 @@ def _save(job, args, kwargs, state, call, digest, keep_mb):
         "qualname": job.req["qualname"],
         "digest": digest,
         "site": dict(site),
+        "worker_info": worker_info,
     }
     if keep_mb is not None and in_script(job):  # kept for a replay: none can be made
         site["save_error"] = (
@@ -156,7 +211,7 @@ def _save(job, args, kwargs, state, call, digest, keep_mb):
     if site["save_error"] is None:
         site["saved"] = path
         with open(os.path.splitext(path)[0] + ".json", "w", encoding="utf-8") as f:
-            json.dump({k: v for k, v in meta.items() if k != "site"}, f)
+            json.dump({k: v for k, v in meta.items() if k not in ("site", "worker_info")}, f)
 
 
 def in_script(job):
@@ -239,6 +294,9 @@ def _run_script(job, entry, mark=None):
     main.__spec__ = None
     main.__loader__ = None
     sys.modules["__main__"] = main
+    # as multiprocessing's import does when the script runs it: a spawned child's classes
+    # of the script are __mp_main__'s, and unpickle here so
+    sys.modules["__mp_main__"] = main
     sys.argv = [path, *entry.get("args", [])]
     sys.path.insert(0, os.path.dirname(path))
     if mark is not None:
@@ -319,8 +377,11 @@ def _not_called(job, entry, watch, ended, seconds, compiled_before, wrote):
         hints.append("it was called from %s" % where)
     if watch.called_in_children():
         hints.append(
-            "%s ran in the program's forked children (DataLoader workers?), not in the main "
-            "process: kernelscope profiles calls the main process makes" % name
+            "%s ran in the program's forked children (DataLoader workers?), none of which "
+            "made call %d of its own: a lower --call takes one of theirs" % (name, want)
+            if watch.on_child_call is not None
+            else "%s ran in the program's forked children (DataLoader workers?), not in the "
+            "main process: kernelscope profiles calls the main process makes" % name
         )
     if dynamo_frames() > compiled_before and not entry.get("no_compile"):
         hints.append(

@@ -20,6 +20,7 @@ function's calls need only until the first returns (trampoline.py), a loop of th
 not at all and a loop of a module the program imports only until that import (loop_mark.py).
 """
 
+import contextlib
 import dis
 import inspect
 import os
@@ -468,6 +469,10 @@ class LoopWatch(CallWatch):
         """Whether the code's return leaves the loop (a generator's yield does not)."""
         return bool(self.end_line) and not code.co_flags & _SUSPENDS
 
+    def forked(self):
+        """In a forked child: nothing to watch (its iterations are not the program's)."""
+        self.disarm()
+
     def _arm_monitoring(self, monitoring):
         events = monitoring.events
 
@@ -552,7 +557,11 @@ class CallSteps(CallWatch):
         self.swapped = False  # the steps after the first ran without the tracer
 
     def started(self, frame):
-        if os.getpid() != self.pid:
+        if os.getpid() != self.pid:  # a forked child's call: the parent hears of the first
+            if not self.seen:
+                self.seen = 1
+                with contextlib.suppress(OSError):
+                    os.write(self._child_w, b"x")
             return False
         self.depth += 1
         if self.depth == 1:
@@ -561,9 +570,18 @@ class CallSteps(CallWatch):
         return True
 
     def returned(self):
+        if os.getpid() != self.pid:
+            return
         self.depth -= 1
         if self.depth == 0:
             self.on_end()
+
+    def forked(self):
+        """In a forked child: only note its first call to the parent, where watching costs
+        it nothing (sys.monitoring, the trampoline); a tracer would slow each of its calls."""
+        self.seen = 0
+        if self.tool is None and self.trampoline is None:
+            self.disarm()
 
     def _arm_monitoring(self, monitoring):
         events = monitoring.events
@@ -680,6 +698,7 @@ def run_in_place(job):
             fail_with(e)
 
     end_line = int(entry.get("end_line") or 0)
+    forks = job.worker.forks
 
     def too_few():
         profiled = steps.skip - skip + steps.wait + steps.warmup + steps.active  # as fitted
@@ -701,6 +720,23 @@ def run_in_place(job):
             )
         )
         hint = "run the program longer, or lower --skip, --wait, --warmup or --active"
+        children = not loop and not steps.n and watch.called_in_children()
+        if children:
+            message += (
+                "; it ran in the program's forked children (DataLoader workers), and in "
+                "place profiles the main process's calls"
+            )
+        if children or (not loop and not steps.n and job.worker.forks > forks):
+            hint = (
+                "%sprofile it without --in-place: the call is taken in the DataLoader worker "
+                "and replayed in the main process, as the worker runs it"
+                % (
+                    ""
+                    if children
+                    else "if it runs in the %d processes the program forked "
+                    "(DataLoader workers), " % (job.worker.forks - forks)
+                )
+            )
         compiled = compiled_around(job.path, int(entry["body_line"])) if loop else None
         if compiled:
             message += (
@@ -761,7 +797,7 @@ def run_in_place(job):
 
         watch.on_end = lambda: sys.call_tracing(safely, (ended,))
     steps.watch = watch
-    job.worker.fork_hooks += [watch.disarm, steps.loader.remove]
+    job.worker.fork_hooks += [watch.forked, steps.loader.remove]
     job.progress("entry")
     try:
         if mark is None:  # else the loop calls the step machine itself: no tracer
@@ -791,7 +827,7 @@ def run_in_place(job):
             if steps.counting is not None:
                 steps.counting.__exit__(None, None, None)
     finally:
-        job.worker.fork_hooks.remove(watch.disarm)
+        job.worker.fork_hooks.remove(watch.forked)
         job.worker.fork_hooks.remove(steps.loader.remove)
     if steps.done:  # --no-stop-after: the program has finished; the result goes now
         steps.after += " (%.1f s after the profiled steps)" % (

@@ -65,7 +65,8 @@ class Worker:
         os._exit = self._exit_hook
         self.pid = os.getpid()
         self.fork_hooks = []  # more to drop in a forked child (a job's call counters)
-        os.register_at_fork(after_in_child=self._forked)
+        self.forks = 0  # processes the programs forked (DataLoader workers)
+        os.register_at_fork(after_in_child=self._forked, after_in_parent=self._forked_one)
         self.torch: Any = None
         self.children_tempdir = None  # children_tempdir(), where a program runs in place
 
@@ -85,6 +86,9 @@ class Worker:
         for hook in self.fork_hooks:
             with contextlib.suppress(Exception):
                 hook()
+
+    def _forked_one(self):
+        self.forks += 1
 
     def _exit_hook(self, code=0):
         job = self.current_job

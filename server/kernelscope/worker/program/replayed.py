@@ -2,9 +2,9 @@
 """A saved capture replayed without its program (the clean worker's timing): the target's
 module imported as a provider's would be, the arguments and state loaded from the file."""
 
-from .capture import load_capture, replay
-from .entry import device_of, in_script
-from .rebatch import resized_call
+from .capture import load_capture
+from .child_call import as_worker
+from .entry import in_script, prepared_call
 from .target import load_module, resolve
 
 
@@ -26,19 +26,12 @@ def saved_call(job, path):
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
     if code is None:
         return None, None, "%s has no code object to replay" % job.req["qualname"]
-    state.restore_rng()
-    device = device_of(torch, args, kwargs)
-    cuda = device.type == "cuda"
-    if cuda:
-        torch.cuda.set_device(device)
-    sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
-    args, kwargs, resized = resized_call(job, args, kwargs)
-    call = job.guarded(replay(torch, fn, code, args, kwargs, state), [], {})
-    job.loaded = (None, None, args, kwargs)  # what try builds its variants from
-    job.captured = (fn, code, state, None)
+    state.apply_threads()
+    as_worker(torch, (meta or {}).get("worker_info"))
+    prepared, resized = prepared_call(job, fn, code, args, kwargs, state)
     if resized:
         meta = dict(meta or {})
         site = dict(meta.get("site") or {})
         site["modes"] = [*(site.get("modes") or []), resized]
         meta["site"] = site
-    return (fn, call, device, sync), meta, None
+    return prepared, meta, None

@@ -6,7 +6,8 @@ name) however the program imports it, counted as the program runs.
 object disabled after its first call); ``sys.settrace`` + ``threading.settrace`` before, a
 global tracer that returns None (no line events) for every call. The chosen call's frame
 is handed over through ``sys.call_tracing``, so the profiler and the line tracer work inside
-it. A forked child (a DataLoader worker) only notes that it called the function.
+it. A forked child (a DataLoader worker) notes that it called the function, and counts its
+own calls to hand its chosen one to ``on_child_call`` (child_call.py) where that is set.
 """
 
 import contextlib
@@ -44,6 +45,7 @@ class CallWatch:
         self.caller = caller  # (realpath, line) or None
         self.is_user_file = is_user_file
         self.on_call: Any = None  # (frame, caller) -> None, set by the job
+        self.on_child_call: Any = None  # (frame, caller, call) -> None, in a forked child
         self.calls = 0  # counted calls (from the caller, when one is named)
         self.seen = 0  # all calls
         self.callers = {}  # (path, line) -> calls from there
@@ -92,10 +94,12 @@ class CallWatch:
 
     # the hit -------------------------------------------------------------------------------
     def hit(self, frame):
-        if os.getpid() != self.pid:  # a forked child: say so to the parent, and stop
-            self.disarm()
+        child = os.getpid() != self.pid
+        if child and self.seen == 0:  # a forked child: say so to the parent
             with contextlib.suppress(OSError):
                 os.write(self._child_w, b"x")
+        if child and self.on_child_call is None:
+            self.disarm()
             return
         self.seen += 1
         stack = self.callers_of(frame)
@@ -107,8 +111,12 @@ class CallWatch:
                 return
             caller = self.caller
         self.calls += 1
-        if self.calls == self.want and self.on_call is not None:
-            self.disarm()
+        if self.calls != self.want:
+            return
+        self.disarm()
+        if child:
+            sys.call_tracing(self.on_child_call, (frame, caller, self.calls))
+        elif self.on_call is not None:
             sys.call_tracing(self.on_call, (frame, caller))
 
     def called_in_children(self):
@@ -161,7 +169,9 @@ class CallWatch:
             self.tool = None
 
     def forked(self):
-        """In a forked child: keep counting only to tell the parent (the at-fork handler
-        cleared the tracers; sys.monitoring is inherited as it was)."""
+        """In a forked child: count its own calls, from none (the at-fork handler cleared
+        the tracers; sys.monitoring is inherited as it was)."""
+        self.calls = self.seen = 0
+        self.callers = {}
         if self.armed and self.tool is None:
             sys.settrace(self._trace)

@@ -1,0 +1,338 @@
+# pyright: basic
+"""A call the program makes only in a child process (a Dataset's ``__getitem__`` or a
+``collate_fn`` in a DataLoader worker): taken there, saved to a file, and handed to the main
+process, which profiles its replay as it would a call of its own.
+
+The first child to make the chosen call claims it (a file made with O_EXCL), saves the
+call's arguments and state beside the children's temporary files, and signals the main
+process; the main process's handler runs the job from wherever the program was (as the
+job of a call of its own runs from inside that call) and the worker ends.
+
+A forked child has the main process's watch already. A spawned or forkserver child gets
+one as it unpickles its process object: multiprocessing pickles the ``_config`` of the
+process that made it, and an entry of ours there unpickles by running `_STAGE`, which
+imports this package from its sources (the main process's, sent along) and arms a watch.
+"""
+
+import contextlib
+import inspect
+import json
+import os
+import signal
+import sys
+import time
+
+from .capture import CallState, arguments, function_of, load_capture, save_capture
+from .errors import JobError
+from .target import modules_of
+
+#: Past this size (MB of tensors: the dataset's own, an in-memory one) a child's call is not
+#: handed over without --save: it is written to the temporary folder, then read back.
+HANDOFF_MB = 2048
+
+
+def handoff_signal():
+    """The signal a child raises in the main process: a real-time one, which programs
+    leave alone (SIGUSR1 is Lightning's on SLURM), where the platform has them."""
+    rt = getattr(signal, "SIGRTMIN", None)
+    return rt + 6 if rt is not None else signal.SIGUSR2
+
+
+#: Key of ours in multiprocessing's process ``_config`` (the children's temporary folder
+#: travels the same way, as ``tempdir``).
+CONFIG_KEY = "kernelscope_child_call"
+
+#: Run in a spawned child as its process object is unpickled (SOURCES, PACKAGE, PARAMS are
+#: its globals): this package from its sources, then arm_spawned(PARAMS).
+_STAGE = """
+import importlib.abc, importlib.util, sys
+
+
+class _Sources(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, fullname, path=None, target=None):
+        head, _, rest = fullname.partition(".")
+        name = rest + ".py" if rest else "__init__.py"
+        if head != PACKAGE or name not in SOURCES:
+            return None
+        origin = "<%s>/%s" % (PACKAGE, name)
+        return importlib.util.spec_from_loader(fullname, self, origin=origin, is_package=not rest)
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        origin = module.__spec__.origin
+        source = SOURCES[origin.rpartition("/")[2]]
+        exec(compile(source, origin, "exec", dont_inherit=True), module.__dict__)
+
+
+if PACKAGE not in sys.modules:
+    sys.meta_path.insert(0, _Sources())
+__import__(PACKAGE + ".child_call", fromlist=["arm_spawned"]).arm_spawned(PARAMS)
+"""
+
+
+class _Spawned:
+    """Our entry in the process ``_config``: pickled as a call of `_STAGE`."""
+
+    def __init__(self, params, sources):
+        self.params, self.sources = params, sources
+
+    def __reduce__(self):
+        package = __name__.rpartition(".")[0]
+        names = {"SOURCES": self.sources, "PACKAGE": package, "PARAMS": self.params}
+        return exec, (_STAGE, names)
+
+
+class ChildCall:
+    """The handoff of one call from a child process to the main process."""
+
+    def __init__(self, torch, folder, limit_mb):
+        self.torch = torch
+        self.path = os.path.join(folder, "kernelscope-child-call.pt")
+        self.record_path = os.path.join(folder, "kernelscope-child-call.json")
+        self.claim_path = os.path.join(folder, "kernelscope-child-call.claim")
+        self.limit = None if limit_mb is None else int(limit_mb) * 2**20
+        self.main_pid = os.getpid()
+        self.signum = handoff_signal()
+        self.previous = None
+        self.installed = False
+        self.on_record = None  # (record) -> None, in the main process
+        self.active = False  # set up: installed here, or armed in a spawned child
+
+    # in the child --------------------------------------------------------------------------
+    def take(self, frame, caller, call):
+        """In the child, on its chosen call: claim the handoff (the first child to get here),
+        save the call, and signal the main process. Never raises into the program."""
+        if not self.claim():
+            return  # another child has it, or the main process's own call
+        record = {"pid": os.getpid(), "call": call, "caller": list(caller) if caller else None}
+        try:
+            record["made_in"] = made_in(self.torch)
+            record["threads"] = self.torch.get_num_threads()
+            args, kwargs = arguments(frame)
+            state = CallState(self.torch, args)
+            meta = {"worker_info": worker_info()}
+            record["error"] = save_capture(
+                self.torch, self.path, args, kwargs, state, meta, self.limit, portable=False
+            )
+        except BaseException as e:
+            text = str(e).splitlines()[0][:300] if str(e) else ""
+            record["error"] = "%s: %s" % (type(e).__name__, text)
+        try:
+            tmp = self.record_path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(record, f)
+            os.replace(tmp, self.record_path)
+            os.kill(self.main_pid, self.signum)
+        except OSError:
+            pass
+
+    # in the main process -----------------------------------------------------------------
+    def install(self, on_record):
+        """Take the child's signal in this (the main) thread; False where it cannot be."""
+        try:
+            self.previous = signal.signal(self.signum, self._received)
+        except (ValueError, OSError):  # not the main thread
+            return False
+        self.on_record = on_record
+        self.installed = self.active = True
+        return True
+
+    def watch_spawned(self, watch, root):
+        """Have children started by spawn or forkserver from here on watch for the call:
+        False where this package's sources cannot be had (not run from its bundle)."""
+        import multiprocessing.process
+
+        finder = next((f for f in sys.meta_path if type(f).__name__ == "BundleFinder"), None)
+        sources = getattr(finder, "sources", None)
+        if not sources:
+            return False
+        params = {
+            "folder": os.path.dirname(self.path),
+            "limit": self.limit,
+            "main_pid": self.main_pid,
+            "signum": int(self.signum),
+            "path": watch.path,
+            "qualname": watch.qualname,
+            "first_line": watch.first_line,
+            "want": watch.want,
+            "root": root,
+        }
+        config = getattr(multiprocessing.process.current_process(), "_config", None)
+        if config is None:
+            return False
+        config[CONFIG_KEY] = _Spawned(params, sources)
+        return True
+
+    def claim(self):
+        """Take the call for this process (a file made with O_EXCL): False where a child or
+        the main process took it first (the main process's own call claims it too, so no
+        child signals the process while its job runs). True where no handoff was set up."""
+        if not self.active:
+            return True
+        try:
+            fd = os.open(self.claim_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except OSError:
+            return False
+        os.close(fd)
+        return True
+
+    def remove(self):
+        """Children started from now on do not watch; the signal is ignored from now on (a
+        real-time signal's default ends the process), or handled as it was before."""
+        with contextlib.suppress(Exception):
+            import multiprocessing.process
+
+            getattr(multiprocessing.process.current_process(), "_config", {}).pop(CONFIG_KEY, None)
+        if self.installed:
+            self.installed = False
+            keep = self.previous not in (None, signal.SIG_DFL)
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(self.signum, self.previous if keep else signal.SIG_IGN)
+
+    def taken(self, wait_s=5.0):
+        """After the program ended: the record of a child that claimed the call, waited for
+        while it saves (None if none claimed it, or its record never came)."""
+        deadline = time.monotonic() + wait_s
+        while self.active and os.path.exists(self.claim_path):
+            record = self.read()
+            if record is not None or time.monotonic() > deadline:
+                return record
+            time.sleep(0.02)
+        return None
+
+    def read(self):
+        """The child's record, or None if none is there yet."""
+        try:
+            with open(self.record_path, encoding="utf-8") as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+    def _received(self, signum, frame):
+        if os.getpid() != self.main_pid:
+            return
+        record = self.read()
+        if record is None or self.on_record is None:
+            return
+        self.remove()
+        # the handler may run inside our call watch's tracer callback, where no tracing
+        # happens; the job's line pass needs it (as the program's own call gets it)
+        sys.call_tracing(self.on_record, (record,))
+
+
+def arm_spawned(params):
+    """In a spawned or forkserver child, as its process object is unpickled: watch for the
+    call, and hand it over as a forked child would. Never raises into multiprocessing."""
+    try:
+        import torch
+
+        from .watch import CallWatch
+
+        handoff = ChildCall(torch, params["folder"], None)
+        handoff.limit = params["limit"]
+        handoff.main_pid, handoff.signum = params["main_pid"], params["signum"]
+        handoff.active = True
+        root = params["root"]
+        watch = CallWatch(
+            params["path"],
+            params["qualname"],
+            params["first_line"],
+            params["want"],
+            None,
+            lambda f: (
+                not f.startswith("<")
+                and os.path.realpath(f).startswith(root + os.sep)
+                and "-packages" not in f
+            ),
+        )
+        watch.pid = params["main_pid"]  # its calls are a child's
+        watch.on_child_call = handoff.take
+        watch.arm()
+    except Exception:
+        pass
+
+
+def worker_info():
+    """The DataLoader worker's WorkerInfo (its id, seed, dataset copy), None elsewhere."""
+    try:
+        from torch.utils.data import get_worker_info
+
+        return get_worker_info()
+    except Exception:
+        return None
+
+
+def as_worker(torch, info):
+    """Make get_worker_info() return a DataLoader worker's info in this process, as the
+    call had it there (a worker_init_fn or an IterableDataset reads it)."""
+    worker = getattr(getattr(getattr(torch.utils, "data", None), "_utils", None), "worker", None)
+    if info is not None and hasattr(worker, "_worker_info"):
+        setattr(worker, "_worker_info", info)  # noqa: B010
+
+
+def made_in(torch):
+    """Where a child's call was made: ``DataLoader worker 1 of 2``, or another child
+    process."""
+    info = worker_info()
+    if info is not None:
+        return "DataLoader worker %d of %d" % (info.id, info.num_workers)
+    return "a child process (pid %d)" % os.getpid()
+
+
+def handed_call(job, watch, handoff, record):
+    """In the main process: the child's call from its record, as (args, kwargs, state, fn,
+    code, the DataLoader worker's info); a JobError naming what kept it from being handed
+    over."""
+    name = job.req["qualname"]
+    where = record.get("made_in") or "a child process"
+    line = watch.first_line or None
+    if record.get("error"):
+        raise JobError(
+            "child_call",
+            "%s's call %s in %s could not be handed to the main process: %s"
+            % (name, record.get("call"), where, record["error"]),
+            job.path,
+            line,
+            hint="--save hands over a call of any size"
+            if "handed over without --save" in record["error"]
+            else "with the DataLoader's num_workers at 0 its calls are the main process's, "
+            "and are profiled where they are made",
+        )
+    try:
+        args, kwargs, state, meta = load_capture(job.torch, handoff.path)
+    except Exception as e:
+        raise JobError(
+            "child_call",
+            "%s's call in %s was saved but could not be read back: %s: %s"
+            % (name, where, type(e).__name__, e),
+            job.path,
+            line,
+        ) from None
+    for fn, code in _functions(job, name):
+        if watch.matches(code):
+            info = (meta or {}).get("worker_info")
+            return args, kwargs, state, function_of(code, args) or fn, code, info
+    raise JobError(
+        "child_call",
+        "%s, called in %s, is not in the main process's modules of %s"
+        % (name, where, os.path.basename(job.path)),
+        job.path,
+        line,
+    )
+
+
+def _functions(job, qualname):
+    """(function, code) for `qualname` in each loaded module of the job's file."""
+    for module in modules_of(job.path):
+        obj = module
+        for part in qualname.split("."):
+            get = inspect.getattr_static if inspect.isclass(obj) else getattr
+            obj = get(obj, part, None)
+            if obj is None:
+                break
+        obj = getattr(obj, "__func__", obj)  # a staticmethod's or classmethod's
+        code = getattr(inspect.unwrap(obj), "__code__", None) if callable(obj) else None
+        if code is not None:
+            yield obj, code
