@@ -61,6 +61,27 @@ def test_the_taker_saves_the_call_and_signals_the_main_process(tmp_path: Path) -
     assert handoff_signal() == handoff.signum
 
 
+def test_after_the_program_a_claim_without_its_record_is_said(tmp_path: Path) -> None:
+    handoff = ChildCall(torch, str(tmp_path), 16)
+    handoff.active = True
+    assert handoff.taken(wait_s=0) is None  # no child made the call
+    assert handoff.claim({"pid": 4321, "call": 2, "made_in": "DataLoader worker 1 of 2"})
+    record = handoff.taken(wait_s=0.05)
+    assert record is not None and record["made_in"] == "DataLoader worker 1 of 2"
+    assert record["error"].startswith("the process (pid 4321) ended before it had saved it")
+
+
+def test_a_call_that_cannot_be_saved_releases_its_claim(tmp_path: Path) -> None:
+    handoff = ChildCall(torch, str(tmp_path), 16)
+    handoff.active = True
+    with open(__file__) as handle:
+        taker(handoff)(handle)  # type: ignore[arg-type]
+    failed = handoff.taken(wait_s=0)  # as read after a program that ended without a call
+    assert handoff.claim()  # released: the main process's own call may be taken
+    assert failed is not None and "TextIOWrapper" in failed["error"]
+    assert not list(tmp_path.glob("*.pt*"))
+
+
 def test_a_handoff_not_set_up_claims_nothing(tmp_path: Path, monkeypatch: Any) -> None:
     monkeypatch.chdir(tmp_path)
     handoff = ChildCall(torch, "", None)  # no temporary folder: never installed

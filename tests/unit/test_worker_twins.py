@@ -174,3 +174,11 @@ def test_the_program_digest_is_the_servers(worker, tmp_path: Path) -> None:
     (folder / "config" / "tiny.py").write_text("n_layer = 3\n")
     assert worker["program_digest"](str(folder), argv) == program_digest(folder, argv) != ours
     assert program_digest(folder, [*argv[:2], "--max_iters=4"]) != program_digest(folder, argv)
+    # a run's logs (the Lightning-Hydra template's logs/train/runs/<time>/) are not inputs
+    before = program_digest(folder, argv)
+    run = folder / "logs" / "train" / "runs" / "2026-12-05_21-05-40" / ".hydra"
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text("seed: 1\n")
+    (folder / "outputs").mkdir()
+    (folder / "outputs" / "main.log").write_text("epoch 1\n")
+    assert worker["program_digest"](str(folder), argv) == program_digest(folder, argv) == before

@@ -13,7 +13,14 @@ from kernelscope.protocol import Entry
 
 MAX_FILES = 2000
 MAX_FILE_BYTES = 1 << 20
-SKIP_DIRS = (".git", ".kernelscope", "__pycache__", ".venv", "venv", "node_modules", "out")
+#: Not the program's inputs: tools' folders, and what training programs write each run (nanoGPT's
+#: out/, Hydra's outputs/ and multirun/, Lightning's lightning_logs/, the Lightning-Hydra
+#: template's logs/, TensorBoard's runs/, wandb/, mlruns/): a run's new log must not make
+#: the next profile run the program again.
+SKIP_DIRS = (
+    ".git", ".kernelscope", "__pycache__", ".venv", "venv", "node_modules", "out", "outputs",
+    "multirun", "lightning_logs", "logs", "runs", "wandb", "mlruns",
+)  # fmt: skip
 
 
 def capture_path(root: Path, qualname: str, call: int) -> Path:

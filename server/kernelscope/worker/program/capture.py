@@ -286,24 +286,9 @@ def _set_sdpa(torch, flags):
 
 def save_capture(torch, path, args, kwargs, state, meta, limit=None, portable=True):
     """Save the call (arguments by value, objects by pickle) and its state to `path`; None,
-    or why it cannot be saved, naming the argument (or its size, past `limit` bytes). Not
-    `portable`: read back by a process of the same program only, so objects of its script
-    may be in it."""
-    import io
-
-    names = ["argument %d" % i for i in range(len(args))] + ["`%s`" % k for k in kwargs]
-    for name, value in zip(names, list(args) + list(kwargs.values())):
-        try:
-            torch.save(value, io.BytesIO())
-        except Exception as e:
-            part = _unsaveable_part(torch, value)
-            return "%s (%s)%s cannot be saved: %s: %s" % (
-                name,
-                type(value).__name__,
-                ": its %s (%s)" % (part[0], type(part[1]).__name__) if part else "",
-                type(e).__name__,
-                str(e).splitlines()[0][:200] if str(e) else "",
-            )
+    or why it cannot be saved, naming the argument and its part (or its size, past `limit`
+    bytes: checked before anything is written or copied). Not `portable`: read back by a
+    process of the same program only, so objects of its script may be in it."""
     payload = {"args": list(args), "kwargs": kwargs, "state": state.saved(), "meta": meta}
     # kept to replay in another process
     script = script_objects(torch, payload) if limit is not None and portable else []
@@ -321,9 +306,39 @@ def save_capture(torch, path, args, kwargs, state, meta, limit=None, portable=Tr
         )
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".tmp"
-    torch.save(payload, tmp)
+    try:
+        torch.save(payload, tmp)
+    except Exception as e:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        return _why_unsaveable(torch, args, kwargs, e)
     os.replace(tmp, path)
     return None
+
+
+def _why_unsaveable(torch, args, kwargs, error):
+    """Which argument (and which part of it) torch.save could not write."""
+    import io
+
+    names = ["argument %d" % i for i in range(len(args))] + ["`%s`" % k for k in kwargs]
+    for name, value in zip(names, list(args) + list(kwargs.values())):
+        if isinstance(value, torch.Tensor):
+            continue
+        try:
+            torch.save(value, io.BytesIO())
+        except Exception as e:
+            part = _unsaveable_part(torch, value)
+            return "%s (%s)%s cannot be saved: %s" % (
+                name,
+                type(value).__name__,
+                ": its %s (%s)" % (part[0], type(part[1]).__name__) if part else "",
+                _said(e),
+            )
+    return "the call cannot be saved: %s" % _said(error)
+
+
+def _said(e):
+    return "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200] if str(e) else "")
 
 
 def _unsaveable_part(torch, obj, depth=3):
@@ -336,10 +351,16 @@ def _unsaveable_part(torch, obj, depth=3):
     elif isinstance(obj, (list, tuple)):
         parts = [("[%d]" % i, v) for i, v in enumerate(obj)]
     elif hasattr(obj, "__dict__") and not isinstance(obj, (torch.Tensor, *_OPAQUE)):
-        parts = [("." + k, v) for k, v in vars(obj).items()]
+        state = vars(obj)
+        getstate = getattr(type(obj), "__getstate__", None)
+        if getstate is not None and getstate is not getattr(object, "__getstate__", None):
+            state = obj.__getstate__()  # what pickling sees (a handle it drops is not)
+        parts = [("." + k, v) for k, v in state.items()] if isinstance(state, dict) else []
     else:
         return None
     for label, value in parts:
+        if isinstance(value, torch.Tensor):  # saveable, and copying it costs its size
+            continue
         try:
             torch.save(value, io.BytesIO())
         except Exception:

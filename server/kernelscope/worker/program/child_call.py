@@ -66,9 +66,12 @@ class _Sources(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         exec(compile(source, origin, "exec", dont_inherit=True), module.__dict__)
 
 
-if PACKAGE not in sys.modules:
-    sys.meta_path.insert(0, _Sources())
-__import__(PACKAGE + ".child_call", fromlist=["arm_spawned"]).arm_spawned(PARAMS)
+try:  # whatever fails here must not keep the process from starting
+    if PACKAGE not in sys.modules:
+        sys.meta_path.insert(0, _Sources())
+    __import__(PACKAGE + ".child_call", fromlist=["arm_spawned"]).arm_spawned(PARAMS)
+except Exception:
+    pass
 """
 
 
@@ -88,10 +91,14 @@ class ChildCall:
     """The handoff of one call from a child process to the main process."""
 
     def __init__(self, torch, folder, limit_mb):
-        self.torch = torch
+        self.torch = torch  # None: imported at the call (a spawned child that never makes it)
         self.path = os.path.join(folder, "kernelscope-child-call.pt")
         self.record_path = os.path.join(folder, "kernelscope-child-call.json")
         self.claim_path = os.path.join(folder, "kernelscope-child-call.claim")
+        # a child's call that could not be saved (its claim released: another may be taken)
+        self.failed_path = os.path.join(folder, "kernelscope-child-call.failed.json")
+        self.noted_path = os.path.join(folder, "kernelscope-child-call.noted")
+        self.dataloader_only = False  # a spawned child's: not DDP ranks, pools, managers
         self.limit = None if limit_mb is None else int(limit_mb) * 2**20
         self.main_pid = os.getpid()
         self.signum = handoff_signal()
@@ -103,27 +110,41 @@ class ChildCall:
     # in the child --------------------------------------------------------------------------
     def take(self, frame, caller, call):
         """In the child, on its chosen call: claim the handoff (the first child to get here),
-        save the call, and signal the main process. Never raises into the program."""
-        if not self.claim():
+        save the call, and signal the main process. A call that cannot be saved releases
+        the claim (the main process's own call, or another child's, may still be taken)
+        and leaves why. Never raises into the program."""
+        if self.dataloader_only and worker_info() is None:
+            return
+        where = made_in()
+        if not self.claim({"pid": os.getpid(), "call": call, "made_in": where}):
             return  # another child has it, or the main process's own call
         record = {"pid": os.getpid(), "call": call, "caller": list(caller) if caller else None}
+        record["made_in"] = where
         try:
-            record["made_in"] = made_in(self.torch)
-            record["threads"] = self.torch.get_num_threads()
+            torch = self.torch or __import__("torch")
+            record["threads"] = torch.get_num_threads()
             args, kwargs = arguments(frame)
-            state = CallState(self.torch, args)
-            meta = {"worker_info": worker_info()}
+            state = CallState(torch, args)
+            spec, dataset = worker_spec(args, kwargs)
+            meta = {"worker_info": spec, "worker_dataset": dataset}
             record["error"] = save_capture(
-                self.torch, self.path, args, kwargs, state, meta, self.limit, portable=False
+                torch, self.path, args, kwargs, state, meta, self.limit, portable=False
             )
-        except BaseException as e:
+            if record["error"] and dataset is not None:  # too large, or not saveable: the
+                # call itself may save without it (its get_worker_info().dataset is then None)
+                meta["worker_dataset"] = None
+                record["error"] = save_capture(
+                    torch, self.path, args, kwargs, state, meta, self.limit, portable=False
+                )
+        except Exception as e:
             text = str(e).splitlines()[0][:300] if str(e) else ""
             record["error"] = "%s: %s" % (type(e).__name__, text)
         try:
-            tmp = self.record_path + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(record, f)
-            os.replace(tmp, self.record_path)
+            if record["error"]:
+                _write_json(self.failed_path, record)
+                os.remove(self.claim_path)
+                return
+            _write_json(self.record_path, record)
             os.kill(self.main_pid, self.signum)
         except OSError:
             pass
@@ -135,6 +156,8 @@ class ChildCall:
             self.previous = signal.signal(self.signum, self._received)
         except (ValueError, OSError):  # not the main thread
             return False
+        with contextlib.suppress(Exception):  # the program's blocking calls resume, not EINTR
+            signal.siginterrupt(self.signum, False)
         self.on_record = on_record
         self.installed = self.active = True
         return True
@@ -157,6 +180,7 @@ class ChildCall:
             "qualname": watch.qualname,
             "first_line": watch.first_line,
             "want": watch.want,
+            "caller": list(watch.caller) if watch.caller else None,
             "root": root,
         }
         config = getattr(multiprocessing.process.current_process(), "_config", None)
@@ -165,16 +189,19 @@ class ChildCall:
         config[CONFIG_KEY] = _Spawned(params, sources)
         return True
 
-    def claim(self):
-        """Take the call for this process (a file made with O_EXCL): False where a child or
-        the main process took it first (the main process's own call claims it too, so no
-        child signals the process while its job runs). True where no handoff was set up."""
+    def claim(self, who=None):
+        """Take the call for this process (a file made with O_EXCL, holding `who`): False
+        where a child or the main process took it first (the main process's own call claims
+        it too, so no child signals the process while its job runs). True where no handoff
+        was set up."""
         if not self.active:
             return True
         try:
             fd = os.open(self.claim_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
         except OSError:
             return False
+        with contextlib.suppress(OSError):
+            os.write(fd, json.dumps(who or {}).encode("utf-8"))
         os.close(fd)
         return True
 
@@ -192,28 +219,30 @@ class ChildCall:
                 signal.signal(self.signum, self.previous if keep else signal.SIG_IGN)
 
     def taken(self, wait_s=5.0):
-        """After the program ended: the record of a child that claimed the call, waited for
-        while it saves (None if none claimed it, or its record never came)."""
-        deadline = time.monotonic() + wait_s
-        while self.active and os.path.exists(self.claim_path):
-            record = self.read()
-            if record is not None or time.monotonic() > deadline:
-                return record
-            time.sleep(0.02)
-        return None
-
-    def read(self):
-        """The child's record, or None if none is there yet."""
-        try:
-            with open(self.record_path, encoding="utf-8") as f:
-                return json.load(f)
-        except (OSError, ValueError):
+        """After the program ended: the record of a child that took the call (waited for
+        while it saves), or of one whose call could not be saved; None if no child made it."""
+        if not self.active:
             return None
+        deadline = time.monotonic() + wait_s
+        while os.path.exists(self.claim_path):
+            record = _read_json(self.record_path)
+            if record is not None:
+                return record
+            if time.monotonic() > deadline:
+                who = _read_json(self.claim_path) or {}
+                who["error"] = (
+                    "the process (pid %s) ended before it had saved it: the program stopped "
+                    "its DataLoader workers meanwhile, or it was killed (out of memory?)"
+                    % who.get("pid", "?")
+                )
+                return who
+            time.sleep(0.02)
+        return _read_json(self.failed_path)
 
     def _received(self, signum, frame):
         if os.getpid() != self.main_pid:
             return
-        record = self.read()
+        record = _read_json(self.record_path)
         if record is None or self.on_record is None:
             return
         self.remove()
@@ -226,21 +255,19 @@ def arm_spawned(params):
     """In a spawned or forkserver child, as its process object is unpickled: watch for the
     call, and hand it over as a forked child would. Never raises into multiprocessing."""
     try:
-        import torch
-
         from .watch import CallWatch
 
-        handoff = ChildCall(torch, params["folder"], None)
+        handoff = ChildCall(None, params["folder"], None)
         handoff.limit = params["limit"]
         handoff.main_pid, handoff.signum = params["main_pid"], params["signum"]
-        handoff.active = True
+        handoff.active = handoff.dataloader_only = True
         root = params["root"]
         watch = CallWatch(
             params["path"],
             params["qualname"],
             params["first_line"],
             params["want"],
-            None,
+            tuple(params["caller"]) if params.get("caller") else None,
             lambda f: (
                 not f.startswith("<")
                 and os.path.realpath(f).startswith(root + os.sep)
@@ -249,6 +276,8 @@ def arm_spawned(params):
         )
         watch.pid = params["main_pid"]  # its calls are a child's
         watch.on_child_call = handoff.take
+        # its first call is noted in a file the main process reads, not a pipe it lacks
+        watch._child_w = os.open(handoff.noted_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         watch.arm()
     except Exception:
         pass
@@ -264,21 +293,60 @@ def worker_info():
         return None
 
 
-def as_worker(torch, info):
-    """Make get_worker_info() return a DataLoader worker's info in this process, as the
-    call had it there (a worker_init_fn or an IterableDataset reads it)."""
-    worker = getattr(getattr(getattr(torch.utils, "data", None), "_utils", None), "worker", None)
-    if info is not None and hasattr(worker, "_worker_info"):
-        setattr(worker, "_worker_info", info)  # noqa: B010
+def worker_spec(args, kwargs):
+    """What replays the call as the worker had it: (its WorkerInfo's id, num_workers, seed
+    and which argument is its dataset; the dataset, where no argument is it: a
+    worker_init_fn's or a collate_fn's call), or (None, None) outside a DataLoader worker."""
+    info = worker_info()
+    if info is None:
+        return None, None
+    values = list(args) + list(kwargs.values())
+    at = next((i for i, v in enumerate(values) if v is info.dataset), None)
+    spec = {"id": info.id, "num_workers": info.num_workers, "seed": info.seed, "dataset_at": at}
+    return spec, info.dataset if at is None else None
 
 
-def made_in(torch):
+def as_worker(torch, spec, args, kwargs, dataset=None):
+    """Make get_worker_info() return the worker's info in this process, as the call had it
+    there (a worker_init_fn or an IterableDataset reads it)."""
+    try:
+        from torch.utils.data._utils import worker
+    except ImportError:
+        return
+    if not isinstance(spec, dict) or not hasattr(worker, "_worker_info"):
+        return
+    values = list(args) + list(kwargs.values())
+    at = spec.get("dataset_at")
+    if at is not None and at < len(values):
+        dataset = values[at]
+    fields = {"id": spec["id"], "num_workers": spec["num_workers"], "seed": spec["seed"]}
+    fields["dataset"] = dataset  # None where it was too large or could not be saved
+    info = worker.WorkerInfo(**fields)
+    setattr(worker, "_worker_info", info)  # noqa: B010
+
+
+def made_in():
     """Where a child's call was made: ``DataLoader worker 1 of 2``, or another child
     process."""
     info = worker_info()
     if info is not None:
         return "DataLoader worker %d of %d" % (info.id, info.num_workers)
     return "a child process (pid %d)" % os.getpid()
+
+
+def _write_json(path, value):
+    tmp = "%s.tmp-%d" % (path, os.getpid())
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(value, f)
+    os.replace(tmp, path)
+
+
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
 
 
 def handed_call(job, watch, handoff, record):
@@ -300,8 +368,11 @@ def handed_call(job, watch, handoff, record):
             else "with the DataLoader's num_workers at 0 its calls are the main process's, "
             "and are profiled where they are made",
         )
+    if "__main__" in sys.modules:  # a spawned child's classes of the program's main module
+        sys.modules["__mp_main__"] = sys.modules["__main__"]
     try:
         args, kwargs, state, meta = load_capture(job.torch, handoff.path)
+        os.remove(handoff.path)  # in memory now; the file may be gigabytes
     except Exception as e:
         raise JobError(
             "child_call",
@@ -312,7 +383,7 @@ def handed_call(job, watch, handoff, record):
         ) from None
     for fn, code in _functions(job, name):
         if watch.matches(code):
-            info = (meta or {}).get("worker_info")
+            info = ((meta or {}).get("worker_info"), (meta or {}).get("worker_dataset"))
             return args, kwargs, state, function_of(code, args) or fn, code, info
     raise JobError(
         "child_call",

@@ -93,7 +93,11 @@ def run_to_call(job, then):
         return result
 
     def on_call(frame, site):
-        if not handoff.claim():  # a child took it first: its signal is on its way
+        if not handoff.claim():
+            # a child took it first: its signal is on its way, unless its call cannot be
+            # saved; then the program's next call here is the one
+            watch.want += 1
+            watch.arm()
             return
         handoff.remove()
         # A compiled caller's frame evaluation (torch.compile) must not compile our code;
@@ -113,21 +117,25 @@ def run_to_call(job, then):
     def on_child_record(record):
         """The main process, signalled by the child that took the call: the job on it."""
         watch.disarm()
-        compiled = without_compiler(torch)
+        # cleared, not kept: the signal may come while the program runs compiled code, and
+        # the child's call ran uncompiled
+        without_compiler(torch)
         entry_s = time.perf_counter() - started
 
         def body():
             job.progress("inputs")
             args, kwargs, state, fn, code, info = handed_call(job, watch, handoff, record)
             state.apply_threads()
-            as_worker(torch, info)
+            as_worker(torch, info[0], args, kwargs, info[1])
             caller = record.get("caller")
-            how = "made in %s, replayed in the main process with its %s" % (
+            threads = record.get("threads") or torch.get_num_threads()
+            how = "made in %s, replayed in the main process with its %d thread%s" % (
                 record.get("made_in") or "a child process",
-                "1 thread" if record.get("threads") == 1 else "%s threads" % record.get("threads"),
+                threads,
+                "" if threads == 1 else "s",
             )
             site = (caller[0], caller[1]) if caller else None
-            return begin(args, kwargs, code, fn, state, site, compiled, entry_s, (how, info))
+            return begin(args, kwargs, code, fn, state, site, None, entry_s, (how, info))
 
         job.worker.conclude(job, body)
 
@@ -136,6 +144,7 @@ def run_to_call(job, then):
     handoff = ChildCall(torch, folder or "", None if entry.get("save") else HANDOFF_MB)
     if folder and hasattr(os, "fork") and handoff.install(on_child_record):
         watch.on_child_call = handoff.take
+        watch.noted_path = handoff.noted_path
         handoff.watch_spawned(watch, job.root)
     job.worker.fork_hooks.append(watch.forked)
     compiled_before = dynamo_frames()
@@ -177,10 +186,10 @@ def prepared_call(job, fn, code, args, kwargs, state, compiled=None):
     return (fn, call, device, sync), resized
 
 
-def _save(job, args, kwargs, state, call, digest, keep_mb, worker_info=None):
+def _save(job, args, kwargs, state, call, digest, keep_mb, worker=None):
     """Save the captured call under the project's .kernelscope/captures/ (local runs): with
     --save whatever its size, else (`keep_mb`) only up to that size; a call of a DataLoader
-    worker's with its WorkerInfo."""
+    worker's with its WorkerInfo (`worker`: worker_spec's pair)."""
     site = job.call_site
     if job.root != job.local_root:
         site["save_error"] = "a capture is saved on local runs only, not on a remote"
@@ -195,7 +204,8 @@ def _save(job, args, kwargs, state, call, digest, keep_mb, worker_info=None):
         "qualname": job.req["qualname"],
         "digest": digest,
         "site": dict(site),
-        "worker_info": worker_info,
+        "worker_info": worker[0] if worker else None,
+        "worker_dataset": worker[1] if worker else None,
     }
     if keep_mb is not None and in_script(job):  # kept for a replay: none can be made
         site["save_error"] = (
@@ -211,7 +221,8 @@ def _save(job, args, kwargs, state, call, digest, keep_mb, worker_info=None):
     if site["save_error"] is None:
         site["saved"] = path
         with open(os.path.splitext(path)[0] + ".json", "w", encoding="utf-8") as f:
-            json.dump({k: v for k, v in meta.items() if k not in ("site", "worker_info")}, f)
+            plain = ("site", "worker_info", "worker_dataset")
+            json.dump({k: v for k, v in meta.items() if k not in plain}, f)
 
 
 def in_script(job):

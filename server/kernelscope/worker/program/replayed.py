@@ -27,7 +27,8 @@ def saved_call(job, path):
     if code is None:
         return None, None, "%s has no code object to replay" % job.req["qualname"]
     state.apply_threads()
-    as_worker(torch, (meta or {}).get("worker_info"))
+    meta = meta or {}
+    as_worker(torch, meta.get("worker_info"), args, kwargs, meta.get("worker_dataset"))
     prepared, resized = prepared_call(job, fn, code, args, kwargs, state)
     if resized:
         meta = dict(meta or {})

@@ -54,6 +54,7 @@ class CallWatch:
         self.tool = None
         self.armed = False
         self._files = {}
+        self.noted_path: Any = None  # where spawned children note their calls (child_call.py)
         self._child_r, self._child_w = os.pipe()
         os.set_blocking(self._child_r, False)
 
@@ -120,11 +121,13 @@ class CallWatch:
             sys.call_tracing(self.on_call, (frame, caller))
 
     def called_in_children(self):
-        """Whether a forked child of the program called the function."""
+        """Whether a child process of the program called the function."""
         try:
-            return bool(os.read(self._child_r, 64))
+            if os.read(self._child_r, 64):
+                return True
         except OSError:
-            return False
+            pass
+        return bool(self.noted_path) and os.path.exists(self.noted_path)
 
     # arming ------------------------------------------------------------------------------------
     def arm(self):
