@@ -397,6 +397,9 @@ class UnprofiledTiming(msgspec.Struct):
     loader_share: float | None = None
     """That time's share of the timed calls' summed time: the profiler's range around each
     ``next()`` gives it only as the profiler inflated it."""
+    loader_sources: list[str] = []
+    """``PATH::QUALNAME`` of what those ``next()`` ran: the dataset's ``__getitem__`` (through
+    torch's Subset and ConcatDataset) and a collate_fn not torch's."""
 
 
 class LineStat(msgspec.Struct):

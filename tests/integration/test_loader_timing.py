@@ -47,6 +47,9 @@ def test_in_place_the_loaders_share_is_timed_unprofiled(
     assert t.reps == 8
     assert t.loader_us_per_call is not None and t.loader_share is not None
     assert 0 < t.loader_us_per_call < t.us_per_call * 1.5 and 0 < t.loader_share < 1
+    # what the loader ran, for KS107's command that profiles it (torch's default_collate is
+    # not named)
+    assert t.loader_sources == [f"{tmp_path}/fed.py::Items.__getitem__"]
     # the profiler's range holds its cost for each of the dataset's ~256 ops a batch (its
     # share of the step need not grow, the profiled steps' other time grows too: in CI it
     # read 69 % profiled against 70 % unprofiled)

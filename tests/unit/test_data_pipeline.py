@@ -16,8 +16,9 @@ from kernelscope.analysis.data_pipeline import loader_time, pipeline_summary
 from kernelscope.analysis.diagnose import analyze
 from kernelscope.analysis.trace_load import load_trace
 from kernelscope.findings import Code
-from kernelscope.protocol import UnprofiledTiming
+from kernelscope.protocol import CallSite, UnprofiledTiming
 
+from support.sidecars import cpu_sidecar
 from support.traces import doc, gpu, launch, op, span, step, write
 
 WORKLOAD = Path(__file__).parents[1] / "workloads" / "slow_loader.py"
@@ -101,3 +102,27 @@ def test_the_loaders_unprofiled_figures_are_the_ones_where_the_worker_timed_them
     )
     none = msgspec.structs.replace(timing, loader_us_per_call=None, loader_share=None)
     assert loader_time(trace, None, 1, none) == profiled  # no next() in the timed calls
+
+
+def test_the_finding_gives_the_command_that_profiles_the_datasets_item(tmp_path: Path) -> None:
+    """A live run's worker names what the loader ran (the dataset's __getitem__, a collate_fn
+    of the user's): KS107's first tries are the commands that profile them, through the
+    same program."""
+    timing = UnprofiledTiming(us_per_call=90.0, method="perf_counter", reps=20,
+                              loader_us_per_call=80.0, loader_share=0.89,
+                              loader_sources=["/p/data.py::Items.__getitem__",
+                                              "/p/data.py::collate"])  # fmt: skip
+    sidecar = msgspec.structs.replace(
+        cpu_sidecar(us_per_call=90.0),
+        timing=timing,
+        call_site=CallSite(via="train.py --epochs 1", call=1),
+    )
+    a = analyze(load_trace(write(tmp_path / "t.json", FED)), sidecar=sidecar)
+    (pipeline,) = [f for f in a.findings if f.code == Code.DATA_PIPELINE]
+    assert pipeline.try_[:2] == [
+        "profile where that time goes: kernelscope profile /p/data.py::Items.__getitem__ "
+        "--via 'train.py --epochs 1'",
+        "profile where that time goes: kernelscope profile /p/data.py::collate "
+        "--via 'train.py --epochs 1'",
+    ]
+    assert "num_workers" in pipeline.try_[2]

@@ -30,6 +30,8 @@ class LoaderTime(NamedTuple):
     share: float
     op: Op
     unprofiled: bool = False
+    sources: tuple[str, ...] = ()
+    """``PATH::QUALNAME`` of the dataset's item and the collate_fn (live runs only)."""
 
     @property
     def how(self) -> str:
@@ -56,7 +58,8 @@ def loader_time(
         host = max(op.end for op in trace.ops) - min(op.ts for op in trace.ops)
     longest = max(nexts, key=lambda op: op.dur)
     if timing is not None and timing.loader_us_per_call is not None and timing.loader_share:
-        return LoaderTime(timing.loader_us_per_call, timing.loader_share, longest, True)
+        sources = tuple(timing.loader_sources)
+        return LoaderTime(timing.loader_us_per_call, timing.loader_share, longest, True, sources)
     share = min(1.0, us / host) if host > 0 else 0.0
     return LoaderTime(us / max(steps, 1), share, longest)
 

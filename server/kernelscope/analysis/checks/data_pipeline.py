@@ -3,6 +3,7 @@ its transforms and collation, not kernel launches."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable
 
 from kernelscope.analysis.data_pipeline import DATA_SHARE, LoaderTime, pipeline_bound
@@ -38,9 +39,20 @@ def find_data_pipeline(facts: Facts, options: Options) -> Iterable[Finding]:
         "Python, its transforms and collation, not kernel launches",
         path,
         line,
-        PIPELINE_TRIES,
+        [*_profile_sources(facts, loader), *PIPELINE_TRIES],
         _evidence(loader),
     )
+
+
+def _profile_sources(facts: Facts, loader: LoaderTime) -> list[str]:
+    """The commands that profile what the loader ran, as this program runs it (a call made
+    in a DataLoader worker is handed to the main process)."""
+    site = facts.sidecar.call_site if facts.sidecar else None
+    via = f" --via {shlex.quote(site.via)}" if site is not None else ""
+    return [
+        f"profile where that time goes: kernelscope profile {shlex.quote(source)}{via}"
+        for source in loader.sources
+    ]
 
 
 def _evidence(loader: LoaderTime) -> dict[str, float | int | str]:

@@ -119,6 +119,9 @@ class Job:
         side = result.get("sidecar")
         if side:
             side["path"] = self.local_text(side["path"])
+            timing = side.get("timing") or {}
+            if timing.get("loader_sources"):
+                timing["loader_sources"] = [self.local_text(w) for w in timing["loader_sources"]]
             for line in side["lines"]:
                 line["path"] = self.local_text(line["path"])
         return result

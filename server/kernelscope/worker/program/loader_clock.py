@@ -17,6 +17,8 @@ class LoaderClock:
     def __init__(self, torch):
         self.seconds = 0.0
         self.calls = 0
+        self.sources = []  # the timed iterators' dataset item and collate_fn: sources_of
+        self._seen = set()
         self.on = False
         self._thread = threading.get_ident()
         self._cls = None
@@ -44,6 +46,9 @@ class LoaderClock:
             finally:
                 clock.seconds += time.perf_counter() - t
                 clock.calls += 1
+                if id(it) not in clock._seen:
+                    clock._seen.add(id(it))
+                    clock.sources += [w for w in sources_of(it) if w not in clock.sources]
 
         setattr(cls, "__next__", __next__)  # noqa: B010 (pyright rejects assigning to a typed method)
         return self
@@ -60,6 +65,44 @@ class LoaderClock:
         both None where no ``next()`` ran in them."""
         total = sum(samples_us)
         if not self.calls or not samples_us or total <= 0:
-            return {"loader_us_per_call": None, "loader_share": None}
+            return {"loader_us_per_call": None, "loader_share": None, "loader_sources": []}
         us = self.seconds * 1e6
-        return {"loader_us_per_call": us / len(samples_us), "loader_share": min(1.0, us / total)}
+        return {
+            "loader_us_per_call": us / len(samples_us),
+            "loader_share": min(1.0, us / total),
+            "loader_sources": list(self.sources),
+        }
+
+
+def sources_of(it):
+    """``PATH::QUALNAME`` of the functions a DataLoader iterator's batches run: its dataset's
+    ``__getitem__`` (an IterableDataset's ``__iter__``; through torch's Subset and
+    ConcatDataset to the dataset they wrap) and its collate_fn unless torch's own."""
+    out = []
+    dataset = getattr(it, "_dataset", None)
+    for _ in range(8):
+        inner = getattr(dataset, "dataset", None)  # Subset, and wrappers like it
+        if inner is None and type(dataset).__name__ == "ConcatDataset":
+            inner = (getattr(dataset, "datasets", None) or [None])[0]
+        if inner is None or not type(dataset).__module__.startswith("torch.utils.data"):
+            break
+        dataset = inner
+    if dataset is not None:
+        iterable = hasattr(type(dataset), "__iter__") and not hasattr(type(dataset), "__getitem__")
+        out.append(_where(getattr(type(dataset), "__iter__" if iterable else "__getitem__", None)))
+    collate = getattr(it, "_collate_fn", None)
+    if not str(getattr(collate, "__module__", "")).startswith("torch.utils.data"):
+        out.append(_where(collate))
+    return [w for w in out if w]
+
+
+def _where(fn):
+    """``PATH::QUALNAME`` of a Python function (None for a builtin or one of no file)."""
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    if code is None or code.co_filename.startswith("<"):
+        return None
+    qualname = getattr(fn, "__qualname__", code.co_name)
+    if "<locals>" in qualname or "<lambda>" in qualname:
+        return None
+    return "%s::%s" % (code.co_filename, qualname)
