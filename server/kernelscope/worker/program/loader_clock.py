@@ -88,12 +88,17 @@ def sources_of(it):
             break
         dataset = inner
     if dataset is not None:
-        iterable = hasattr(type(dataset), "__iter__") and not hasattr(type(dataset), "__getitem__")
-        out.append(_where(getattr(type(dataset), "__iter__" if iterable else "__getitem__", None)))
-    collate = getattr(it, "_collate_fn", None)
-    if not str(getattr(collate, "__module__", "")).startswith("torch.utils.data"):
-        out.append(_where(collate))
-    return [w for w in out if w]
+        try:
+            from torch.utils.data import IterableDataset
+
+            iterable = isinstance(dataset, IterableDataset)
+        except ImportError:
+            iterable = False
+        out.append(getattr(type(dataset), "__iter__" if iterable else "__getitem__", None))
+    out.append(getattr(it, "_collate_fn", None))
+    # torch's own (default_collate, a base class's method) are not what a user would profile
+    out = [f for f in out if not str(getattr(f, "__module__", "")).startswith("torch.utils.data")]
+    return [w for w in (_where(f) for f in out) if w]
 
 
 def _where(fn):
