@@ -9,31 +9,26 @@ sector per access and the cache flush decide (an 8-element fill: 64 B modelled, 
 
 from __future__ import annotations
 
-import json
-from functools import cache
 from typing import Any
 
 import pytest
 
-from kernelscope.analysis.diagnose import analyze
 from kernelscope.analysis.roofline import OpRoof
-from kernelscope.analysis.trace_load import load_trace
 
 from support import FIXTURES
+from support.counted import measured_rows, trace_rows
 
 FOLDER = FIXTURES / "bart_adamw"
 GEMMS = ("gemm", "conv")
 MEGABYTE = 1e6
 
 
-@cache
 def rows() -> tuple[OpRoof, ...]:
-    return tuple(analyze(load_trace(FOLDER / "raw.json.gz"), None).roofline)
+    return trace_rows(FOLDER / "raw.json.gz")
 
 
 def measured() -> list[dict[str, Any]]:
-    report = json.loads((FOLDER / "counters.json").read_text())
-    return [r for r in report["roofline"] if r.get("measured")]
+    return measured_rows(FOLDER / "counters.json")
 
 
 def modelled() -> dict[tuple[str, str], tuple[float, float, str]]:

@@ -31,6 +31,10 @@ from kernelscope.analysis.costs.elementwise import (
 )
 from kernelscope.analysis.costs.generated import inductor_estimate, template_matmul_flops
 from kernelscope.analysis.costs.movement import MOVEMENT, movement_bytes
+from kernelscope.analysis.costs.normalization import (
+    LAYER_NORM_BACKWARD,
+    layer_norm_backward_reread,
+)
 from kernelscope.analysis.costs.pooling import (
     POOL_BACKWARD,
     POOL_FORWARD,
@@ -56,6 +60,7 @@ BY_CONCRETE = (
     | MOVEMENT
     | frozenset(n for n, p in PRODUCTS.items() if p.added >= 0 or p.out_dtype >= 0)
     | POOL_FORWARD
+    | {LAYER_NORM_BACKWARD}
 )
 _ABSENT = msgspec.Raw(b"")  # not valid JSON: no field's raw text equals it
 _SEPARATOR = b"\0"  # nor does any hold a NUL byte: joined, they are told apart
@@ -134,7 +139,10 @@ def op_bytes(name: str, inputs: OpInputs, concrete: list[Any] | None = None) -> 
         return pool_backward_bytes(args)
     if name in POOL_FORWARD and (pooled := pool_forward_bytes(name, args, concrete or [])):
         return pooled
-    return elementwise_bytes(name, tensors(inputs), held_bytes(args, inputs.strides))
+    once = elementwise_bytes(name, tensors(inputs), held_bytes(args, inputs.strides))
+    if name == LAYER_NORM_BACKWARD:
+        return once + layer_norm_backward_reread(args, concrete or [])
+    return once
 
 
 def footprint_of(op: Op) -> float:
