@@ -306,9 +306,12 @@ def worker_spec(args, kwargs):
     return spec, info.dataset if at is None else None
 
 
-def as_worker(torch, spec, args, kwargs, dataset=None):
-    """Make get_worker_info() return the worker's info in this process, as the call had it
-    there (a worker_init_fn or an IterableDataset reads it)."""
+def as_worker(torch, state, worker, args, kwargs):
+    """Replay as the call ran: its intra-op threads (a DataLoader worker's 1), and where it
+    was a worker's (`worker`: worker_spec's pair), get_worker_info() returning that worker's
+    info in this process (a worker_init_fn or an IterableDataset reads it)."""
+    state.apply_threads()
+    spec, dataset = worker
     try:
         from torch.utils.data._utils import worker
     except ImportError:

@@ -125,8 +125,7 @@ def run_to_call(job, then):
         def body():
             job.progress("inputs")
             args, kwargs, state, fn, code, info = handed_call(job, watch, handoff, record)
-            state.apply_threads()
-            as_worker(torch, info[0], args, kwargs, info[1])
+            as_worker(torch, state, info, args, kwargs)
             caller = record.get("caller")
             threads = record.get("threads") or torch.get_num_threads()
             how = "made in %s, replayed in the main process with its %d thread%s" % (
@@ -161,7 +160,7 @@ def run_to_call(job, then):
         job.worker.fork_hooks.remove(watch.forked)
         if saved_disable is not None:
             _set_dynamo_disabled(torch, saved_disable)
-    record = handoff.taken() if watch.on_child_call is not None else None
+    record = handoff.taken()  # None where no handoff was set up
     if record is not None:  # the program ended before the child's signal came
         on_child_record(record)
     seconds = time.perf_counter() - started

@@ -26,9 +26,8 @@ def saved_call(job, path):
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
     if code is None:
         return None, None, "%s has no code object to replay" % job.req["qualname"]
-    state.apply_threads()
     meta = meta or {}
-    as_worker(torch, meta.get("worker_info"), args, kwargs, meta.get("worker_dataset"))
+    as_worker(torch, state, (meta.get("worker_info"), meta.get("worker_dataset")), args, kwargs)
     prepared, resized = prepared_call(job, fn, code, args, kwargs, state)
     if resized:
         meta = dict(meta or {})
