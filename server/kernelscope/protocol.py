@@ -76,6 +76,9 @@ class Entry(msgspec.Struct):
     keep_mb: int = 0
     """Without --save: keep the capture under .kernelscope/captures/ when it is at most this
     many MB (local runs), so the next profile replays it while the program is unchanged."""
+    ranks: int = 0
+    """The ranks a torchrun command line asked for (its --nproc-per-node; 0: the program
+    was not named through torchrun). kernelscope starts them itself."""
 
     @property
     def label(self) -> str:
@@ -83,7 +86,8 @@ class Entry(msgspec.Struct):
         head = {"module": ["-m", self.target], "pytest": ["pytest", self.target]}.get(
             self.kind, [self.target]
         )
-        return " ".join([*head, *self.args])
+        launcher = [f"torchrun --nproc-per-node {self.ranks}"] if self.ranks else []
+        return " ".join([*launcher, *head, *self.args])
 
 
 class RunProfile(Message, tag="run_profile"):

@@ -160,3 +160,106 @@ async def test_the_editor_profiles_on_ranks(project: Path) -> None:
             )
     finally:
         await stop(client)
+
+
+# A program as torchrun runs it (tests/workloads/ddp_program.py): `--via "torchrun ..."`
+# starts its ranks; each rank runs the program, which sets up its own process group, and
+# the ranks replay their captured calls in lockstep through that group.
+PROGRAM_PARAMETERS = 64 * 128 + 128 + 128 * 64 + 64
+
+
+@pytest.fixture
+def program(project: Path) -> Path:
+    shutil.copy(WORKLOADS / "ddp_program.py", project / "ddp_program.py")
+    return project
+
+
+def profile_program(
+    project: Path, via: str, capsys: pytest.CaptureFixture[str], *extra: str
+) -> tuple[int, Any, str]:
+    status = main(
+        ["profile", f"{project}/ddp_program.py::train_step", "--via", via, "--cwd",
+         str(project), "--device", "cpu", "--wait", "0", "--warmup", "1", "--active", "3",
+         "--no-memory", "--json", *extra]
+    )  # fmt: skip
+    out = capsys.readouterr()
+    return status, json.loads(out.out), out.err
+
+
+def test_a_ddp_program_through_torchrun(program: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    via = "torchrun --standalone --nproc_per_node=2 ddp_program.py --steps 30"
+    status, report, err = profile_program(program, via, capsys)
+    assert status == 0, err
+    assert report["world_size"] == 2 and report["backend"] == "gloo"
+    reps = set()
+    for row, rank_report in zip(report["ranks"], report["reports"], strict=True):
+        site = rank_report["call_site"]
+        assert site["via"] == "torchrun --nproc-per-node 2 ddp_program.py --steps 30"
+        assert site["captured"] and site["call"] == 1 and site["saved"] is None
+        (grads,) = rank_report["communication"]["collectives"]  # the program's DDP bucket
+        assert grads["kind"] == "all_reduce" and grads["bytes"] == PROGRAM_PARAMETERS * 4
+        assert row["comm_us_per_step"] > 0
+        reps.add(rank_report["timing"]["unprofiled_reps"])
+    assert len(reps) == 1  # agreed through the program's own group: the ranks in lockstep
+    assert not (program / ".kernelscope" / "captures").exists()  # a rank's call is not kept
+
+
+def test_one_rank_through_torchrun_gets_torchruns_variables(
+    program: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    via = "torchrun --nproc-per-node 1 ddp_program.py"
+    status, report, err = profile_program(program, via, capsys)
+    assert status == 0, err
+    assert report["call_site"]["via"].startswith("torchrun --nproc-per-node 1 ddp_program.py")
+    assert report["communication"]["world_size"] == 1
+
+
+def test_a_program_on_ranks_in_place(program: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, report, err = profile_program(
+        program, "ddp_program.py --steps 60", capsys, "--nproc", "2", "--in-place"
+    )
+    assert status == 0, err
+    assert [r["rank"] for r in report["ranks"]] == [0, 1]
+    for rank_report in report["reports"]:
+        assert not rank_report["call_site"]["captured"]
+        assert "gloo:all_reduce" in {op["name"] for op in rank_report["ops"]}
+
+
+def test_a_programs_rank_that_fails_is_named(
+    program: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    via = "torchrun --nproc-per-node 2 ddp_program.py --bad-rank 1"
+    status, out, err = profile_program(program, via, capsys)
+    assert status == 1
+    message = out["error"]["message"]
+    assert message.startswith("rank 1 of 2 failed: ")
+    assert (
+        "rank 1: torchrun --nproc-per-node 2 ddp_program.py --bad-rank 1 failed before " in message
+    )
+    assert "OSError: shard 1 of 2 cannot be read" in message
+    assert "Traceback" not in err
+
+
+async def test_the_editor_profiles_a_torchrun_program(program: Path) -> None:
+    from lsprotocol import types as lsp
+
+    from support.lsp import open_doc, start, stop
+
+    settings = {"device": "cpu", "schedule": {"wait": 0, "warmup": 1, "active": 3}}
+    client = await start(program, settings=settings)
+    try:
+        uri = open_doc(client, program / "ddp_program.py")
+        via = "torchrun --nproc-per-node 2 ddp_program.py --steps 30"
+        result = await client.workspace_execute_command_async(
+            lsp.ExecuteCommandParams("kernelscope.profile", [uri, "train_step", {"via": via}])
+        )
+        assert result["ok"], result
+        assert result["summary"].startswith("2 ranks (gloo): ")
+        with pytest.raises(Exception, match=r"disagree"):
+            await client.workspace_execute_command_async(
+                lsp.ExecuteCommandParams(
+                    "kernelscope.profile", [uri, "train_step", {"via": via, "nproc": 3}]
+                )
+            )
+    finally:
+        await stop(client)

@@ -536,7 +536,10 @@ def test_our_own_output_redirected_into_the_programs_folder_is_not_what_it_wrote
     ("args", "says"),
     [
         (["--via", "nope.py"], "no such script nope.py"),
-        (["--via", "train.py", "--nproc", "2"], "--via with --nproc is not supported yet"),
+        (["--via", "torchrun --nnodes 2 train.py"], "kernelscope runs the ranks of one host"),
+        (["--via", "torchrun --nproc-per-node 2 train.py", "--nproc", "3"], "disagree"),
+        (["--via", "torchrun --nproc-per-node 2 train.py", "--save"], "runs on ranks"),
+        (["--via", "torchrun --nproc-per-node gpu train.py"], "give the number of ranks"),
         (["--call", "2"], "need a program (--via)"),
         (["--via", TRAIN, "--from", "train.py"], "--from takes FILE:LINE"),
         (["--via", "tests/test_nope.py::test_x"], "no such test file tests/test_nope.py"),

@@ -62,6 +62,15 @@ def test_the_rank_variables_are_the_ones_the_engine_sets(worker) -> None:
         assert worker[name] == getattr(protocol, name), name
 
 
+def test_a_lone_torchrun_rank_gets_the_variables_the_engine_gives_ranks(worker) -> None:
+    from kernelscope.engine.ranks import rank_env
+
+    engine = rank_env(0, 1, 29500, 30.0)
+    lone = worker["torchrun_env"](0, 1, 29500)
+    assert lone == {name: engine[name] for name in lone}
+    assert {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT"} <= set(lone)
+
+
 def test_gpu_categories_are_the_trace_models(worker) -> None:
     assert len(set(worker["GPU_CATS"])) == len(worker["GPU_CATS"])
     assert frozenset(worker["GPU_CATS"]) == trace_model.GPU_CATS

@@ -44,6 +44,7 @@ from kernelscope.engine.targets import (
     Target,
     TargetError,
     build_request,
+    job_ranks,
     parse_entry,
 )
 from kernelscope.protocol import (
@@ -276,9 +277,7 @@ class ProfileService:
             batch_size=spec.batch_size,
             entry=entry,
         )
-        nproc = spec.nproc or target.project.nproc or self.settings.nproc
-        if nproc > 1 and entry is not None:
-            raise TargetError("a program (via) with nproc > 1 is not supported yet: set nproc 1")
+        nproc = job_ranks(entry, spec.nproc, target.project.nproc or self.settings.nproc)
         if nproc > 1:
             return await self._run_ranks(spec, request, remote, store, fn, nproc, on_progress)
         launcher = self.launcher(spec.python, remote)

@@ -54,6 +54,7 @@ from kernelscope.engine.targets import (
     Target,
     TargetError,
     build_request,
+    job_ranks,
     load_target,
     loop_line,
     parse_entry,
@@ -88,7 +89,8 @@ def _add_program_args(p: argparse.ArgumentParser) -> Any:
         "--via",
         metavar="CMD",
         help='the program that calls the function: "train.py --max_iters 20", '
-        '"-m pkg.train ...", or a pytest id "tests/test_model.py::test_forward" '
+        '"-m pkg.train ...", or a pytest id "tests/test_model.py::test_forward"; '
+        'after "torchrun --nproc-per-node N" it runs on N ranks '
         "(default: [tool.kernelscope.via])",
     )
     e.add_argument("--call", type=positive_int, default=1, help="profile the K-th call (1)")
@@ -355,11 +357,9 @@ def _profile(args: argparse.Namespace) -> int:
             entry=entry,
         )
         remote = resolve_remote(args.remote, target.project, python=args.python)
-        args.nproc = args.nproc or target.project.nproc or 1
+        args.nproc = job_ranks(entry, args.nproc, target.project.nproc)
         if args.nproc > 1 and not ranks_here_or_on_ray(remote):
             raise TargetError(NO_RANKS_THERE)
-        if args.nproc > 1 and entry is not None:
-            raise TargetError("--via with --nproc is not supported yet: profile one rank")
     except (TargetError, RemoteError) as e:
         return fail_usage(str(e), args.json)
     counters = target.project.counters if args.counters is None else args.counters

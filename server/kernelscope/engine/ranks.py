@@ -1,7 +1,9 @@
 """A distributed job on this host: N workers started as torchrun would (RANK, WORLD_SIZE,
-LOCAL_RANK, MASTER_ADDR=127.0.0.1 and a free port, OMP_NUM_THREADS=1; NCCL on GPUs, gloo on
-the CPU, one GPU each), the same request sent to all, run in lockstep (the worker agrees on
-call counts and meets at a barrier around the active window).
+LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR=127.0.0.1 and a free port,
+OMP_NUM_THREADS=1; NCCL on GPUs, gloo on the CPU, one GPU each), the same request sent to
+all, run in lockstep (the worker agrees on call counts and meets at a barrier around the
+active window). A program (--via) on N ranks initializes its own process group from those
+variables; the worker agrees through it from the chosen call on.
 
 One rank failing stops the others, and the error names every rank: what the failing one
 raised and where, and where each other one was (a rank still running when another timed out
@@ -60,6 +62,8 @@ def rank_env(rank: int, world: int, port: int, collective_timeout: float) -> dic
         DIST_RANK: str(rank),
         DIST_WORLD_SIZE: str(world),
         DIST_LOCAL_RANK: str(rank),
+        "LOCAL_WORLD_SIZE": str(world),
+        "GROUP_RANK": "0",
         DIST_MASTER_ADDR: "127.0.0.1",
         DIST_MASTER_PORT: str(port),
         DIST_TIMEOUT_ENV: f"{collective_timeout:g}",

@@ -13,6 +13,7 @@ import msgspec
 from kernelscope import pyfunctions
 from kernelscope.engine.captures import reusable
 from kernelscope.engine.project import Project, ProjectError, load_project
+from kernelscope.engine.torchrun import TorchrunError, is_torchrun, ranks_for, split_torchrun
 from kernelscope.protocol import DEFAULT_ACTIVE, DEFAULT_WAIT, DEFAULT_WARMUP, Entry, RunProfile
 
 
@@ -140,7 +141,8 @@ def parse_entry(
 ) -> Entry:
     """The program `command` names, as a shell would split it: ``train.py --max_iters 20``
     (a leading ``python`` is dropped), ``-m pkg.train ...``, or a pytest node id
-    (``tests/test_model.py::test_forward``, or ``pytest`` and one). TargetError says what
+    (``tests/test_model.py::test_forward``, or ``pytest`` and one), each also after
+    ``torchrun [options]`` (``Entry.ranks``). TargetError says what
     is wrong with it, or with `caller` (``FILE:LINE``, relative to `cwd`). A capture kept
     by an earlier profile of the same call is replayed unless `fresh` (or `save`) is set."""
     try:
@@ -149,6 +151,12 @@ def parse_entry(
         raise TargetError(f"cannot read --via {command!r}: {e}") from None
     if words and Path(words[0]).name.startswith("python"):
         words = words[1:]
+    ranks = 0
+    if is_torchrun(words):
+        try:
+            ranks, words = split_torchrun(words)
+        except TorchrunError as e:
+            raise TargetError(f"--via: {e}") from None
     if words[:2] == ["-m", "pytest"]:
         words = ["pytest", *words[2:]]
     if not words:
@@ -201,12 +209,24 @@ def parse_entry(
         body_line=body,
         end_line=end,
         save=save and not in_place,
-        keep_mb=0 if save or in_place else target.project.keep_captures_mb,
+        keep_mb=0 if save or in_place or ranks else target.project.keep_captures_mb,
+        ranks=ranks,
     )
-    if entry.in_place or entry.save or fresh:  # --save takes a fresh capture
+    if ranks and save:
+        raise TargetError("--save keeps one process's call: a torchrun program runs on ranks")
+    if entry.in_place or entry.save or fresh or ranks:  # --save takes a fresh capture
         return entry
     saved = reusable(target.project.root, target.qualname, entry)
     return msgspec.structs.replace(entry, capture=str(saved)) if saved else entry
+
+
+def job_ranks(entry: Entry | None, asked: int | None, default: int | None) -> int:
+    """The ranks a profile runs on: --nproc (`asked`), else its torchrun command's, else the
+    project's or the settings' `default`; TargetError where --nproc and torchrun differ."""
+    try:
+        return ranks_for(asked, entry.ranks if entry is not None else 0, default)
+    except TorchrunError as e:
+        raise TargetError(str(e)) from None
 
 
 def _loop_body(target: Target, line: int, source: str | None) -> tuple[int, int]:

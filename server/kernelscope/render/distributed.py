@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernelscope.analysis.collectives import Collective
-from kernelscope.render.text import MARKS, shorten, table
+from kernelscope.render.text import MARKS, call_site_lines, shorten, table
 from kernelscope.report.distributed import DistributedReport
 from kernelscope.units import cut, fmt_bytes, fmt_rate, fmt_us
 
@@ -39,6 +39,7 @@ def render_distributed(d: DistributedReport) -> str:
     where = f"{fn.qualname}  ({shorten(fn.path)}:{fn.line})" if fn else ""
     out = [
         f"kernelscope profile · {where} · {d.world_size} ranks ({d.backend})",
+        *(call_site_lines(d.reports[0]) if d.reports else []),
         "",
         *table(
             [

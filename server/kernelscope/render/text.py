@@ -53,7 +53,8 @@ def _inputs(report: Report) -> list[str]:
     return [f"called    alone, {inputs_label(report.inputs_from)}"]
 
 
-def _call_site(report: Report) -> list[str]:
+def call_site_lines(report: Report) -> list[str]:
+    """The `call` line of a program's call (--via), and what the run did besides."""
     site = report.call_site
     if site is None:
         return []
@@ -106,7 +107,7 @@ def render_report(
         f"schedule  wait {report.steps.wait} · warmup {report.steps.warmup}"
         f" · active {report.steps.active}" + _shortened(report),
         *([f"          {report.steps.recording}"] if report.steps.recording else []),
-        *_call_site(report),
+        *call_site_lines(report),
         *_inputs(report),
         "",
         f"per step    CPU {fmt_us(t.cpu_us_per_step)}"

@@ -10,6 +10,7 @@ chosen call, its result is sent, and the worker ends (the launcher starts a fres
 import builtins
 import json
 import os
+import socket
 import sys
 import time
 import types
@@ -27,6 +28,8 @@ from .digest import program_digest
 from .dynamo import dynamo_frames
 from .errors import JobError
 from .loop_mark import MARK
+from .names import DIST_RANK
+from .ranks import torchrun_env
 from .rebatch import resized_call
 from .watch import CallWatch
 
@@ -66,6 +69,7 @@ def run_to_call(job, then):
         report says it was made in a forked child, its DataLoader WorkerInfo)."""
         made_in, info = child or (None, None)
         prepared, resized = prepared_call(job, fn, code, args, kwargs, state, compiled)
+        job.ranks.adopt(prepared[2])
         modes = state.modes() + (["torch.compile off"] if entry.get("no_compile") else [])
         modes += [made_in] if made_in else []
         modes += [resized] if resized else []
@@ -233,7 +237,21 @@ def in_script(job):
 
 def entry_label(entry):
     head = {"module": ["-m", entry["target"]], "pytest": ["pytest", entry["target"]]}
-    return " ".join(head.get(entry["kind"], [entry["target"]]) + list(entry.get("args") or []))
+    ranks = entry.get("ranks") or 0
+    launcher = ["torchrun --nproc-per-node %d" % ranks] if ranks else []
+    words = head.get(entry["kind"], [entry["target"]]) + list(entry.get("args") or [])
+    return " ".join(launcher + words)
+
+
+def as_torchrun_rank(entry):
+    """A program named through torchrun with one rank runs in this worker alone: it gets
+    torchrun's variables for its rank 0 (a job of N ranks has them from its launcher)."""
+    if entry.get("ranks") != 1 or os.environ.get(DIST_RANK) is not None:
+        return
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    os.environ.update(torchrun_env(0, 1, port))
 
 
 def run_program(job, entry, mark=None):
@@ -242,6 +260,7 @@ def run_program(job, entry, mark=None):
     (``loop_mark``)."""
     kind = entry["kind"]
     label = entry_label(entry)
+    as_torchrun_rank(entry)
     try:
         if kind == "script":
             _run_script(job, entry, mark)

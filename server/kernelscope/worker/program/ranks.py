@@ -8,7 +8,21 @@ import os
 import socket
 
 from .errors import JobError
-from .names import DIST_LOCAL_RANK, DIST_TIMEOUT_ENV, DIST_WORLD_SIZE
+from .names import DIST_LOCAL_RANK, DIST_RANK, DIST_TIMEOUT_ENV, DIST_WORLD_SIZE
+
+
+def torchrun_env(rank, world, port):
+    """The variables torchrun gives rank `rank` of `world` on one host (the server's twin:
+    kernelscope.engine.ranks.rank_env)."""
+    return {
+        DIST_RANK: str(rank),
+        DIST_WORLD_SIZE: str(world),
+        DIST_LOCAL_RANK: str(rank),
+        "LOCAL_WORLD_SIZE": str(world),
+        "GROUP_RANK": "0",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port),
+    }
 
 
 def rank_device(torch, want):
@@ -52,6 +66,19 @@ class Ranks:
             )
         self.dist = dist
         self.device = device if device.type == "cuda" else self.torch.device("cpu")
+
+    def adopt(self, device):
+        """Agree through the group the program itself set up, where a program (--via) runs
+        on N ranks and has initialized one by the time of its call: collectives on the CPU
+        unless that group is NCCL's alone."""
+        if int(os.environ.get(DIST_WORLD_SIZE, "1")) <= 1 or self.dist is not None:
+            return
+        dist = self.torch.distributed
+        if not (dist.is_available() and dist.is_initialized()):
+            return
+        self.dist = dist
+        nccl = str(dist.get_backend()) == "nccl" and device.type == "cuda"
+        self.device = device if nccl else self.torch.device("cpu")
 
     def agree(self, value, op="max"):
         """The same number on every rank (the largest or smallest of theirs), so all ranks

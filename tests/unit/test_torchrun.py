@@ -1,0 +1,63 @@
+"""A torchrun command line as `--via` takes it: the ranks, the program, what is refused."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from kernelscope.engine.torchrun import TorchrunError, is_torchrun, ranks_for, split_torchrun
+
+
+@pytest.mark.parametrize(
+    ("command", "ranks", "program"),
+    [
+        ("torchrun --nproc_per_node=2 train.py --lr 3", 2, ["train.py", "--lr", "3"]),
+        ("torchrun --nproc-per-node 4 --standalone train.py", 4, ["train.py"]),
+        ("/opt/venv/bin/torchrun train.py", 1, ["train.py"]),
+        ("-m torch.distributed.run --nnodes=1 --nproc_per_node 2 t.py", 2, ["t.py"]),
+        ("torchrun --nproc-per-node 2 -m pkg.train --x", 2, ["-m", "pkg.train", "--x"]),
+        ("torchrun --master-port 29501 --rdzv_backend c10d --max_restarts=0 t.py", 1, ["t.py"]),
+        ("torchrun --nproc-per-node 2 -- t.py --nproc 9", 2, ["t.py", "--nproc", "9"]),
+        ("torchrun --node_rank 0 --nnodes 1:1 t.py", 1, ["t.py"]),
+    ],
+)  # fmt: skip
+def test_the_ranks_and_the_program(command: str, ranks: int, program: list[str]) -> None:
+    words = shlex.split(command)
+    assert is_torchrun(words)
+    assert split_torchrun(words) == (ranks, program)
+
+
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        ("torchrun --nnodes 2 t.py", "ranks of one host"),
+        ("torchrun --nnodes=1:4 t.py", "ranks of one host"),
+        ("torchrun --node-rank 1 t.py", "node rank 0"),
+        ("torchrun --nproc-per-node gpu t.py", "give the number of ranks"),
+        ("torchrun --nproc-per-node 0 t.py", "give the number of ranks"),
+        ("torchrun --no-python ./a.out", "Python programs only"),
+        ("torchrun --frobnicate t.py", "not one kernelscope knows"),
+        ("torchrun --nproc-per-node", "needs a value"),
+        ("torchrun --standalone", "names no program"),
+    ],
+)
+def test_what_is_refused(command: str, says: str) -> None:
+    with pytest.raises(TorchrunError, match=says):
+        split_torchrun(shlex.split(command))
+
+
+def test_other_programs_are_not_torchrun() -> None:
+    assert not is_torchrun(["train.py", "torchrun"])
+    assert not is_torchrun(["-m", "pkg.train"])
+    assert not is_torchrun([])
+
+
+def test_the_ranks_of_a_job() -> None:
+    assert ranks_for(None, 2, None) == 2  # torchrun's
+    assert ranks_for(2, 2, 4) == 2
+    assert ranks_for(None, 0, 4) == 4  # the project's
+    assert ranks_for(None, 0, None) == 1
+    assert ranks_for(3, 0, 4) == 3  # --nproc over the project's
+    with pytest.raises(TorchrunError, match="--nproc 3 and torchrun --nproc-per-node 2 disagree"):
+        ranks_for(3, 2, None)
