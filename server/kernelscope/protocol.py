@@ -76,6 +76,8 @@ class Entry(msgspec.Struct):
     keep_mb: int = 0
     """Without --save: keep the capture under .kernelscope/captures/ when it is at most this
     many MB (local runs), so the next profile replays it while the program is unchanged."""
+    rerun_why: str = ""
+    """Why a capture kept of this call was not replayed (its program's files changed)."""
     ranks: int = 0
     """The ranks a torchrun command line asked for (its --nproc-per-node; 0: the program
     was not named through torchrun). kernelscope starts them itself."""
@@ -466,6 +468,8 @@ class CallSite(msgspec.Struct):
     """`saved` / `save_error` are of the automatic keep (no --save)."""
     step: str = "call"
     """What one step is: a ``call`` of the function, or an ``iteration`` of a loop."""
+    rerun_why: str = ""
+    """Why the program ran again where a capture of this call was kept (what changed)."""
 
     @property
     def label(self) -> str:

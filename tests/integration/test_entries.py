@@ -720,7 +720,7 @@ def test_a_capture_holding_the_scripts_own_classes_is_not_kept() -> None:
     assert "not kept: it holds __main__.Net, defined in the program's script" in text(
         "script_helper.py::apply"
     )
-    assert not list((WORKLOADS / ".kernelscope" / "captures").glob("apply-call1.pt"))
+    assert not list((WORKLOADS / ".kernelscope" / "captures").glob("apply-call1-*.pt"))
 
 
 def test_an_argument_that_cannot_be_saved_is_named() -> None:
@@ -745,7 +745,33 @@ def test_a_saved_capture_is_reused_while_the_program_is_unchanged(tmp_path: Path
     assert again["modes"] == first["modes"] and again["caller_line"] == first["caller_line"]
     config = root / "config" / "tiny.py"
     config.write_text(config.read_text() + "\n# edited\n")
-    assert report(kernelscope(root, *args))["call_site"]["reused"] is False
+    rerun = report(kernelscope(root, *args))["call_site"]
+    assert rerun["reused"] is False
+    assert rerun["rerun_why"] == "config/tiny.py changed since the capture was kept"
+
+
+def test_a_config_outside_the_programs_folder_is_part_of_the_program(tmp_path: Path) -> None:
+    """`train.py ../shared/tiny.py`: a config the command line names outside the folder is
+    hashed too (editing it ran the old capture again before); another command line's capture
+    of the same call is kept beside it, not over it."""
+    root = tmp_path / "minigpt"
+    shutil.copytree(WORKLOADS / "minigpt", root, ignore=shutil.ignore_patterns("out"))
+    (root / "pyproject.toml").write_text("[project]\nname = 'minigpt'\n")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    outside = shared / "tiny.py"
+    shutil.copy(root / "config" / "tiny.py", outside)
+    via = TRAIN.replace("config/tiny.py", "../shared/tiny.py")
+    args = ("model.py::Block.forward", "--json", "--no-lines")
+    first = report(kernelscope(root, *args, "--via", via))["call_site"]
+    inside = report(kernelscope(root, *args, "--via", TRAIN))["call_site"]
+    assert first["saved"] and inside["saved"] and first["saved"] != inside["saved"]
+    assert report(kernelscope(root, *args, "--via", via))["call_site"]["reused"] is True
+    outside.write_text(outside.read_text() + "\nbatch_size = 4\n")
+    rerun = report(kernelscope(root, *args, "--via", via))["call_site"]
+    assert rerun["reused"] is False
+    assert rerun["rerun_why"] == "tiny.py changed since the capture was kept"
+    assert report(kernelscope(root, *args, "--via", TRAIN))["call_site"]["reused"] is True
 
 
 def test_a_small_capture_is_kept_without_save_and_fresh_runs_the_program(tmp_path: Path) -> None:

@@ -191,3 +191,31 @@ def test_the_program_digest_is_the_servers(worker, tmp_path: Path) -> None:
     (folder / "outputs").mkdir()
     (folder / "outputs" / "main.log").write_text("epoch 1\n")
     assert worker["program_digest"](str(folder), argv) == program_digest(folder, argv) == before
+
+
+def test_the_programs_files_are_the_servers(worker, tmp_path: Path) -> None:
+    """What the worker records of a program when it keeps a capture, and what the server
+    compares it with: files under the folder, a config the argv names outside it (also after
+    `=`), a large file by its size and time; the capture's file name."""
+    from kernelscope.engine import captures
+
+    folder, shared = tmp_path / "prog", tmp_path / "shared"
+    folder.mkdir()
+    shared.mkdir()
+    (folder / "train.py").write_text("print(1)\n")
+    (folder / "data.bin").write_bytes(b"x" * (captures.MAX_FILE_BYTES + 1))
+    (shared / "a.yaml").write_text("lr: 1\n")
+    (shared / "b.yaml").write_text("lr: 2\n")
+    argv = ["train.py", "-c", "../shared/a.yaml", f"--extra={shared / 'b.yaml'}", "x=1"]
+    ours = worker["program_files"](str(folder), argv)
+    assert ours == captures.program_files(folder, argv)
+    assert set(ours) == {"train.py", "data.bin", str(shared / "a.yaml"), str(shared / "b.yaml")}
+    assert (
+        ours["data.bin"]
+        == f"{captures.MAX_FILE_BYTES + 1}@{(folder / 'data.bin').stat().st_mtime_ns}"
+    )
+    assert worker["digest_of"](ours, argv) == captures.digest_of(ours, argv)
+    name = worker["capture_name"]("Block.forward", 2, "train.py x", None)
+    assert name == captures.capture_name("Block.forward", 2, "train.py x", None)
+    assert name.startswith("Block_forward-call2-") and name.endswith(".pt")
+    assert name != captures.capture_name("Block.forward", 2, "train.py y", None)

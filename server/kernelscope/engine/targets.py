@@ -216,8 +216,10 @@ def parse_entry(
         raise TargetError("--save keeps one process's call: a torchrun program runs on ranks")
     if entry.in_place or entry.save or fresh or ranks:  # --save takes a fresh capture
         return entry
-    saved = reusable(target.project.root, target.qualname, entry)
-    return msgspec.structs.replace(entry, capture=str(saved)) if saved else entry
+    saved, why = reusable(target.project.root, target.qualname, entry)
+    if saved is None:
+        return msgspec.structs.replace(entry, rerun_why=why)
+    return msgspec.structs.replace(entry, capture=str(saved))
 
 
 def job_ranks(entry: Entry | None, asked: int | None, default: int | None) -> int:

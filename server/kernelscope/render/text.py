@@ -65,6 +65,8 @@ def call_site_lines(report: Report) -> list[str]:
             "          timed replayed back to back, its caches warm from call to call (in the "
             "program the rest of the step evicts them): --in-place times the program's own calls"
         )
+    if site.rerun_why:
+        out.append(f"          the program ran again, not its kept capture: {site.rerun_why}")
     if site.wrote:
         out.append(f"          it ran for real and wrote {', '.join(site.wrote)}")
     if site.saved and site.kept:

@@ -24,7 +24,7 @@ from .capture import (
     without_compiler,
 )
 from .child_call import HANDOFF_MB, ChildCall, as_worker, handed_call
-from .digest import program_digest
+from .digest import MAX_FILES, capture_name, digest_of, program_files
 from .dynamo import dynamo_frames
 from .errors import JobError
 from .loop_mark import MARK
@@ -33,6 +33,8 @@ from .ranks import torchrun_env
 from .rebatch import resized_call
 from .watch import CallWatch
 
+#: A kept capture's record lists the program's files (to say which changed) up to this many.
+KEEP_NAMES = 5000
 #: Files the report names as written by the program (a scan of its working folder, bounded).
 SCAN_FILES = 5000
 SKIP_DIRS = {".git", ".kernelscope", "__pycache__", ".venv", "node_modules", ".pytest_cache"}
@@ -58,11 +60,9 @@ def run_to_call(job, then):
     before = files_now(job.entry_cwd)
     # what the program is before it runs (it may write into its folder before the call)
     keep_mb = int(entry.get("keep_mb") or 0) if job.root == job.local_root else 0
-    digest = (
-        program_digest(job.entry_cwd, [entry["target"], *entry.get("args", [])])
-        if entry.get("save") or keep_mb
-        else None
-    )
+    argv = [entry["target"], *entry.get("args", [])]
+    kept = program_files(job.entry_cwd, argv) if entry.get("save") or keep_mb else None
+    digest = digest_of(kept, argv)
 
     def begin(args, kwargs, code, fn, state, site, compiled, entry_s, child=None):
         """The job on the call's arguments (the worker ends after it); `child`: (how the
@@ -88,10 +88,11 @@ def run_to_call(job, then):
             "reused": False,
             "kept": not entry.get("save"),
             "step": "call",
+            "rerun_why": entry.get("rerun_why") or "",
         }
-        if digest is not None:
+        if entry.get("save") or keep_mb:
             limit = None if entry.get("save") else keep_mb
-            _save(job, args, kwargs, state, want, digest, limit, info)
+            _save(job, args, kwargs, state, want, (digest, kept), limit, info)
         result = then(*prepared)
         job.call_site["wrote"] = written_since(job.entry_cwd, before)  # the replays' too
         return result
@@ -189,16 +190,24 @@ def prepared_call(job, fn, code, args, kwargs, state, compiled=None):
     return (fn, call, device, sync), resized
 
 
-def _save(job, args, kwargs, state, call, digest, keep_mb, worker=None):
+def _save(job, args, kwargs, state, call, program, keep_mb, worker=None):
     """Save the captured call under the project's .kernelscope/captures/ (local runs): with
     --save whatever its size, else (`keep_mb`) only up to that size; a call of a DataLoader
-    worker's with its WorkerInfo (`worker`: worker_spec's pair)."""
+    worker's with its WorkerInfo (`worker`: worker_spec's pair). `program`: the program's
+    (digest, files) before it ran (None, None where it has too many files to tell)."""
     site = job.call_site
     if job.root != job.local_root:
         site["save_error"] = "a capture is saved on local runs only, not on a remote"
         return
+    digest, files = program
+    if digest is None and keep_mb is not None:
+        site["save_error"] = (
+            "the program's folder holds more than %d files, too many to tell when they "
+            "change" % MAX_FILES
+        )
+        return
     entry = job.entry
-    name = "%s-call%d.pt" % (job.req["qualname"].replace(".", "_"), call)
+    name = capture_name(job.req["qualname"], call, site["via"], entry.get("caller"))
     path = os.path.join(job.local_root, ".kernelscope", "captures", name)
     meta = {
         "label": site["via"],
@@ -206,6 +215,7 @@ def _save(job, args, kwargs, state, call, digest, keep_mb, worker=None):
         "caller": entry.get("caller"),
         "qualname": job.req["qualname"],
         "digest": digest,
+        "files": files if files is not None and len(files) <= KEEP_NAMES else None,
         "site": dict(site),
         "worker_info": worker[0] if worker else None,
         "worker_dataset": worker[1] if worker else None,
