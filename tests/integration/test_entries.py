@@ -871,3 +871,24 @@ def test_memory_forecast_of_a_programs_call_resizes_its_batch(project: Path) -> 
     loop = _line_of(project / "train.py", "while True:")
     proc = kernelscope(project, f"train.py:{loop}", "--via", TRAIN, command="memory")
     assert proc.returncode == 2 and "not a loop" in proc.stderr, proc.stderr
+
+
+def test_a_librarys_bare_assert_says_where_it_was_raised(tmp_path: Path) -> None:
+    """timm's `assert os.path.exists(root)` (a missing --data-dir) was "AssertionError" and
+    the user's line alone: the library's line that raised it is the message."""
+    packages = tmp_path / "env" / "lib" / "site-packages" / "readers"
+    packages.mkdir(parents=True)
+    (packages / "__init__.py").write_text(
+        "import os\n\n\ndef reader(root):\n    assert os.path.exists(root)\n"
+    )
+    (tmp_path / "prog.py").write_text(
+        "import sys\nsys.path.insert(0, 'env/lib/site-packages')\nimport readers\n\n\n"
+        "def step(x):\n    return x\n\n\nreaders.reader('/no/such/data')\nstep(1)\n"
+    )
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    failed = error(kernelscope(tmp_path, "prog.py::step", "--via", "prog.py", "--json"))
+    assert failed["message"] == (
+        "prog.py failed before calling step: AssertionError at readers/__init__.py:5: "
+        "assert os.path.exists(root)"
+    )
+    assert failed["path"].endswith("prog.py") and failed["line"] == 10

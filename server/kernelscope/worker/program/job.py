@@ -219,7 +219,11 @@ class Job:
         elif isinstance(exc, SystemExit):
             kind = "exit"
         text = str(exc).strip().splitlines()[0][:400] if str(exc).strip() else ""
+        raised = None if text else _raised_outside(exc.__traceback__, frames)
         message = prefix + type(exc).__name__ + (": " + text if text else "")
+        if raised is not None:  # a bare `assert` in a library: its line is the message
+            message += " at %s:%s: %s" % raised
+            lines.append("%s:%s: %s" % raised)
         where = frames[-1] if frames else None
         exc.__traceback__ = None
         return JobError(
@@ -293,3 +297,15 @@ class Job:
                 raise self.user_error("user_exception", e) from None
 
         return call
+
+
+def _raised_outside(tb, frames):
+    """(file, line, code) where an exception was raised, when that is not in the user's
+    frames (a library's bare ``assert``); the file from its package folder on."""
+    raised = traceback.extract_tb(tb)[-1:] if tb is not None else []
+    if not raised or (frames and raised[0] == frames[-1]):
+        return None
+    f = raised[0]
+    path = f.filename.replace(os.sep, "/")
+    short = path.rpartition("-packages/")[2] if "-packages/" in path else os.path.basename(path)
+    return short, f.lineno, (f.line or "").strip()
