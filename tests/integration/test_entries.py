@@ -892,3 +892,20 @@ def test_a_librarys_bare_assert_says_where_it_was_raised(tmp_path: Path) -> None
         "assert os.path.exists(root)"
     )
     assert failed["path"].endswith("prog.py") and failed["line"] == 10
+
+
+def test_in_place_steps_of_two_kinds_are_told_apart() -> None:
+    """timm's train.py in place: an active call was validate()'s, under inference_mode,
+    among training calls, and nothing said so."""
+    args = ("train_and_validate.py::Net.forward", "--in-place", "--json", "--no-memory")
+    site = report(kernelscope(WORKLOADS, *args, "--via", "train_and_validate.py"))["call_site"]
+    (mixed,) = [m for m in site["modes"] if m.startswith("calls of different kinds: ")]
+    # steps are calls 1..: the 4th, 8th, 12th... are validation calls (step % 4 == 3)
+    assert (
+        "4, 8, 12 under inference_mode" in mixed and "2-3, 5-7, 9-11, 13-14 with autograd" in mixed
+    )
+    site = report(kernelscope(WORKLOADS, *args, "--via", "train_and_validate.py --eval-only"))[
+        "call_site"
+    ]
+    assert "no_grad" in site["modes"]
+    assert not [m for m in site["modes"] if m.startswith("calls of different kinds")]

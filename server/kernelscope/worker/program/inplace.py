@@ -102,6 +102,7 @@ class Steps:
         self.started = time.perf_counter()
         self.trace_tmp = None
         self.after = ""  # --no-stop-after: what the program did after the profiled steps
+        self.grad_modes = []  # each step's autograd mode as it began (grad_mode)
         self.files_before = {}  # the program's folder's files at its start (what it wrote)
         cuda = self.torch.cuda.is_available() and self.torch.cuda.is_initialized()
         self.device = (
@@ -127,6 +128,7 @@ class Steps:
         self.n += 1
         self.open = True
         n, profiled = self.n, self.n - self.skip
+        self.grad_modes.append(grad_mode(self.torch))
         if n == 1 or profiled < 1:
             self.job.progress("cold" if n == 1 else "timing", n, self.skip)
             if n == 1:
@@ -376,6 +378,7 @@ class Steps:
         last = self.skip + self.wait + self.warmup + self.active
         modes = ["%ss %d-%d profiled, %d-%d active"
                  % (self.what, first, last, last - self.active + 1, last)]  # fmt: skip
+        modes += mixed_modes(self.grad_modes[1:last], self.what)
         if self.after:
             modes.append(self.after)
         job.call_site = {
@@ -410,6 +413,42 @@ class Steps:
             [],
             memory,
         )
+
+
+def grad_mode(torch):
+    """The autograd mode a step runs in, in the words of the captured call's modes."""
+    if torch.is_inference_mode_enabled():
+        return "inference_mode"
+    return "" if torch.is_grad_enabled() else "no_grad"
+
+
+def mixed_modes(modes, what):
+    """What the report says of the steps' autograd modes (steps 2 on, `modes[0]` being step
+    2's): the one mode they share, or which steps ran in which where they differ (a
+    validation pass among training steps), with how to take one kind alone."""
+    kinds = {}
+    for n, mode in enumerate(modes, start=2):
+        kinds.setdefault(mode or "with autograd", []).append(n)
+    if len(kinds) <= 1:
+        return [mode for mode in kinds if mode != "with autograd"]
+    parts = [
+        "%s %s%s" % (_spans(steps), "" if mode == "with autograd" else "under ", mode)
+        for mode, steps in kinds.items()
+    ]
+    return [
+        "%ss of different kinds: %s (the figures mix them: a loop's line as the target, "
+        "or --skip past them, takes one kind)" % (what, "; ".join(parts))
+    ]
+
+
+def _spans(steps):
+    """``2-9, 11-14`` for [2, ..., 9, 11, ..., 14]."""
+    out, start = [], steps[0]
+    for a, b in zip(steps, [*steps[1:], None]):
+        if b != a + 1:
+            out.append(str(start) if start == a else "%d-%d" % (start, a))
+            start = b
+    return ", ".join(out)
 
 
 #: Code flags of generators and coroutines, whose return events include each suspension.
