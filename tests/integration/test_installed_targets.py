@@ -41,3 +41,28 @@ def test_torchs_own_function_from_the_users_project(tmp_path: Path) -> None:
     trace = Path(out["trace"]["path"])
     assert trace.is_file() and trace.is_relative_to(project / ".kernelscope")
     assert sorted(p.name for p in library.parent.iterdir()) == before
+
+
+def test_an_installed_function_named_by_its_module(tmp_path: Path) -> None:
+    """`torch.nn.modules.activation::GELU.forward`, as its users know it: the worker's
+    interpreter finds the file (without importing torch in the CLI)."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'proj'\n")
+    (project / "kernelscope_inputs.py").write_text(PROVIDER)
+    (project / "utils.py").write_text("SIZE = 64\n")
+
+    def run(spec: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "kernelscope", "profile", spec, "--json", "--no-lines",
+             "--no-memory"],
+            cwd=project, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+
+    proc = run("torch.nn.modules.activation::GELU.forward")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    assert Path(out["function"]["path"]) == Path(activation.__file__).resolve()
+    proc = run("torch.nn.modules.activationz::GELU.forward")
+    assert proc.returncode == 2
+    assert "no such file or module: torch.nn.modules.activationz" in proc.stderr

@@ -343,7 +343,7 @@ def _try_entry(args: argparse.Namespace, target: Target) -> Entry | None:
 
 def _profile(args: argparse.Namespace) -> int:
     try:
-        target = load_target(args.target)
+        target = load_target(args.target, python=args.python)
         entry = _entry(args, target)
         request = build_request(
             target,
@@ -456,7 +456,7 @@ def _variants(text: str) -> list[str]:
 
 def _try(args: argparse.Namespace) -> int:
     try:
-        target = load_target(args.target)
+        target = load_target(args.target, python=args.python)
         variants = args.variants or default_variants(target, args.device)
         request = try_request(
             target,

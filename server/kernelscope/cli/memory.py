@@ -112,7 +112,7 @@ def run_memory(
     calls the target (--via), parsed again before each batch size so that the program runs
     once and its kept capture is replayed after."""
     try:
-        target = load_target(args.target)
+        target = load_target(args.target, python=args.python)
         remote = resolve_remote(args.remote, target.project, python=args.python)
         entry = entry_of(target) if entry_of is not None else None
         if entry is not None and entry.in_place:

@@ -77,7 +77,7 @@ def add_scale_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
 def run_scale(args: argparse.Namespace) -> int:
     """Run the scale subcommand; returns the exit status."""
     try:
-        target = load_target(args.target)
+        target = load_target(args.target, python=args.python)
     except TargetError as e:
         return fail_usage(str(e), args.json)
     progress = ProgressLine(sys.stderr, target.qualname)

@@ -12,6 +12,7 @@ import msgspec
 
 from kernelscope import pyfunctions
 from kernelscope.engine.captures import reusable
+from kernelscope.engine.module_files import is_module_name, module_file
 from kernelscope.engine.project import Project, ProjectError, load_project
 from kernelscope.engine.torchrun import TorchrunError, is_torchrun, ranks_for, split_torchrun
 from kernelscope.protocol import DEFAULT_ACTIVE, DEFAULT_WAIT, DEFAULT_WARMUP, Entry, RunProfile
@@ -76,11 +77,17 @@ def parse_target(spec: str) -> tuple[Path, str]:
     return Path(path), qualname
 
 
-def load_target(spec: str, source: str | None = None) -> Target:
-    """Resolve a target spec against the file system (unsaved `source` may stand in)."""
+def load_target(spec: str, source: str | None = None, python: str | None = None) -> Target:
+    """Resolve a target spec against the file system (unsaved `source` may stand in); a
+    module's dotted name in place of the path is its file for the worker's `python`."""
     path, qualname = parse_target(spec)
     if source is None and not path.is_file():
-        raise TargetError(f"no such file: {path}")
+        named = str(path)
+        found = module_file(named, python) if is_module_name(named) else None
+        if found is None:
+            what = "no such file or module" if is_module_name(named) else "no such file"
+            raise TargetError(f"{what}: {path}")
+        path = found
     try:
         project = load_project(path)
     except ProjectError as e:
