@@ -459,3 +459,26 @@ def loop_around(source: str, fn: FunctionDef, line: int) -> int | None:
         if inside and (best is None or node.lineno > best):
             best = node.lineno
     return best
+
+
+def first_loop(source: str, fn: FunctionDef) -> int | None:
+    """The line of `fn`'s first outermost ``for``/``while`` (an epoch function's loop over
+    its batches); None where it has none (or the source does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    loops = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.For | ast.AsyncFor | ast.While)
+        and fn.def_line < node.lineno <= fn.end_line
+    ]
+    inner = {
+        id(sub)
+        for node in loops
+        for sub in ast.walk(node)
+        if sub is not node and isinstance(sub, ast.For | ast.AsyncFor | ast.While)
+    }
+    outer = sorted(node.lineno for node in loops if id(node) not in inner)
+    return outer[0] if outer else None

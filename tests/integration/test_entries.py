@@ -909,3 +909,16 @@ def test_in_place_steps_of_two_kinds_are_told_apart() -> None:
     ]
     assert "no_grad" in site["modes"]
     assert not [m for m in site["modes"] if m.startswith("calls of different kinds")]
+
+
+def test_an_epoch_function_in_place_is_sent_to_its_loop() -> None:
+    """timm's train_one_epoch in place: "made 2 calls ... needs 14", and the hint only said
+    to run the program longer; its loop over the batches makes the steps."""
+    proc = kernelscope(WORKLOADS, "epochs.py::train_one_epoch", "--via", "epochs.py",
+                       "--in-place", "--json")  # fmt: skip
+    failed = error(proc)
+    assert failed["kind"] == "too_few_calls" and "made 2 calls" in failed["message"]
+    assert failed["hint"].startswith(
+        "each call runs its loop at epochs.py:8: that loop's iterations make the steps "
+        "(kernelscope profile epochs.py:8 --via epochs.py); or run the program longer"
+    )

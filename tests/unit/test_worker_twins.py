@@ -219,3 +219,9 @@ def test_the_programs_files_are_the_servers(worker, tmp_path: Path) -> None:
     assert name == captures.capture_name("Block.forward", 2, "train.py x", None)
     assert name.startswith("Block_forward-call2-") and name.endswith(".pt")
     assert name != captures.capture_name("Block.forward", 2, "train.py y", None)
+
+
+def test_the_too_few_calls_hint_is_the_one_the_engine_extends() -> None:
+    from kernelscope.engine.stuck import RUN_LONGER
+
+    assert f'hint = "{RUN_LONGER}' in worker_texts()["inplace.py"]

@@ -38,7 +38,7 @@ from kernelscope.engine.host_memory import SAMPLE_S, memory_total, oom_message, 
 from kernelscope.engine.remotes import Remote, explain_exit
 from kernelscope.engine.runner import JobFailed, JobResult, ProgressCallback
 from kernelscope.engine.shipping import R, ShipError, keep_traces, remote_request
-from kernelscope.engine.stuck import loop_hint
+from kernelscope.engine.stuck import few_calls_hint, loop_hint
 from kernelscope.protocol import (
     FRAME_HEADER,
     MAX_FRAME_BYTES,
@@ -330,6 +330,8 @@ class WorkerProcess:
         if isinstance(result, ProfileFailed):
             if self._exit_failure is not None:
                 await self.kill()
+            if type(request) is RunProfile:
+                result = few_calls_hint(request, result)
             raise JobFailed(result)
         return result
 

@@ -1,5 +1,6 @@
-"""A first call past the job's timeout: the loop of the profiled function it was in, whose
-iterations make better steps than a call that may not return for hours (an epoch)."""
+"""A call too long to be a step (past the job's timeout, or made too few times in place): the
+loop of the profiled function, whose iterations make better steps than a call that may not
+return for hours (an epoch)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,13 @@ import os
 import shlex
 from pathlib import Path
 
+import msgspec
+
 from kernelscope import pyfunctions
-from kernelscope.protocol import RunProfile
+from kernelscope.protocol import ProfileFailed, RunProfile
+
+#: The worker's hint for a program that made too few calls in place (inplace.py's too_few).
+RUN_LONGER = "run the program longer"
 
 
 def loop_hint(request: RunProfile, frames: list[tuple[str, int]]) -> str | None:
@@ -45,3 +51,30 @@ def _loop_hint(request: RunProfile, frames: list[tuple[str, int]]) -> str | None
             f"kernelscope profile {spot}{via}"
         )
     return None
+
+
+def few_calls_hint(request: RunProfile, failed: ProfileFailed) -> ProfileFailed:
+    """In place, a function the program called too few times (an epoch's function) that
+    holds a loop: the hint names that loop's iterations as the steps instead."""
+    entry = request.entry
+    if failed.kind != "too_few_calls" or entry is None or entry.loop_line:
+        return failed
+    if not (failed.hint or "").startswith(RUN_LONGER):
+        return failed
+    try:
+        target = Path(request.path).resolve()
+        source = request.source
+        if source is None:
+            source = target.read_text(encoding="utf-8")
+        fn = pyfunctions.find(source, request.qualname)
+        loop = pyfunctions.first_loop(source, fn) if fn is not None else None
+    except (OSError, ValueError, UnicodeDecodeError):
+        return failed
+    if loop is None:
+        return failed
+    spot = f"{os.path.relpath(target, entry.cwd or None)}:{loop}"
+    hint = (
+        f"each call runs its loop at {spot}: that loop's iterations make the steps "
+        f"(kernelscope profile {spot} --via {shlex.quote(entry.label)}); or {failed.hint}"
+    )
+    return msgspec.structs.replace(failed, hint=hint)
