@@ -144,3 +144,26 @@ def test_a_longer_host_side_under_the_gpus_work_is_not_an_uneven_step() -> None:
         a = analyzed(name, False)
         assert a.verdict.bound != "overhead" and (a.verdict.gpu_us_per_step or 0) > 0
         assert [f for f in a.findings if f.code == Code.UNEVEN_STEPS] == [], name
+
+
+def test_an_unsteady_timing_counts_its_steps_by_their_name() -> None:
+    """KS603: p10-p90 over 20 % of the median; in place over a loop, iterations."""
+    from kernelscope.protocol import CallSite
+
+    side = cpu_sidecar(us_per_call=100.0)
+    side.timing.p10_us, side.timing.p90_us = 80.0, 130.0
+
+    def unsteady() -> list[Finding]:
+        found = analyze(decode_trace(dumps(CPU_ONLY)), side).findings
+        return [f for f in found if f.code == Code.UNSTEADY_TIMING]
+
+    (calls,) = unsteady()
+    assert calls.message.startswith(
+        "the unprofiled timing is unsteady: p10–p90 80.0 µs–130.0 µs around a median of "
+        "100.0 µs over 100 calls (50% wide)"
+    )
+    side.call_site = CallSite(via="train.py", call=1, captured=False, step="iteration")
+    (iterations,) = unsteady()
+    assert "over 100 iterations (50% wide)" in iterations.message
+    side.timing.p10_us, side.timing.p90_us = 95.0, 110.0  # 15 % wide
+    assert unsteady() == []

@@ -119,11 +119,12 @@ def find_unsteady_timing(facts: Facts, options: Options) -> Iterable[Finding]:
     if spread <= UNSTEADY:
         return
     calls = t.slowed.kept(t.reps) if t.slowed is not None else t.reps
+    step = side.call_site.step if side is not None and side.call_site is not None else "call"
     yield Finding(
         Code.UNSTEADY_TIMING,
         Severity.INFO,
         f"the unprofiled timing is unsteady: p10–p90 {fmt(t.p10_us)}–{fmt(t.p90_us)} around a "
-        f"median of {fmt(t.us_per_call)} over {calls} calls ({spread:.0%} wide); differences "
+        f"median of {fmt(t.us_per_call)} over {calls} {step}s ({spread:.0%} wide); differences "
         "between runs smaller than that are noise",
         path=facts.function_path,
         line=facts.function_line,
