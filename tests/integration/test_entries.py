@@ -544,7 +544,7 @@ def test_our_own_output_redirected_into_the_programs_folder_is_not_what_it_wrote
         (["--via", TRAIN, "--from", "train.py"], "--from takes FILE:LINE"),
         (["--via", "tests/test_nope.py::test_x"], "no such test file tests/test_nope.py"),
         (["--in-place"], "need a program (--via)"),
-        (["--via", TRAIN, "--in-place", "--call", "2"], "--call and --from do not apply"),
+        (["--via", TRAIN, "--in-place", "--call", "2"], "--call does not apply"),
         (["--via", TRAIN, "--no-stop-after"], "--no-stop-after needs --in-place"),
     ],
 )
@@ -909,6 +909,26 @@ def test_in_place_steps_of_two_kinds_are_told_apart() -> None:
     ]
     assert "no_grad" in site["modes"]
     assert not [m for m in site["modes"] if m.startswith("calls of different kinds")]
+
+
+def test_in_place_from_a_line_takes_only_its_calls() -> None:
+    """--from the training loop's line: in place, the steps are the calls made from there,
+    the validation calls (under inference_mode) pass by uncounted."""
+    source = (WORKLOADS / "train_and_validate.py").read_text().splitlines()
+    line = next(n for n, text in enumerate(source, 1) if "model(x).sum().backward()" in text)
+    out = report(kernelscope(WORKLOADS, "train_and_validate.py::Net.forward", "--in-place",
+                             "--via", "train_and_validate.py", "--from",
+                             f"train_and_validate.py:{line}", "--json", "--no-memory"))  # fmt: skip
+    assert not [m for m in out["call_site"]["modes"] if "different kinds" in m]
+    assert "inference_mode" not in out["call_site"]["modes"]
+    assert out["steps"]["active"] == 5
+    names = {op["name"] for op in out["ops"]}
+    assert "autograd::engine::evaluate_function: AddmmBackward0" not in names  # forward only
+    assert "aten::addmm" in names
+    failed = error(kernelscope(WORKLOADS, "train_and_validate.py::Net.forward", "--in-place",
+                               "--via", "train_and_validate.py", "--from",
+                               "train_and_validate.py:1", "--json"))  # fmt: skip
+    assert failed["kind"] == "too_few_calls" and "made 0 calls" in failed["message"]
 
 
 def test_an_epoch_function_in_place_is_sent_to_its_loop() -> None:

@@ -313,8 +313,6 @@ def _entry(args: argparse.Namespace, target: Target) -> Entry | None:
         return None
     if not cwd.is_dir():
         raise TargetError(f"--cwd: no such folder {cwd}")
-    if (args.in_place or loop_line(target.qualname)) and (args.caller or args.call != 1):
-        raise TargetError("in place, the steps are every call: --call and --from do not apply")
     return parse_entry(
         command,
         target,

@@ -187,6 +187,13 @@ def parse_entry(
     if call < 1:
         raise TargetError(f"--call must be >= 1, got {call}")
     loop = loop_line(target.qualname)
+    if loop and (caller or call != 1):
+        raise TargetError("a loop's steps are its iterations: --call and --from do not apply")
+    if in_place and call != 1:
+        raise TargetError(
+            "in place, the steps are every call (those from --from's line, when given): "
+            "--call does not apply"
+        )
     if loop:
         in_place = True
         first, def_line, (body, end) = 0, loop, _loop_body(target, loop, source)

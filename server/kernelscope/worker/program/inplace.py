@@ -436,8 +436,9 @@ def mixed_modes(modes, what):
         for mode, steps in kinds.items()
     ]
     return [
-        "%ss of different kinds: %s (the figures mix them: a loop's line as the target, "
-        "or --skip past them, takes one kind)" % (what, "; ".join(parts))
+        "%ss of different kinds: %s (the figures mix them: --from the line that makes one "
+        "kind, a loop's line as the target, or --skip past them, takes one kind)"
+        % (what, "; ".join(parts))
     ]
 
 
@@ -584,13 +585,15 @@ class LoopWatch(CallWatch):
 
 class CallSteps(CallWatch):
     """The function's calls as steps: each outermost call begins one and its return (or
-    exception) ends it."""
+    exception) ends it; with `caller` (--from), only the calls with that user line on their
+    stack (a training loop's, not a validation pass's)."""
 
-    def __init__(self, path, qualname, first_line, is_user_file):
-        super().__init__(path, qualname, first_line, 0, None, is_user_file)
+    def __init__(self, path, qualname, first_line, is_user_file, caller=None):
+        super().__init__(path, qualname, first_line, 0, caller, is_user_file)
         self.on_begin: Any = None
         self.on_end: Any = None
         self.depth = 0
+        self.stepping = False  # the outermost call in progress is a step
         self.trampoline: Any = None  # before 3.12, after the first call: trampoline.py
         self.swap_tried = False
         self.swapped = False  # the steps after the first ran without the tracer
@@ -604,15 +607,19 @@ class CallSteps(CallWatch):
             return False
         self.depth += 1
         if self.depth == 1:
-            self.calls += 1
-            self.on_begin()
+            self.stepping = self.caller is None or self.caller in self.callers_of(
+                frame if frame is not None else sys._getframe()
+            )
+            if self.stepping:
+                self.calls += 1
+                self.on_begin()
         return True
 
     def returned(self):
         if os.getpid() != self.pid:
             return
         self.depth -= 1
-        if self.depth == 0:
+        if self.depth == 0 and self.stepping:
             self.on_end()
 
     def forked(self):
@@ -826,8 +833,12 @@ def run_in_place(job):
                 if importer.imported() or not marker.prepare(job.path):
                     importer = None
     else:
+        caller = None
+        if entry.get("caller"):
+            path, _, line = entry["caller"].rpartition(":")
+            caller = (os.path.realpath(job.here(path)), int(line))
         watch = CallSteps(job.path, req["qualname"], int(entry.get("first_line") or 0),
-                          job.is_user_file)  # fmt: skip
+                          job.is_user_file, caller)  # fmt: skip
         watch.on_begin = lambda: sys.call_tracing(safely, (steps.begin,))
 
         def ended():
