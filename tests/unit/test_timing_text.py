@@ -7,7 +7,7 @@ import msgspec
 
 from kernelscope.app.store import RunRecord
 from kernelscope.lsp.views import function_summary, hover_markdown, lens_title
-from kernelscope.protocol import CallSite, SlowedSpells
+from kernelscope.protocol import CallSite, SlowedSpells, ThreadUse
 from kernelscope.render.text import render_report
 from kernelscope.report.schema import Report
 from kernelscope.units import fmt_us
@@ -54,6 +54,17 @@ def test_calls_the_host_slowed_are_named_under_the_figure() -> None:
     assert lines[at + 1].strip() == (
         "the host ran this thread's CPU 1.7x slower during 32% of the timed calls (their "
         "blocks against the fast ones); those 876 took 1.02 ms (median), left out"
+    )
+    # the calling thread waited for a CPU 20 % of the timed second: other work held it
+    waited = msgspec.structs.replace(
+        t,
+        unprofiled_window_s=[10.0, 11.0],
+        unprofiled_threads=[ThreadUse("python", 0, 0.8, timing=True, wait_s=0.2)],
+    )
+    lines = render_report(msgspec.structs.replace(report, timing=waited)).splitlines()
+    assert lines[at + 1].strip().startswith(
+        "other work held this thread's CPU (it waited for one: KS605); it ran 1.7x slower "
+        "during 32% of the timed calls"
     )
     kept = msgspec.structs.replace(slowed, left_out=False)
     t = msgspec.structs.replace(t, unprofiled_slowed=kept)

@@ -503,10 +503,26 @@ def _slowed(t: Timing, step: str = "call") -> list[str]:
         else "kept in: most calls ran slowed"
     )
     return [
-        f"            the host ran this thread's CPU {s.factor:.1f}x slower during {s.share:.0%} "
+        f"            {_slower(t)} {s.factor:.1f}x slower during {s.share:.0%} "
         f"of the timed calls (their blocks against the fast ones); those "
         f"{s.reps} took {fmt_us(s.us_per_call)} (median), {fate}"
     ]
+
+
+#: Of the timed span, run-queue waits of the calling thread that say other work held its
+#: CPU (KS605's threshold), not the host's own slowing.
+WAITED = 0.10
+
+
+def _slower(t: Timing) -> str:
+    """Who slowed the calls: other work holding the thread's CPU, where the thread waited
+    for one (its run-queue waits, KS605), else the host's CPU itself."""
+    window = t.unprofiled_window_s
+    span = window[1] - window[0] if len(window) == 2 else 0.0
+    waited = max((u.wait_s for u in t.unprofiled_threads if u.timing), default=0.0)
+    if span > 0 and waited >= WAITED * span:
+        return "other work held this thread's CPU (it waited for one: KS605); it ran"
+    return "the host ran this thread's CPU"
 
 
 def _spread(t: Timing) -> str:
