@@ -62,9 +62,13 @@ def test_calls_the_host_slowed_are_named_under_the_figure() -> None:
         unprofiled_threads=[ThreadUse("python", 0, 0.8, timing=True, wait_s=0.2)],
     )
     lines = render_report(msgspec.structs.replace(report, timing=waited)).splitlines()
-    assert lines[at + 1].strip().startswith(
-        "other work held this thread's CPU (it waited for one: KS605); it ran 1.7x slower "
-        "during 32% of the timed calls"
+    assert (
+        lines[at + 1]
+        .strip()
+        .startswith(
+            "other work held this thread's CPU (it waited for one: KS605); it ran 1.7x slower "
+            "during 32% of the timed calls"
+        )
     )
     kept = msgspec.structs.replace(slowed, left_out=False)
     t = msgspec.structs.replace(t, unprofiled_slowed=kept)
