@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One short device call: a program torchrun starts, on the GPU under NCCL (one rank: one GPU
+# is lent), profiled with --via "torchrun ..." against its train_step timed by CUDA events in
+# fresh torchrun runs that never profiled (ddp_truth.py), alternating, twice each.
+set -u
+. docs/h200-run/timing/env.sh >/dev/null 2>&1
+START=$(date +%s)
+A="--device cuda --width 2048 --steps 400"
+nvidia-smi --query-gpu=name --format=csv,noheader > "$OUT/ddp_b.txt"
+for i in 1 2; do
+  timeout 100 torchrun --nproc-per-node 1 docs/h200-run/fifteenth/ddp_truth.py $A 2>&1 \
+    | grep "^rank" >> "$OUT/ddp_b.txt"
+  timeout 150 python3 -m kernelscope profile tests/workloads/ddp_program.py::train_step \
+    --via "torchrun --nproc-per-node 1 tests/workloads/ddp_program.py $A" --json --no-memory \
+    > /tmp/ddp$i.json 2> /tmp/ddp$i.err
+  echo "profile rc=$? t=$(( $(date +%s) - START )) s" >> "$OUT/ddp_b.txt"
+  tail -n 2 /tmp/ddp$i.err >> "$OUT/ddp_b.txt"
+  python3 - /tmp/ddp$i.json >> "$OUT/ddp_b.txt" 2>&1 <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+t, c = r["timing"], r.get("communication") or {}
+print("kernelscope:", r["call_site"]["via"], "|", r["device"].get("name"),
+      "| unprofiled %.1f us (%s, %d reps, %s) | cuda/step %.1f us" % (
+          t["unprofiled_us_per_call"], t["unprofiled_method"], t["unprofiled_reps"],
+          t.get("unprofiled_process"), t.get("cuda_us_per_step") or 0),
+      "| comm", c.get("backend"), c.get("world_size"), [x["kind"] for x in c.get("collectives", [])])
+print("verdict:", (r.get("verdict") or {}).get("summary"))
+PY
+done
+cp /tmp/ddp1.json "$OUT/ddp1.json" 2>/dev/null
+cat "$OUT/ddp_b.txt" | cut -c1-400
+echo "== end t=$(( $(date +%s) - START )) s"
