@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kernelscope.analysis.checks.data_pipeline import PIPELINE_TRIES
+from kernelscope.analysis.cpu_families import cpu_families, cpu_tries
 from kernelscope.analysis.data_pipeline import pipeline_bound
 from kernelscope.analysis.facts import Facts, Options
+from kernelscope.analysis.ops import op_table
 from kernelscope.analysis.syncs import has_syncs
 from kernelscope.findings import Code, Finding, Severity
 
@@ -82,7 +84,28 @@ def find_bound(facts: Facts, options: Options) -> Iterable[Finding]:
         ]
         yield Finding(Code.MIXED, Severity.INFO, v.summary, path, line, tries, evidence)
     else:
-        yield Finding(Code.HOST_ONLY, Severity.INFO, v.summary, path, line, evidence=evidence)
+        yield _host_only(facts, evidence)
+
+
+def _host_only(facts: Facts, evidence: dict[str, float | int | str]) -> Finding:
+    """KS104: no GPU work; where the call's ops spent their CPU time, by family, and on a
+    CPU run what to try there first."""
+    summary = facts.verdict.summary
+    ops = op_table(facts.trace, calls=facts.calls) if facts.calls is not None else []
+    families = cpu_families(ops)
+    tries: list[str] = []
+    if families:
+        parts = ", ".join(f"{family} {share:.0%}" for family, share in families)
+        summary += f"; the ops' CPU time: {parts}"
+        evidence |= {f"cpu_share_{f.replace(' ', '_')}": round(s, 3) for f, s in families}
+    side = facts.sidecar
+    if side is not None and side.device_type == "cpu":
+        threads = side.device_properties.get("threads")
+        tries = cpu_tries(families, threads if isinstance(threads, int) else None)
+    return Finding(
+        Code.HOST_ONLY, Severity.INFO, summary, facts.function_path, facts.function_line, tries,
+        evidence,
+    )  # fmt: skip
 
 
 def _unfused_attention(facts: Facts) -> bool:
