@@ -15,6 +15,7 @@ from kernelscope.analysis.calls import CALL_RANGE, Calls
 from kernelscope.analysis.costs import MATMULS, OpCosts
 from kernelscope.analysis.costs.foreach import gradient_lists
 from kernelscope.analysis.counters import apply_counters
+from kernelscope.analysis.cpu_families import cpu_families
 from kernelscope.analysis.data_pipeline import (
     LoaderTime,
     loader_time,
@@ -22,6 +23,7 @@ from kernelscope.analysis.data_pipeline import (
     pipeline_summary,
 )
 from kernelscope.analysis.launches import apply_launches
+from kernelscope.analysis.ops import op_table
 from kernelscope.analysis.peaks import Peaks, peaks_for
 from kernelscope.analysis.roofline import OpRoof, roofline
 from kernelscope.analysis.timeline import Timeline
@@ -72,6 +74,8 @@ class Facts:
     sm_count: int | None = None
     """The GPU's multiprocessors, from the sidecar or the trace's deviceProperties."""
     loader: LoaderTime | None = None
+    cpu_families: list[tuple[str, float]] = field(default_factory=list[tuple[str, float]])
+    """A host-only call's ops' CPU time by family (cpu_families.py); empty otherwise."""
     """The DataLoader's ``next()`` inside the calls, when one ran there."""
 
     @cached_property
@@ -178,6 +182,12 @@ def facts_of(
     if loader is not None and verdict.bound == "overhead" and pipeline_bound(loader, "overhead"):
         busy = verdict.gpu_busy_fraction_unprofiled or verdict.gpu_busy_fraction
         verdict.summary = pipeline_summary(loader, busy, verdict.gpu_us_per_step)
+    families: list[tuple[str, float]] = []
+    if verdict.bound == "host":
+        families = cpu_families(op_table(trace, calls=calls))
+        if families:
+            parts = ", ".join(f"{family} {share:.0%}" for family, share in families)
+            verdict.summary += f"; the ops' CPU time: {parts}"
     return Facts(
         trace=trace,
         sidecar=sidecar,
@@ -194,6 +204,7 @@ def facts_of(
         roofline=rows,
         sm_count=sm_count,
         loader=loader,
+        cpu_families=families,
     )
 
 

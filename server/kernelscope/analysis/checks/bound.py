@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kernelscope.analysis.checks.data_pipeline import PIPELINE_TRIES
-from kernelscope.analysis.cpu_families import cpu_families, cpu_tries
+from kernelscope.analysis.cpu_families import cpu_tries
 from kernelscope.analysis.data_pipeline import pipeline_bound
 from kernelscope.analysis.facts import Facts, Options
-from kernelscope.analysis.ops import op_table
 from kernelscope.analysis.syncs import has_syncs
 from kernelscope.findings import Code, Finding, Severity
 
@@ -91,13 +90,9 @@ def _host_only(facts: Facts, evidence: dict[str, float | int | str]) -> Finding:
     """KS104: no GPU work; where the call's ops spent their CPU time, by family, and on a
     CPU run what to try there first."""
     summary = facts.verdict.summary
-    ops = op_table(facts.trace, calls=facts.calls) if facts.calls is not None else []
-    families = cpu_families(ops)
+    families = facts.cpu_families
     tries: list[str] = []
-    if families:
-        parts = ", ".join(f"{family} {share:.0%}" for family, share in families)
-        summary += f"; the ops' CPU time: {parts}"
-        evidence |= {f"cpu_share_{f.replace(' ', '_')}": round(s, 3) for f, s in families}
+    evidence |= {f"cpu_share_{f.replace(' ', '_')}": round(s, 3) for f, s in families}
     side = facts.sidecar
     if side is not None and side.device_type == "cpu":
         threads = side.device_properties.get("threads")
