@@ -32,3 +32,26 @@ def test_modules_that_only_define_things_are_not_programs(tmp_path: Path) -> Non
     (tmp_path / "run.py").write_text("from lib import f\n\nif __name__ == '__main__':\n    f()\n")
     (tmp_path / "broken.py").write_text("import lib\nwhile True:\n  (\n")
     assert [e.via for e in entry_points(tmp_path, "lib", "f")] == ["run.py"]
+
+
+def test_a_ddp_script_is_offered_through_torchrun(tmp_path: Path) -> None:
+    """A script that sets up its process group whatever its environment fails without
+    torchrun's variables: it is offered as torchrun runs it, one rank. One that asks for
+    them first (nanoGPT's `int(os.environ.get("RANK", -1)) != -1`) runs alone too."""
+    (tmp_path / "model.py").write_text("def f():\n    return 1\n")
+    (tmp_path / "ddp.py").write_text(
+        "import torch.distributed as dist\nfrom model import f\n\n"
+        "if __name__ == '__main__':\n    dist.init_process_group('nccl')\n    f()\n"
+    )
+    (tmp_path / "nano.py").write_text(
+        "import os\nfrom torch.distributed import init_process_group\nfrom model import f\n"
+        "ddp = int(os.environ.get('RANK', -1)) != -1\nif ddp:\n    init_process_group('nccl')\n"
+        "while True:\n    f()\n"
+    )
+    (tmp_path / "asks.py").write_text(
+        "import os, torch.distributed as dist\nimport model\n\nif __name__ == '__main__':\n"
+        "    if 'LOCAL_RANK' in os.environ:\n        dist.init_process_group('gloo')\n"
+        "    model.f()\n"
+    )
+    found = [e.via for e in entry_points(tmp_path, "model", "f")]
+    assert found == ["asks.py", "nano.py", "torchrun --nproc-per-node 1 ddp.py"]

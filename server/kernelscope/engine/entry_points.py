@@ -55,7 +55,8 @@ def entry_points(root: Path, module: str, qualname: str, limit: int = 3) -> list
                 and names & _names_in(fn)
             ]
         elif _runs_something(tree):
-            scripts.append(EntryPoint(rel, "script"))
+            via = f"torchrun --nproc-per-node 1 {rel}" if _needs_torchrun(tree) else rel
+            scripts.append(EntryPoint(via, "script"))
     found = sorted(scripts, key=lambda e: e.via)[:limit] + tests[:limit]
     _cache[key] = (now, found)
     return found
@@ -112,6 +113,33 @@ def _runs_something(tree: ast.Module) -> bool:
         ):
             return True
     return False
+
+
+#: torchrun's variables: a script that reads them with a default (`os.environ.get("RANK",
+#: -1)`) or asks whether they are set runs without torchrun too (nanoGPT's train.py).
+_RANK_VARIABLES = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE"})
+
+
+def _needs_torchrun(tree: ast.Module) -> bool:
+    """A script that sets up its process group whatever its environment (a DDP program run by
+    `torchrun`): offered as `torchrun --nproc-per-node 1 script.py`, one rank (raise it in
+    the command)."""
+    sets_up = asks = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name == "init_process_group":
+                sets_up = True
+            elif name == "get" and node.args and _is_rank_variable(node.args[0]):
+                asks = True
+        elif isinstance(node, ast.Compare) and _is_rank_variable(node.left):
+            asks = asks or any(isinstance(op, ast.In | ast.NotIn) for op in node.ops)
+    return sets_up and not asks
+
+
+def _is_rank_variable(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value in _RANK_VARIABLES
 
 
 def _is_test_file(path: Path) -> bool:
