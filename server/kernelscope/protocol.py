@@ -245,6 +245,10 @@ DIST_RANK, DIST_WORLD_SIZE, DIST_LOCAL_RANK = "RANK", "WORLD_SIZE", "LOCAL_RANK"
 DIST_MASTER_ADDR, DIST_MASTER_PORT = "MASTER_ADDR", "MASTER_PORT"
 #: Seconds a collective waits before it fails (on its line) instead of hanging.
 DIST_TIMEOUT_ENV = "KERNELSCOPE_DIST_TIMEOUT"
+#: Where a program's ranks (--via on N ranks) agree on their counts: a TCP store of
+#: kernelscope's own, apart from the program's process group, so no agreement of ours can
+#: meet a collective of the program's.
+DIST_AGREE_PORT_ENV = "KERNELSCOPE_AGREE_PORT"
 
 
 #: How far along a job is at each stage: a progress bar's percentage (editor, MCP server).

@@ -263,3 +263,23 @@ async def test_the_editor_profiles_a_torchrun_program(program: Path) -> None:
             )
     finally:
         await stop(client)
+
+
+def test_a_function_only_rank_0_calls_fails_naming_the_ranks_that_did_not(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rank 0 reaches `evaluate`, rank 1 never does: rank 0's agreements go through
+    kernelscope's own store, not the program's group (where they would have met rank 1's
+    all_reduce and hung both until the job's timeout)."""
+    shutil.copy(WORKLOADS / "rank0_eval.py", project / "rank0_eval.py")
+    status = main(["profile", f"{project}/rank0_eval.py::evaluate", "--via",
+                   "torchrun --nproc-per-node 2 rank0_eval.py", "--cwd", str(project),
+                   "--device", "cpu", "--timeout", "30", "--json"])  # fmt: skip
+    out = capsys.readouterr()
+    assert status == 1, out.err
+    message = json.loads(out.out)["error"]["message"]
+    assert message.startswith(
+        "rank 0 of 2 failed: rank 0: rank 0 made call 1 of evaluate, and rank 1 did not "
+        "within 15 s (DistStoreError): a function only some ranks call cannot be replayed "
+        "in lockstep"
+    ), message

@@ -58,7 +58,8 @@ def test_the_timing_worker_env_is_the_one_the_engine_sets(worker) -> None:
 
 
 def test_the_rank_variables_are_the_ones_the_engine_sets(worker) -> None:
-    for name in ("DIST_RANK", "DIST_WORLD_SIZE", "DIST_LOCAL_RANK", "DIST_TIMEOUT_ENV"):
+    for name in ("DIST_RANK", "DIST_WORLD_SIZE", "DIST_LOCAL_RANK", "DIST_TIMEOUT_ENV",
+                 "DIST_AGREE_PORT_ENV"):  # fmt: skip
         assert worker[name] == getattr(protocol, name), name
 
 

@@ -25,6 +25,7 @@ import msgspec
 from kernelscope.engine.launcher import Launcher
 from kernelscope.engine.runner import JobFailed, JobResult, ProgressCallback
 from kernelscope.protocol import (
+    DIST_AGREE_PORT_ENV,
     DIST_LOCAL_RANK,
     DIST_MASTER_ADDR,
     DIST_MASTER_PORT,
@@ -53,9 +54,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def rank_env(rank: int, world: int, port: int, collective_timeout: float) -> dict[str, str]:
+def rank_env(
+    rank: int, world: int, port: int, collective_timeout: float, agree_port: int = 0
+) -> dict[str, str]:
     """The environment of rank `rank`'s worker (one intra-op thread each unless the user's
-    environment sets OMP_NUM_THREADS, as torchrun does: N ranks would fight for the cores)."""
+    environment sets OMP_NUM_THREADS, as torchrun does: N ranks would fight for the cores);
+    `agree_port`: the store a program's ranks agree through (0: none)."""
     return {
         "OMP_NUM_THREADS": "1",
         **os.environ,
@@ -67,6 +71,7 @@ def rank_env(rank: int, world: int, port: int, collective_timeout: float) -> dic
         DIST_MASTER_ADDR: "127.0.0.1",
         DIST_MASTER_PORT: str(port),
         DIST_TIMEOUT_ENV: f"{collective_timeout:g}",
+        **({DIST_AGREE_PORT_ENV: str(agree_port)} if agree_port else {}),
     }
 
 
@@ -93,9 +98,12 @@ async def profile_ranks(
     if nproc < 2:
         raise ValueError("a distributed job has at least 2 ranks")
     port = free_port()
+    agree = free_port() if request.entry is not None else 0
+    while agree == port:
+        agree = free_port()
     collective = max(5.0, timeout / 2)  # a hang fails in the collective, before the job times out
     launchers = [
-        (make_launcher or _launcher(python))(rank_env(r, nproc, port, collective))
+        (make_launcher or _launcher(python))(rank_env(r, nproc, port, collective, agree))
         for r in range(nproc)
     ]
     ranks = [RankState(r) for r in range(nproc)]

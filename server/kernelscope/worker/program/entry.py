@@ -69,7 +69,7 @@ def run_to_call(job, then):
         report says it was made in a forked child, its DataLoader WorkerInfo)."""
         made_in, info = child or (None, None)
         prepared, resized = prepared_call(job, fn, code, args, kwargs, state, compiled)
-        job.ranks.adopt(prepared[2])
+        job.ranks.adopt(prepared[2], "call %d of %s" % (want, job.req["qualname"]))
         modes = state.modes() + (["torch.compile off"] if entry.get("no_compile") else [])
         modes += [made_in] if made_in else []
         modes += [resized] if resized else []

@@ -14,6 +14,7 @@ COLD_RANGE = "ks:cold"  # what kernelscope.analysis.checks looks up in the cold 
 # A rank of a distributed job: torchrun's variables (kernelscope.protocol.DIST_*).
 DIST_RANK, DIST_WORLD_SIZE, DIST_LOCAL_RANK = "RANK", "WORLD_SIZE", "LOCAL_RANK"
 DIST_TIMEOUT_ENV = "KERNELSCOPE_DIST_TIMEOUT"
+DIST_AGREE_PORT_ENV = "KERNELSCOPE_AGREE_PORT"
 TIMING_WORKER_ENV = "KERNELSCOPE_TIMING_WORKER"  # kernelscope.engine.clean_timing
 CLEAN_WORKER = "clean"  # kernelscope.engine.clean_timing: TIMING_WORKER_ENV's value for it
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")  # kernelscope.analysis.trace_model

@@ -6,9 +6,16 @@ import contextlib
 import datetime
 import os
 import socket
+from typing import Any
 
 from .errors import JobError
-from .names import DIST_LOCAL_RANK, DIST_RANK, DIST_TIMEOUT_ENV, DIST_WORLD_SIZE
+from .names import (
+    DIST_AGREE_PORT_ENV,
+    DIST_LOCAL_RANK,
+    DIST_RANK,
+    DIST_TIMEOUT_ENV,
+    DIST_WORLD_SIZE,
+)
 
 
 def torchrun_env(rank, world, port):
@@ -48,6 +55,8 @@ class Ranks:
         self.torch = torch
         self.dist = None  # torch.distributed, once joined
         self.device = None
+        self.store: Any = None  # kernelscope's store, where a program's ranks agree (adopt)
+        self.seq = 0  # agreements made through it
 
     def join(self, device):
         """Join the group when the launcher started the worker as one of N ranks: NCCL on a
@@ -67,18 +76,62 @@ class Ranks:
         self.dist = dist
         self.device = device if device.type == "cuda" else self.torch.device("cpu")
 
-    def adopt(self, device):
-        """Agree through the group the program itself set up, where a program (--via) runs
-        on N ranks and has initialized one by the time of its call: collectives on the CPU
-        unless that group is NCCL's alone."""
-        if int(os.environ.get(DIST_WORLD_SIZE, "1")) <= 1 or self.dist is not None:
+    def adopt(self, device, what):
+        """Where a program (--via) runs on N ranks and has set up its process group by the
+        time of its call (`what`: "call 3 of Net.forward"): meet every rank there, and agree
+        from then on through kernelscope's own store (DIST_AGREE_PORT_ENV), never through
+        the program's group, where an agreement could meet a collective of the program's
+        (a rank still running it). A rank that does not come within the collective timeout
+        fails the job, naming the ranks that did not."""
+        world = int(os.environ.get(DIST_WORLD_SIZE, "1"))
+        if world <= 1 or self.dist is not None:
             return
         dist = self.torch.distributed
         if not (dist.is_available() and dist.is_initialized()):
             return
         self.dist = dist
-        nccl = str(dist.get_backend()) == "nccl" and device.type == "cuda"
-        self.device = device if nccl else self.torch.device("cpu")
+        self.device = self.torch.device("cpu")
+        port = os.environ.get(DIST_AGREE_PORT_ENV)
+        if not port:  # ranks started elsewhere (a Ray job): the program's group, on its device
+            nccl = str(dist.get_backend()) == "nccl" and device.type == "cuda"
+            self.device = device if nccl else self.device
+            return
+        rank = int(os.environ.get(DIST_RANK, "0"))
+        timeout = datetime.timedelta(seconds=float(os.environ.get(DIST_TIMEOUT_ENV, "60")))
+        ranks = range(world)
+        try:
+            self.store = dist.TCPStore(
+                "127.0.0.1", int(port), world, rank == 0, timeout=timeout, wait_for_workers=False
+            )
+            self.store.set("at/%d" % rank, what)
+            self.store.wait(["at/%d" % r for r in ranks], timeout)
+        except Exception as e:
+            raise JobError("ranks_apart", self._apart(rank, world, what, timeout, e)) from None
+        here = {self.store.get("at/%d" % r).decode() for r in ranks}
+        if len(here) > 1:
+            raise JobError(
+                "ranks_apart",
+                "the ranks stopped at different calls (%s): replayed in lockstep, each "
+                "rank's call must hold the same collectives" % ", ".join(sorted(here)),
+            )
+
+    def _apart(self, rank, world, what, timeout, error):
+        """What a rank says when the others did not come to the call."""
+        missing = []
+        if self.store is not None:
+            for r in range(world):
+                try:
+                    if not self.store.check(["at/%d" % r]):
+                        missing.append(str(r))
+                except Exception:
+                    missing.append(str(r))
+        who = "rank %s" % ", ".join(missing) if missing else "the other ranks"
+        return (
+            "rank %d made %s, and %s did not within %g s (%s): a function only some ranks "
+            "call cannot be replayed in lockstep; profile it on one rank (torchrun "
+            "--nproc-per-node 1), or a function every rank calls"
+            % (rank, what, who, timeout.total_seconds(), type(error).__name__)
+        )
 
     def agree(self, value, op="max"):
         """The same number on every rank (the largest or smallest of theirs), so all ranks
@@ -87,14 +140,30 @@ class Ranks:
         dist = self.dist
         if dist is None:
             return value
+        if self.store is not None:
+            values = self._gathered(repr(float(value)))
+            chosen = max(values) if op == "max" else min(values)
+            return type(value)(chosen)
         t = self.torch.tensor([float(value)], device=self.device)
         dist.all_reduce(t, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.MIN)
         return type(value)(t.item())
 
     def barrier(self):
         """Wait for every rank (the active window opens and closes in lockstep)."""
-        if self.dist is not None:
+        if self.store is not None:
+            self._gathered("0")
+        elif self.dist is not None:
             self.dist.barrier()
+
+    def _gathered(self, text):
+        """Every rank's `text` at this point of the job, through the store."""
+        store = self.store
+        assert store is not None
+        self.seq += 1
+        keys = ["a%d/%d" % (self.seq, r) for r in range(int(os.environ[DIST_WORLD_SIZE]))]
+        store.set(keys[int(os.environ.get(DIST_RANK, "0"))], text)
+        store.wait(keys)
+        return [float(store.get(k)) for k in keys]
 
     def leave(self):
         """Destroy the group the job joined, if any."""
