@@ -6,7 +6,13 @@ import shlex
 
 import pytest
 
-from kernelscope.engine.torchrun import TorchrunError, is_torchrun, ranks_for, split_torchrun
+from kernelscope.engine.torchrun import (
+    TorchrunError,
+    is_torchrun,
+    other_launcher,
+    ranks_for,
+    split_torchrun,
+)
 
 
 @pytest.mark.parametrize(
@@ -61,3 +67,25 @@ def test_the_ranks_of_a_job() -> None:
     assert ranks_for(3, 0, 4) == 3  # --nproc over the project's
     with pytest.raises(TorchrunError, match="--nproc 3 and torchrun --nproc-per-node 2 disagree"):
         ranks_for(3, 2, None)
+
+
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        ("accelerate launch train.py", "accelerate's launcher is not followed"),
+        ("-m accelerate.commands.launch train.py", "accelerate's launcher is not followed"),
+        ("deepspeed --num_gpus 2 train.py", "deepspeed.init_distributed() reads torchrun's"),
+        ("-m torch.distributed.launch --nproc_per_node 2 t.py", "not --local-rank"),
+        ("mpirun -np 2 python t.py", "mpirun is not followed"),
+    ],
+)
+def test_other_launchers_say_what_to_give_instead(command: str, says: str) -> None:
+    found = other_launcher(shlex.split(command))
+    assert found is not None and says in found
+    assert "torchrun --nproc-per-node N" in found
+
+
+def test_programs_are_not_other_launchers() -> None:
+    assert other_launcher(["train.py"]) is None
+    assert other_launcher(["-m", "pkg.train"]) is None
+    assert other_launcher(shlex.split("torchrun --nproc-per-node 2 t.py")) is None

@@ -14,7 +14,13 @@ from kernelscope import pyfunctions
 from kernelscope.engine.captures import reusable
 from kernelscope.engine.module_files import is_module_name, module_file
 from kernelscope.engine.project import Project, ProjectError, load_project
-from kernelscope.engine.torchrun import TorchrunError, is_torchrun, ranks_for, split_torchrun
+from kernelscope.engine.torchrun import (
+    TorchrunError,
+    is_torchrun,
+    other_launcher,
+    ranks_for,
+    split_torchrun,
+)
 from kernelscope.protocol import DEFAULT_ACTIVE, DEFAULT_WAIT, DEFAULT_WARMUP, Entry, RunProfile
 
 
@@ -159,6 +165,9 @@ def parse_entry(
     if words and Path(words[0]).name.startswith("python"):
         words = words[1:]
     ranks = 0
+    launcher = other_launcher(words)
+    if launcher is not None:
+        raise TargetError(f"--via: {launcher}")
     if is_torchrun(words):
         try:
             ranks, words = split_torchrun(words)

@@ -32,6 +32,30 @@ _IGNORED_VALUED = frozenset(
 _IGNORED_FLAGS = frozenset({"standalone", "run-path"})
 
 
+#: Launchers kernelscope does not follow, and what to give instead.
+OTHER_LAUNCHERS = {
+    "accelerate": "accelerate's launcher is not followed: give the script itself (for one "
+    "process; accelerate's settings as its environment, e.g. ACCELERATE_MIXED_PRECISION=bf16) "
+    "or `torchrun --nproc-per-node N script.py ...`",
+    "deepspeed": "deepspeed's launcher is not followed: give `torchrun --nproc-per-node N "
+    "script.py ...` (deepspeed.init_distributed() reads torchrun's variables)",
+    "torch.distributed.launch": "torch.distributed.launch is deprecated and not followed: "
+    "give `torchrun --nproc-per-node N script.py ...` (the script reads LOCAL_RANK from the "
+    "environment, not --local-rank)",
+    "mpirun": "mpirun is not followed: give `torchrun --nproc-per-node N script.py ...`",
+}
+
+
+def other_launcher(words: list[str]) -> str | None:
+    """What to give instead where the command starts with a launcher kernelscope does not
+    follow (accelerate, deepspeed, torch.distributed.launch, mpirun); None otherwise."""
+    if not words:
+        return None
+    if words[0] == "-m" and len(words) > 1:
+        return OTHER_LAUNCHERS.get(words[1].split(".commands")[0])
+    return OTHER_LAUNCHERS.get(Path(words[0]).name)
+
+
 class TorchrunError(ValueError):
     """A torchrun command kernelscope cannot run as written; the message says why."""
 
