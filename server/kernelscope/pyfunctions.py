@@ -468,17 +468,19 @@ def first_loop(source: str, fn: FunctionDef) -> int | None:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    loops = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.For | ast.AsyncFor | ast.While)
-        and fn.def_line < node.lineno <= fn.end_line
-    ]
-    inner = {
-        id(sub)
-        for node in loops
-        for sub in ast.walk(node)
-        if sub is not node and isinstance(sub, ast.For | ast.AsyncFor | ast.While)
-    }
-    outer = sorted(node.lineno for node in loops if id(node) not in inner)
-    return outer[0] if outer else None
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef)
+    target = next(
+        (n for n in ast.walk(tree) if isinstance(n, defs) and n.lineno == fn.def_line), None
+    )
+    if target is None:
+        return None
+    # the function's own statements in source order (the first loop met is an outermost
+    # one), not into a nested def or class: a helper's loop is not the call's
+    todo: list[ast.stmt] = list(reversed(target.body))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.For | ast.AsyncFor | ast.While):
+            return node.lineno
+        if not isinstance(node, (*defs, ast.ClassDef)):
+            todo += reversed([c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt)])
+    return None

@@ -164,7 +164,7 @@ async def test_the_editor_profiles_on_ranks(project: Path) -> None:
 
 # A program as torchrun runs it (tests/workloads/ddp_program.py): `--via "torchrun ..."`
 # starts its ranks; each rank runs the program, which sets up its own process group, and
-# the ranks replay their captured calls in lockstep through that group.
+# the ranks replay their captured calls in lockstep (agreeing through kernelscope's store).
 PROGRAM_PARAMETERS = 64 * 128 + 128 + 128 * 64 + 64
 
 
@@ -200,7 +200,7 @@ def test_a_ddp_program_through_torchrun(program: Path, capsys: pytest.CaptureFix
         assert grads["kind"] == "all_reduce" and grads["bytes"] == PROGRAM_PARAMETERS * 4
         assert row["comm_us_per_step"] > 0
         reps.add(rank_report["timing"]["unprofiled_reps"])
-    assert len(reps) == 1  # agreed through the program's own group: the ranks in lockstep
+    assert len(reps) == 1  # agreed through kernelscope's store: the ranks in lockstep
     assert not (program / ".kernelscope" / "captures").exists()  # a rank's call is not kept
 
 

@@ -944,3 +944,8 @@ def test_an_epoch_function_in_place_is_sent_to_its_loop() -> None:
         "each call runs its loop at epochs.py:8: that loop's iterations make the steps "
         "(kernelscope profile epochs.py:8 --via epochs.py); or run the program longer"
     )
+    # a function that never ran (no call from that line) is not sent to its loop
+    none = error(kernelscope(WORKLOADS, "epochs.py::train_one_epoch", "--via", "epochs.py",
+                             "--in-place", "--from", "epochs.py:1", "--json"))  # fmt: skip
+    assert "made 0 calls" in none["message"]
+    assert none["hint"].startswith("run the program longer")

@@ -65,8 +65,10 @@ def test_the_ranks_of_a_job() -> None:
     assert ranks_for(None, 0, 4) == 4  # the project's
     assert ranks_for(None, 0, None) == 1
     assert ranks_for(3, 0, 4) == 3  # --nproc over the project's
-    with pytest.raises(TorchrunError, match="--nproc 3 and torchrun --nproc-per-node 2 disagree"):
+    with pytest.raises(TorchrunError, match="--nproc 3 and the torchrun command's 2 ranks"):
         ranks_for(3, 2, None)
+    with pytest.raises(TorchrunError, match=r"'s 1 rank \(its --nproc-per-node, 1 when not"):
+        ranks_for(2, 1, None)
 
 
 @pytest.mark.parametrize(
@@ -89,3 +91,24 @@ def test_programs_are_not_other_launchers() -> None:
     assert other_launcher(["train.py"]) is None
     assert other_launcher(["-m", "pkg.train"]) is None
     assert other_launcher(shlex.split("torchrun --nproc-per-node 2 t.py")) is None
+
+
+def test_an_epoch_functions_loop_is_its_own_not_a_helpers() -> None:
+    from kernelscope import pyfunctions
+
+    source = (
+        "def train_epoch(model, loader):\n"
+        "    def log(m):\n"
+        "        for k, v in m.items():\n"
+        "            print(k, v)\n"
+        "    with open('x') as f:\n"
+        "        for batch in loader:\n"
+        "            model(batch)\n"
+        "    while False:\n"
+        "        pass\n"
+    )
+    fn = pyfunctions.find(source, "train_epoch")
+    assert fn is not None and pyfunctions.first_loop(source, fn) == 6
+    plain = "def f():\n    return 1\n"
+    found = pyfunctions.find(plain, "f")
+    assert found is not None and pyfunctions.first_loop(plain, found) is None

@@ -13,7 +13,7 @@ _MATMULS = frozenset(
 _PARTS = (
     ("convolutions", ("convolution", "aten::conv")),
     ("normalization", ("batch_norm", "layer_norm", "group_norm", "rms_norm")),
-    ("the optimizer", ("Optimizer.", "_foreach_", "aten::_fused_")),
+    ("the optimizer", ("Optimizer.", "_foreach_", "aten::_fused_ada", "aten::_fused_sgd")),
     ("attention", ("scaled_dot_product", "_flash_attention", "_efficient_attention")),
     ("pooling", ("pool",)),
 )  # fmt: skip

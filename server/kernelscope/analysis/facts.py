@@ -74,9 +74,9 @@ class Facts:
     sm_count: int | None = None
     """The GPU's multiprocessors, from the sidecar or the trace's deviceProperties."""
     loader: LoaderTime | None = None
+    """The DataLoader's ``next()`` inside the calls, when one ran there."""
     cpu_families: list[tuple[str, float]] = field(default_factory=list[tuple[str, float]])
     """A host-only call's ops' CPU time by family (cpu_families.py); empty otherwise."""
-    """The DataLoader's ``next()`` inside the calls, when one ran there."""
 
     @cached_property
     def own_syncs(self) -> list[Op]:

@@ -59,8 +59,8 @@ def few_calls_hint(request: RunProfile, failed: ProfileFailed) -> ProfileFailed:
     entry = request.entry
     if failed.kind != "too_few_calls" or entry is None or entry.loop_line:
         return failed
-    if not (failed.hint or "").startswith(RUN_LONGER):
-        return failed
+    if not (failed.hint or "").startswith(RUN_LONGER) or " made 0 " in failed.message:
+        return failed  # a function that never ran is not sent to its loop
     try:
         target = Path(request.path).resolve()
         source = request.source
@@ -72,7 +72,10 @@ def few_calls_hint(request: RunProfile, failed: ProfileFailed) -> ProfileFailed:
         return failed
     if loop is None:
         return failed
-    spot = f"{os.path.relpath(target, entry.cwd or None)}:{loop}"
+    try:
+        spot = f"{os.path.relpath(target, entry.cwd or None)}:{loop}"
+    except ValueError:  # another drive (Windows)
+        spot = f"{target}:{loop}"
     hint = (
         f"each call runs its loop at {spot}: that loop's iterations make the steps "
         f"(kernelscope profile {spot} --via {shlex.quote(entry.label)}); or {failed.hint}"

@@ -127,7 +127,8 @@ def ranks_for(asked: int | None, torchrun_ranks: int, default: int | None) -> in
     project's or the settings' `default`; TorchrunError where --nproc and torchrun differ."""
     if asked and torchrun_ranks and asked != torchrun_ranks:
         raise TorchrunError(
-            f"--nproc {asked} and torchrun --nproc-per-node {torchrun_ranks} disagree: "
-            "give one of them"
+            f"--nproc {asked} and the torchrun command's {torchrun_ranks} rank"
+            f"{'' if torchrun_ranks == 1 else 's'} (its --nproc-per-node, 1 when not given) "
+            "disagree: give one of them"
         )
     return asked or torchrun_ranks or default or 1

@@ -33,7 +33,9 @@ __all__ = [
     "table",
 ]
 #: Failures of a program run with --via: its output is the program's, not the function's.
-PROGRAM_FAILURES = frozenset({"entry_failed", "not_called", "too_few_calls", "child_call"})
+PROGRAM_FAILURES = frozenset(
+    {"entry_failed", "not_called", "too_few_calls", "child_call", "ranks_apart"}
+)
 MARKS = {"error": "✖", "warning": "▲", "info": "●", "hint": "·"}
 
 

@@ -45,7 +45,10 @@ def program_files(folder, argv):
     for word in argv:
         for named in {word, word.partition("=")[2]} - {""}:
             path = os.path.abspath(os.path.join(folder, named))
-            rel = os.path.relpath(path, top).replace(os.sep, "/")
+            try:
+                rel = os.path.relpath(path, top).replace(os.sep, "/")
+            except ValueError:  # another drive (Windows)
+                rel = ".."
             key = path if rel.split("/")[0] == ".." else rel
             if key not in files and os.path.isfile(path):
                 mark = _file_mark(path, True)[0]

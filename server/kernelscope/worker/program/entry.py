@@ -61,8 +61,6 @@ def run_to_call(job, then):
     # what the program is before it runs (it may write into its folder before the call)
     keep_mb = int(entry.get("keep_mb") or 0) if job.root == job.local_root else 0
     argv = [entry["target"], *entry.get("args", [])]
-    kept = program_files(job.entry_cwd, argv) if entry.get("save") or keep_mb else None
-    digest = digest_of(kept, argv)
 
     def begin(args, kwargs, code, fn, state, site, compiled, entry_s, child=None):
         """The job on the call's arguments (the worker ends after it); `child`: (how the
@@ -91,8 +89,11 @@ def run_to_call(job, then):
             "rerun_why": entry.get("rerun_why") or "",
         }
         if entry.get("save") or keep_mb:
+            # the program's files as its run left them at the call (what it wrote into its
+            # folder before it included): the next profile finds them so while none changed
+            kept = program_files(job.entry_cwd, argv)
             limit = None if entry.get("save") else keep_mb
-            _save(job, args, kwargs, state, want, (digest, kept), limit, info)
+            _save(job, args, kwargs, state, want, (digest_of(kept, argv), kept), limit, info)
         result = then(*prepared)
         job.call_site["wrote"] = written_since(job.entry_cwd, before)  # the replays' too
         return result
@@ -151,6 +152,7 @@ def run_to_call(job, then):
         watch.noted_path = handoff.noted_path
         handoff.watch_spawned(watch, job.root)
     job.worker.fork_hooks.append(watch.forked)
+    job.ranks.host_store()
     compiled_before = dynamo_frames()
     saved_disable = _set_dynamo_disabled(torch, True) if entry.get("no_compile") else None
     job.progress("entry")
@@ -194,7 +196,8 @@ def _save(job, args, kwargs, state, call, program, keep_mb, worker=None):
     """Save the captured call under the project's .kernelscope/captures/ (local runs): with
     --save whatever its size, else (`keep_mb`) only up to that size; a call of a DataLoader
     worker's with its WorkerInfo (`worker`: worker_spec's pair). `program`: the program's
-    (digest, files) before it ran (None, None where it has too many files to tell)."""
+    (digest, files) as its run left them at the call (None, None where it has too many files
+    to tell)."""
     site = job.call_site
     if job.root != job.local_root:
         site["save_error"] = "a capture is saved on local runs only, not on a remote"

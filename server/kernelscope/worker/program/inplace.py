@@ -37,7 +37,7 @@ from .errors import JobError
 from .event_budget import available_bytes, recording
 from .loader_clock import LoaderClock
 from .loop_mark import LoopMark, MarkingImport
-from .names import CALL_RANGE, STAGES_PROFILED, TIMING_WORKER_ENV
+from .names import CALL_RANGE, DIST_WORLD_SIZE, STAGES_PROFILED, TIMING_WORKER_ENV
 from .optimizers import StepWatch
 from .phases import finished, peak_memory, profiler_schedule, trace_stem
 from .timing import (
@@ -296,9 +296,12 @@ class Steps:
         prof.export_chrome_trace(tmp)
         events = count_events(tmp)
         os.unlink(tmp)
-        self.active, self.shapes, self.job.recording_note = recording(
+        active, self.shapes, self.job.recording_note = recording(
             events, self.active, available_bytes(), self.shapes, self.what
         )
+        # Each rank of a job counts its own steps: all must profile as many (each step may
+        # hold a collective), so on ranks the asked count stands.
+        self.active = self.active if _on_ranks() else active
         self.counted = 1
         self.skip += 1
         self.wait -= 1
@@ -307,7 +310,7 @@ class Steps:
         """Fewer profiled steps where the steps before took long (fitted_schedule; the job's
         schedule_note says so): an epoch-long iteration profiled with stacks would pile up
         its events as a long call does."""
-        if not self.samples:
+        if not self.samples or _on_ranks():  # as many steps on every rank (_stop_counting)
             return
         (self.wait, self.warmup, self.active), self.job.schedule_note = fitted_schedule(
             (self.wait, self.warmup, self.active),
@@ -413,6 +416,11 @@ class Steps:
             [],
             memory,
         )
+
+
+def _on_ranks():
+    """Whether this worker is one rank of a job of several (its steps must match theirs)."""
+    return int(os.environ.get(DIST_WORLD_SIZE, "1")) > 1
 
 
 def grad_mode(torch):

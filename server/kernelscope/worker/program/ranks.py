@@ -6,6 +6,7 @@ import contextlib
 import datetime
 import os
 import socket
+import time
 from typing import Any
 
 from .errors import JobError
@@ -57,6 +58,7 @@ class Ranks:
         self.device = None
         self.store: Any = None  # kernelscope's store, where a program's ranks agree (adopt)
         self.seq = 0  # agreements made through it
+        self.store_error = ""  # why rank 0 could not open it
 
     def join(self, device):
         """Join the group when the launcher started the worker as one of N ranks: NCCL on a
@@ -75,6 +77,33 @@ class Ranks:
             )
         self.dist = dist
         self.device = device if device.type == "cuda" else self.torch.device("cpu")
+
+    def host_store(self):
+        """Rank 0 of a program's ranks opens kernelscope's store (DIST_AGREE_PORT_ENV) as
+        the program starts, not at its call, so no socket of the program's takes the port
+        meanwhile; the others connect at the call (adopt)."""
+        port = os.environ.get(DIST_AGREE_PORT_ENV)
+        if not port or int(os.environ.get(DIST_WORLD_SIZE, "1")) <= 1 or self.store is not None:
+            return
+        if int(os.environ.get(DIST_RANK, "0")) != 0:
+            return
+        try:
+            self.store = self._store(int(port), True)
+        except Exception as e:
+            self.store_error = "kernelscope's store on port %s: %s: %s" % (
+                port,
+                type(e).__name__,
+                str(e).splitlines()[0][:200] if str(e) else "",
+            )
+
+    def _store(self, port, host):
+        world = int(os.environ[DIST_WORLD_SIZE])
+        return self.torch.distributed.TCPStore(
+            "127.0.0.1", port, world, host, timeout=self._timeout(), wait_for_workers=False
+        )
+
+    def _timeout(self):
+        return datetime.timedelta(seconds=float(os.environ.get(DIST_TIMEOUT_ENV, "60")))
 
     def adopt(self, device, what):
         """Where a program (--via) runs on N ranks and has set up its process group by the
@@ -96,24 +125,20 @@ class Ranks:
             nccl = str(dist.get_backend()) == "nccl" and device.type == "cuda"
             self.device = device if nccl else self.device
             return
+        if self.store_error:
+            raise JobError("ranks_apart", self.store_error)
         rank = int(os.environ.get(DIST_RANK, "0"))
-        timeout = datetime.timedelta(seconds=float(os.environ.get(DIST_TIMEOUT_ENV, "60")))
-        ranks = range(world)
+        timeout = self._timeout()
         try:
-            self.store = dist.TCPStore(
-                "127.0.0.1", int(port), world, rank == 0, timeout=timeout, wait_for_workers=False
-            )
-            self.store.set("at/%d" % rank, what)
-            self.store.wait(["at/%d" % r for r in ranks], timeout)
+            if self.store is None:
+                self.store = self._store(int(port), rank == 0)
         except Exception as e:
             raise JobError("ranks_apart", self._apart(rank, world, what, timeout, e)) from None
-        here = {self.store.get("at/%d" % r).decode() for r in ranks}
-        if len(here) > 1:
-            raise JobError(
-                "ranks_apart",
-                "the ranks stopped at different calls (%s): replayed in lockstep, each "
-                "rank's call must hold the same collectives" % ", ".join(sorted(here)),
-            )
+        try:
+            self.store.set("at/%d" % rank, what)
+            self.store.wait(["at/%d" % r for r in range(world)], timeout)
+        except Exception as e:
+            raise JobError("ranks_apart", self._apart(rank, world, what, timeout, e)) from None
 
     def _apart(self, rank, world, what, timeout, error):
         """What a rank says when the others did not come to the call."""
@@ -166,7 +191,18 @@ class Ranks:
         return [float(store.get(k)) for k in keys]
 
     def leave(self):
-        """Destroy the group the job joined, if any."""
+        """Destroy the group the job joined, if any; rank 0, which holds kernelscope's store,
+        waits (a while) for every rank to be done with it first."""
+        store = self.store
+        if store is not None:
+            with contextlib.suppress(Exception):
+                world = int(os.environ[DIST_WORLD_SIZE])
+                store.add("done", 1)
+                until = time.monotonic() + 10.0
+                while int(os.environ.get(DIST_RANK, "0")) == 0 and time.monotonic() < until:
+                    if store.add("done", 0) >= world:
+                        break
+                    time.sleep(0.01)
         dist = self.dist
         if dist is not None and dist.is_initialized():
             with contextlib.suppress(Exception):
