@@ -28,12 +28,18 @@ def loop_hint(request: RunProfile, frames: list[tuple[str, int]]) -> str | None:
         return None
 
 
-def _loop_hint(request: RunProfile, frames: list[tuple[str, int]]) -> str | None:
+def _profiled(request: RunProfile) -> tuple[Path, str, pyfunctions.FunctionDef | None]:
+    """The profiled function's file, its source (the editor's unsaved text, where sent) and
+    the function in it (None where it is not there)."""
     target = Path(request.path).resolve()
     source = request.source
     if source is None:
         source = target.read_text(encoding="utf-8")
-    fn = pyfunctions.find(source, request.qualname)
+    return target, source, pyfunctions.find(source, request.qualname)
+
+
+def _loop_hint(request: RunProfile, frames: list[tuple[str, int]]) -> str | None:
+    target, source, fn = _profiled(request)
     if fn is None:
         return None
     for path, line in frames:
@@ -62,11 +68,7 @@ def few_calls_hint(request: RunProfile, failed: ProfileFailed) -> ProfileFailed:
     if not (failed.hint or "").startswith(RUN_LONGER) or " made 0 " in failed.message:
         return failed  # a function that never ran is not sent to its loop
     try:
-        target = Path(request.path).resolve()
-        source = request.source
-        if source is None:
-            source = target.read_text(encoding="utf-8")
-        fn = pyfunctions.find(source, request.qualname)
+        target, source, fn = _profiled(request)
         loop = pyfunctions.first_loop(source, fn) if fn is not None else None
     except (OSError, ValueError, UnicodeDecodeError):
         return failed

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from kernelscope.analysis.checks.measurement import CONTENDED
 from kernelscope.analysis.collectives import Communication
 from kernelscope.analysis.functions import MODULE_CODE
 from kernelscope.analysis.roofline import OpRoof
@@ -511,18 +512,13 @@ def _slowed(t: Timing, step: str = "call") -> list[str]:
     ]
 
 
-#: Of the timed span, run-queue waits of the calling thread that say other work held its
-#: CPU (KS605's threshold), not the host's own slowing.
-WAITED = 0.10
-
-
 def _slower(t: Timing) -> str:
     """Who slowed the calls: other work holding the thread's CPU, where the thread waited
     for one (its run-queue waits, KS605), else the host's CPU itself."""
     window = t.unprofiled_window_s
     span = window[1] - window[0] if len(window) == 2 else 0.0
     waited = max((u.wait_s for u in t.unprofiled_threads if u.timing), default=0.0)
-    if span > 0 and waited >= WAITED * span:
+    if span > 0 and waited >= CONTENDED * span:  # KS605's share of waits: contention
         return "other work held this thread's CPU (it waited for one: KS605); it ran"
     return "the host ran this thread's CPU"
 
