@@ -740,8 +740,14 @@ def test_a_saved_capture_is_reused_while_the_program_is_unchanged(tmp_path: Path
     shutil.copytree(WORKLOADS / "minigpt", root, ignore=shutil.ignore_patterns("out"))
     (root / "pyproject.toml").write_text("[project]\nname = 'minigpt'\n")
     args = ("model.py::Block.forward", "--via", TRAIN, "--json", "--no-lines")
+    kept = root / ".kernelscope" / "captures"
+    kept.mkdir(parents=True)
+    old = [kept / "Block_forward-call1.pt", kept / "Block_forward-call1.json"]
+    for path in old:  # as kept before a capture's name carried its key: never read again
+        path.write_text("{}")
     first = report(kernelscope(root, *args, "--save"))["call_site"]
     assert first["saved"] and first["reused"] is False
+    assert not any(path.exists() for path in old)
     again = report(kernelscope(root, *args))["call_site"]
     assert again["reused"] is True and again["saved"] == first["saved"]
     assert again["modes"] == first["modes"] and again["caller_line"] == first["caller_line"]

@@ -8,6 +8,7 @@ chosen call, its result is sent, and the worker ends (the launcher starts a fres
 """
 
 import builtins
+import contextlib
 import json
 import os
 import socket
@@ -239,6 +240,11 @@ def _save(job, args, kwargs, state, call, program, keep_mb, worker=None):
         with open(os.path.splitext(path)[0] + ".json", "w", encoding="utf-8") as f:
             plain = ("site", "worker_info", "worker_dataset")
             json.dump({k: v for k, v in meta.items() if k not in plain}, f)
+        # Captures kept before the name carried a key (X-call1.pt) are never read again.
+        old = os.path.join(os.path.dirname(path), name.rsplit("-", 1)[0])
+        for suffix in (".pt", ".json"):
+            with contextlib.suppress(OSError):
+                os.remove(old + suffix)
 
 
 def in_script(job):

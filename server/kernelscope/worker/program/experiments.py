@@ -560,7 +560,7 @@ def timed_rounds(job, candidates, per_call_us, sync, cuda, host_best=None):
     }
     per_round = sum(probe[n] * calls[n] for n in probe)
     rounds = int(max(min_rounds, min(TRY_MAX_ROUNDS, budget * 1e6 / max(per_round, 1.0))))
-    rounds = job.ranks.agree(rounds)
+    rounds = job.ranks.agree(rounds, what="the rounds of try")
     out = {name: [] for name, _, _ in candidates}
     recompiles = {}  # name -> compiles seen during its timed blocks
     refs = []  # per round, the reference loop after each of its blocks (see timing.SLOWED)

@@ -112,7 +112,9 @@ def requested_steps(job):
 def schedule_steps(job, timing):
     """The warmed schedule's (wait, warmup, active) steps: those requested, fewer where the
     calls are long (fitted_schedule; job.schedule_note then says so)."""
-    per_call_us = job.ranks.agree(float(timing.get("us_per_call") or 0.0), "max")
+    per_call_us = job.ranks.agree(
+        float(timing.get("us_per_call") or 0.0), "max", what="the time of a call"
+    )
     steps, job.schedule_note = fitted_schedule(
         requested_steps(job), per_call_us, profiled_budget_s()
     )
@@ -124,7 +126,7 @@ def fit_recording(job, events, steps):
     (the cold call's) would not fit in memory (event_budget.recording; job.recording_note
     then says so)."""
     asked = bool(job.req.get("record_shapes", True))
-    events = job.ranks.agree(events, "max")
+    events = job.ranks.agree(events, "max", what="the events of a call")
     active, shapes, job.recording_note = recording(events, steps[2], available_bytes(), asked)
     return (steps[0], steps[1], active), shapes
 
@@ -210,7 +212,7 @@ def line_pass(job, call, sync, activities, stem, steps, timing):
     if not job.req.get("line_pass", True):
         return [], None
     job.progress("lines")
-    calls = job.ranks.agree(line_pass_calls(steps[2], timing), "min")
+    calls = job.ranks.agree(line_pass_calls(steps[2], timing), "min", what="the line pass's calls")
     return attribute_lines(job, call, sync, activities, job.trace_dir, stem, calls)
 
 

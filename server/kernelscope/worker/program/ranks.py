@@ -158,15 +158,16 @@ class Ranks:
             % (rank, what, who, timeout.total_seconds(), type(error).__name__)
         )
 
-    def agree(self, value, op="max"):
+    def agree(self, value, op="max", what="a count"):
         """The same number on every rank (the largest or smallest of theirs), so all ranks
         make as many calls of the function, and so as many collectives; the value itself
-        in a job of one process."""
+        in a job of one process. `what` names the agreement: ranks at different ones fail
+        the job rather than pair the wrong numbers."""
         dist = self.dist
         if dist is None:
             return value
         if self.store is not None:
-            values = self._gathered(repr(float(value)))
+            values = self._gathered(what, repr(float(value)))
             chosen = max(values) if op == "max" else min(values)
             return type(value)(chosen)
         t = self.torch.tensor([float(value)], device=self.device)
@@ -176,19 +177,30 @@ class Ranks:
     def barrier(self):
         """Wait for every rank (the active window opens and closes in lockstep)."""
         if self.store is not None:
-            self._gathered("0")
+            self._gathered("the profiled window", "0")
         elif self.dist is not None:
             self.dist.barrier()
 
-    def _gathered(self, text):
-        """Every rank's `text` at this point of the job, through the store."""
+    def _gathered(self, what, text):
+        """Every rank's `text` at this point of the job (agreement `what`), through the
+        store; JobError where a rank is at another agreement."""
         store = self.store
         assert store is not None
         self.seq += 1
         keys = ["a%d/%d" % (self.seq, r) for r in range(int(os.environ[DIST_WORLD_SIZE]))]
-        store.set(keys[int(os.environ.get(DIST_RANK, "0"))], text)
+        rank = int(os.environ.get(DIST_RANK, "0"))
+        store.set(keys[rank], "%s=%s" % (what, text))
         store.wait(keys)
-        return [float(store.get(k)) for k in keys]
+        said = [store.get(k).decode("utf-8").rpartition("=") for k in keys]
+        for r, (theirs, _, _) in enumerate(said):
+            if theirs != what:
+                raise JobError(
+                    "ranks_apart",
+                    "rank %d was agreeing on %s while rank %d was agreeing on %s: the "
+                    "ranks' jobs went apart (a kernelscope bug; please report it)"
+                    % (rank, what, r, theirs),
+                )
+        return [float(value) for _, _, value in said]
 
     def leave(self):
         """Destroy the group the job joined, if any; rank 0, which holds kernelscope's store,

@@ -142,12 +142,12 @@ def warm_up(job, call, sync, stage: "str | None" = "cold"):
         t0 = now if t0 is None else t0
         # Every rank of a job makes as many calls (each may hold a collective): all stop
         # when the last one is steady, and all take the same block sizes.
-        if job.ranks.agree(int(done), "min"):
+        if job.ranks.agree(int(done), "min", what="the end of warm-up"):
             return per_call * 1e6
         previous = per_call
         if per_call * n * 2 <= WARMUP_BLOCK_S:
             n *= 2
-        n = job.ranks.agree(n, "min")
+        n = job.ranks.agree(n, "min", what="a warm-up block")
 
 
 def timing_reps(job, per_call_us, min_s=TIMING_MIN_S):
@@ -159,7 +159,7 @@ def timing_reps(job, per_call_us, min_s=TIMING_MIN_S):
     per = max(per_call_us, 1.0)
     reps = max(TIMING_MIN_CALLS, int(min_s * 1e6 / per + 0.999))
     reps = min(reps, max(TIMING_FLOOR_CALLS, int(TIMING_MAX_S * 1e6 / per)), TIMING_MAX_CALLS)
-    return job.ranks.agree(reps)
+    return job.ranks.agree(reps, what="the timed calls")
 
 
 def unprofiled_timing(
