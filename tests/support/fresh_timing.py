@@ -32,7 +32,7 @@ class Alone:
 
     dist = None
 
-    def agree(self, value: Any, op: str = "max") -> Any:
+    def agree(self, value: Any, op: str = "max", what: str = "") -> Any:
         return value
 
 
