@@ -28,5 +28,28 @@ print("verdict:", (r.get("verdict") or {}).get("summary"))
 PY
 done
 cp /tmp/ddp1.json "$OUT/ddp1.json" 2>/dev/null
+# A real program: pytorch/examples' distributed/ddp-tutorial-series/multigpu_torchrun.py
+# (NCCL hard-coded; carried in .tries/ddpt, not committed), its Trainer._run_batch captured
+# and replayed, and in place, against the same calls timed in a fresh torchrun run.
+T=.tries/ddpt; H=$PWD/docs/h200-run/inprog_truth.py
+if [ -d "$T" ]; then
+  (cd "$T" && timeout 100 torchrun --standalone --nproc-per-node 1 "$H" multigpu_torchrun.py \
+    Trainer._run_batch --skip 50 --cuda -- 4 10 2>&1 | grep "^rank") >> "$OUT/ddp_b.txt"
+  for mode in "" "--in-place"; do
+    (cd "$T" && timeout 120 python3 -m kernelscope profile multigpu_torchrun.py::Trainer._run_batch \
+      --via "torchrun --standalone --nproc_per_node=1 multigpu_torchrun.py 40 100" $mode \
+      --json --no-memory > /tmp/ddpt.json 2> /tmp/ddpt.err)
+    echo "tutorial profile $mode rc=$? t=$(( $(date +%s) - START )) s" >> "$OUT/ddp_b.txt"
+    tail -n 3 /tmp/ddpt.err >> "$OUT/ddp_b.txt"
+    python3 - /tmp/ddpt.json >> "$OUT/ddp_b.txt" 2>&1 <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r["timing"]
+print("kernelscope:", r["call_site"]["via"], "| unprofiled %.1f us (%s, %d reps) | cuda/step %.1f us"
+      % (t["unprofiled_us_per_call"], t["unprofiled_method"], t["unprofiled_reps"],
+         t.get("cuda_us_per_step") or 0), "| verdict:", (r.get("verdict") or {}).get("summary"))
+PY
+  done
+fi
 cat "$OUT/ddp_b.txt" | cut -c1-400
 echo "== end t=$(( $(date +%s) - START )) s"
