@@ -43,7 +43,7 @@ def main():
         code = compile(f.read(), path, "exec")
     target = find_code(code, opts.qualname)
     if target is None:
-        sys.exit("no %s in %s" % (opts.qualname, path))
+        sys.exit(f"no {opts.qualname} in {path}")
     torch = None
     if opts.cuda:
         import torch
@@ -97,20 +97,12 @@ def main():
     else:
         us = sorted((e - b) * 1e6 for b, e in spans[opts.skip :])
     if not us:
-        sys.exit("%s made %d calls, none past --skip %d" % (opts.qualname, len(spans), opts.skip))
+        sys.exit(f"{opts.qualname} made {len(spans)} calls, none past --skip {opts.skip}")
     p10, p90 = us[len(us) // 10], us[9 * len(us) // 10]
+    how = "cuda events" if torch is not None else "perf_counter"
     print(
-        "rank %s: %s %.1f us median of %d calls past %d (p10 %.1f, p90 %.1f), %s, fresh"
-        % (
-            os.environ.get("RANK", "-"),
-            opts.qualname,
-            statistics.median(us),
-            len(us),
-            opts.skip,
-            p10,
-            p90,
-            "cuda events" if torch is not None else "perf_counter",
-        )
+        f"rank {os.environ.get('RANK', '-')}: {opts.qualname} {statistics.median(us):.1f} us "
+        f"median of {len(us)} calls past {opts.skip} (p10 {p10:.1f}, p90 {p90:.1f}), {how}, fresh"
     )
 
 
