@@ -10,11 +10,13 @@ DEMO_TRACE ?= fixtures/matmul_add_8192/trace.json.gz
 venv: $(VENV)/.ready
 
 # torch 2.13.0 (+ numpy) only where the venv has no torch: kernelscope itself never pulls it in.
-$(VENV)/.ready: pyproject.toml
+# accelerate (the tests' `accelerate launch` programs) after it, so pip keeps that torch.
+$(VENV)/.ready: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
 	$(PY) -c 'import torch' 2>/dev/null || $(PY) -m pip install -q torch==2.13.0 numpy
+	$(PY) -c 'import accelerate' 2>/dev/null || $(PY) -m pip install -q accelerate==1.16.0
 	touch $@
 
 demo: venv

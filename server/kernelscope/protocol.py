@@ -79,8 +79,14 @@ class Entry(msgspec.Struct):
     rerun_why: str = ""
     """Why a capture kept of this call was not replayed (its program's files changed)."""
     ranks: int = 0
-    """The ranks a torchrun command line asked for (its --nproc-per-node; 0: the program
-    was not named through torchrun). kernelscope starts them itself."""
+    """The ranks a torchrun command line asked for (its --nproc-per-node), or the processes
+    of an ``accelerate launch`` (0: no launcher). kernelscope starts them itself."""
+    launcher: str = ""
+    """The launcher's words as the user wrote them, where not torchrun's
+    (``accelerate launch --mixed_precision bf16``): how the call line names the program."""
+    env: dict[str, str] = {}
+    """What the launcher sets in the program's environment (accelerate's settings), set
+    before the program runs."""
 
     @property
     def label(self) -> str:
@@ -89,6 +95,7 @@ class Entry(msgspec.Struct):
             self.kind, [self.target]
         )
         launcher = [f"torchrun --nproc-per-node {self.ranks}"] if self.ranks else []
+        launcher = [self.launcher] if self.launcher else launcher
         return " ".join([*launcher, *head, *self.args])
 
 

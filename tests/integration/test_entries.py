@@ -541,7 +541,7 @@ def test_our_own_output_redirected_into_the_programs_folder_is_not_what_it_wrote
         (["--via", "torchrun --nproc-per-node 2 train.py", "--nproc", "3"], "disagree"),
         (["--via", "torchrun --nproc-per-node 2 train.py", "--save"], "runs on ranks"),
         (["--via", "torchrun --nproc-per-node gpu train.py"], "give the number of ranks"),
-        (["--via", "accelerate launch train.py"], "accelerate's launcher is not followed"),
+        (["--via", "accelerate env"], "only `accelerate launch [options] script.py ...`"),
         (["--call", "2"], "need a program (--via)"),
         (["--via", TRAIN, "--from", "train.py"], "--from takes FILE:LINE"),
         (["--via", "tests/test_nope.py::test_x"], "no such test file tests/test_nope.py"),

@@ -74,8 +74,6 @@ def test_the_ranks_of_a_job() -> None:
 @pytest.mark.parametrize(
     ("command", "says"),
     [
-        ("accelerate launch train.py", "accelerate's launcher is not followed"),
-        ("-m accelerate.commands.launch train.py", "accelerate's launcher is not followed"),
         ("deepspeed --num_gpus 2 train.py", "deepspeed.init_distributed() reads torchrun's"),
         ("-m torch.distributed.launch --nproc_per_node 2 t.py", "not --local-rank"),
         ("mpirun -np 2 python t.py", "mpirun is not followed"),
@@ -85,6 +83,15 @@ def test_other_launchers_say_what_to_give_instead(command: str, says: str) -> No
     found = other_launcher(shlex.split(command))
     assert found is not None and says in found
     assert "torchrun --nproc-per-node N" in found
+
+
+@pytest.mark.parametrize("command", ["accelerate config", "-m accelerate.commands.env"])
+def test_accelerates_other_commands_are_not_followed(command: str) -> None:
+    found = other_launcher(shlex.split(command))
+    assert (
+        found
+        == "of accelerate's commands only `accelerate launch [options] script.py ...` is followed"
+    )
 
 
 def test_programs_are_not_other_launchers() -> None:

@@ -220,6 +220,10 @@ def test_the_programs_files_are_the_servers(worker, tmp_path: Path) -> None:
     assert name == captures.capture_name("Block.forward", 2, "train.py x", None)
     assert name.startswith("Block_forward-call2-") and name.endswith(".pt")
     assert name != captures.capture_name("Block.forward", 2, "train.py y", None)
+    env = {"ACCELERATE_MIXED_PRECISION": "bf16", "OMP_NUM_THREADS": "1"}
+    launched = worker["capture_name"]("Block.forward", 2, "train.py x", None, env)
+    assert launched == captures.capture_name("Block.forward", 2, "train.py x", None, env)
+    assert launched != name
 
 
 def test_the_too_few_calls_hint_is_the_one_the_engine_extends() -> None:

@@ -340,6 +340,7 @@ class ProfileService:
             skip=spec.skip,
             fresh=spec.fresh,
             finish=spec.finish,
+            python=spec.python,
         )
 
     async def _run_ranks(

@@ -325,6 +325,7 @@ def _entry(args: argparse.Namespace, target: Target) -> Entry | None:
         save=args.save,
         fresh=args.fresh,
         finish=not args.stop_after,
+        python=args.python,
     )
 
 

@@ -30,9 +30,13 @@ SKIP_DIRS = (
 NAMED = 3
 
 
-def capture_name(qualname: str, call: int, label: str, caller: str | None) -> str:
-    """The file a capture of this call of this program is kept in (one per program)."""
-    key = hashlib.sha256(f"{label}\0{caller or ''}".encode()).hexdigest()[:8]
+def capture_name(
+    qualname: str, call: int, label: str, caller: str | None, env: dict[str, str] | None = None
+) -> str:
+    """The file a capture of this call of this program is kept in (one per program, its
+    launcher's environment `env` included)."""
+    said = "".join(f"\0{k}={v}" for k, v in sorted((env or {}).items()))
+    key = hashlib.sha256(f"{label}\0{caller or ''}{said}".encode()).hexdigest()[:8]
     return f"{qualname.replace('.', '_')}-call{call}-{key}.pt"
 
 
@@ -99,7 +103,7 @@ def reusable(root: Path, qualname: str, entry: Entry) -> tuple[Path | None, str]
     call, caller) and the program's files are as they were when it was kept; else None and
     why not where a capture was kept ("" where none was)."""
     path = root / ".kernelscope" / "captures"
-    path /= capture_name(qualname, entry.call, entry.label, entry.caller)
+    path /= capture_name(qualname, entry.call, entry.label, entry.caller, entry.env)
     try:
         loaded: object = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -11,6 +11,11 @@ from pathlib import Path
 import msgspec
 
 from kernelscope import pyfunctions
+from kernelscope.engine.accelerate_launch import (
+    AccelerateError,
+    is_accelerate,
+    resolve_launch,
+)
 from kernelscope.engine.captures import reusable
 from kernelscope.engine.module_files import is_module_name, module_file
 from kernelscope.engine.project import Project, ProjectError, load_project
@@ -151,11 +156,13 @@ def parse_entry(
     save: bool = False,
     fresh: bool = False,
     finish: bool = False,
+    python: str | None = None,
 ) -> Entry:
     """The program `command` names, as a shell would split it: ``train.py --max_iters 20``
     (a leading ``python`` is dropped), ``-m pkg.train ...``, or a pytest node id
     (``tests/test_model.py::test_forward``, or ``pytest`` and one), each also after
-    ``torchrun [options]`` (``Entry.ranks``). TargetError says what
+    ``torchrun [options]`` (``Entry.ranks``) or ``accelerate launch [options]`` (asked of
+    accelerate in the worker's `python`: Entry.ranks, .env). TargetError says what
     is wrong with it, or with `caller` (``FILE:LINE``, relative to `cwd`). A capture kept
     by an earlier profile of the same call is replayed unless `fresh` (or `save`) is set."""
     try:
@@ -164,7 +171,16 @@ def parse_entry(
         raise TargetError(f"cannot read --via {command!r}: {e}") from None
     if words and Path(words[0]).name.startswith("python"):
         words = words[1:]
-    ranks = 0
+    ranks, env, shown = 0, dict[str, str](), ""
+    if is_accelerate(words):
+        try:
+            launch = resolve_launch(words, cwd, python)
+        except AccelerateError as e:
+            raise TargetError(f"--via: {e}") from None
+        ranks, env, program_words = launch.ranks, launch.env, launch.program
+        head = words[: len(words) - len(program_words)]
+        shown = shlex.join(head if words[len(head) :] == program_words else words[:2])
+        words = program_words
     launcher = other_launcher(words)
     if launcher is not None:
         raise TargetError(f"--via: {launcher}")
@@ -234,9 +250,13 @@ def parse_entry(
         save=save and not in_place,
         keep_mb=0 if save or in_place or ranks else target.project.keep_captures_mb,
         ranks=ranks,
+        launcher=shown,
+        env=env,
     )
     if ranks and save:
-        raise TargetError("--save keeps one process's call: a torchrun program runs on ranks")
+        raise TargetError(
+            "--save keeps one process's call: a torchrun or accelerate program runs on ranks"
+        )
     if entry.in_place or entry.save or fresh or ranks:  # --save takes a fresh capture
         return entry
     saved, why = reusable(target.project.root, target.qualname, entry)

@@ -34,9 +34,8 @@ _IGNORED_FLAGS = frozenset({"standalone", "run-path"})
 
 #: Launchers kernelscope does not follow, and what to give instead.
 OTHER_LAUNCHERS = {
-    "accelerate": "accelerate's launcher is not followed: give the script itself (for one "
-    "process; accelerate's settings as its environment, e.g. ACCELERATE_MIXED_PRECISION=bf16) "
-    "or `torchrun --nproc-per-node N script.py ...`",
+    "accelerate": "of accelerate's commands only `accelerate launch [options] script.py ...` "
+    "is followed",
     "deepspeed": "deepspeed's launcher is not followed: give `torchrun --nproc-per-node N "
     "script.py ...` (deepspeed.init_distributed() reads torchrun's variables)",
     "torch.distributed.launch": "torch.distributed.launch is deprecated and not followed: "

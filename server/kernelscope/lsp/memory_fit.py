@@ -65,14 +65,17 @@ async def will_fit(ls: KernelscopeServer, *args: Any) -> dict[str, Any]:
     via: object = options.get("via")
     if via is not None and (not isinstance(via, str) or not via.strip()):
         raise JsonRpcInvalidParams(f"options.via must name a program, got {via!r}")
+    python = ls.settings.worker_python
     try:
         target = load_target(f"{path}::{qualname}")
         cwd = workspace_folder(ls, path) or target.project.root
         if isinstance(via, str):
-            parse_entry(via, target, cwd)  # its mistakes, before any job
+            parse_entry(via, target, cwd, python=python)  # its mistakes, before any job
     except TargetError as e:
         raise JsonRpcInvalidParams(str(e)) from None
-    program = (lambda: parse_entry(via, target, cwd)) if isinstance(via, str) else None
+    program = (
+        (lambda: parse_entry(via, target, cwd, python=python)) if isinstance(via, str) else None
+    )
     from kernelscope.app.memory import run_forecast
     from kernelscope.engine.runner import JobFailed
     from kernelscope.render.memory import render_forecast, will_it_fit

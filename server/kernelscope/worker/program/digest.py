@@ -72,9 +72,12 @@ def program_digest(folder, argv):
     return digest_of(program_files(folder, argv), argv)
 
 
-def capture_name(qualname, call, label, caller):
-    """The file a capture of this call of this program is kept in (one per program)."""
-    key = hashlib.sha256(("%s\0%s" % (label, caller or "")).encode("utf-8")).hexdigest()[:8]
+def capture_name(qualname, call, label, caller, env=None):
+    """The file a capture of this call of this program is kept in (one per program, its
+    launcher's environment `env` included)."""
+    said = "".join("\0%s=%s" % kv for kv in sorted((env or {}).items()))
+    key = hashlib.sha256(("%s\0%s%s" % (label, caller or "", said)).encode("utf-8"))
+    key = key.hexdigest()[:8]
     return "%s-call%d-%s.pt" % (qualname.replace(".", "_"), call, key)
 
 

@@ -211,7 +211,9 @@ def _save(job, args, kwargs, state, call, program, keep_mb, worker=None):
         )
         return
     entry = job.entry
-    name = capture_name(job.req["qualname"], call, site["via"], entry.get("caller"))
+    name = capture_name(
+        job.req["qualname"], call, site["via"], entry.get("caller"), entry.get("env")
+    )
     path = os.path.join(job.local_root, ".kernelscope", "captures", name)
     meta = {
         "label": site["via"],
@@ -258,6 +260,7 @@ def entry_label(entry):
     head = {"module": ["-m", entry["target"]], "pytest": ["pytest", entry["target"]]}
     ranks = entry.get("ranks") or 0
     launcher = ["torchrun --nproc-per-node %d" % ranks] if ranks else []
+    launcher = [entry["launcher"]] if entry.get("launcher") else launcher
     words = head.get(entry["kind"], [entry["target"]]) + list(entry.get("args") or [])
     return " ".join(launcher + words)
 

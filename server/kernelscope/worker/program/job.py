@@ -13,6 +13,7 @@ import traceback
 from .devices import select_device
 from .errors import Cancelled, JobError
 from .inputs import find_inputs
+from .launcher_env import apply_launcher_env
 from .names import GENERATED_CODE, STAGES_PROFILED
 from .ranks import Ranks, rank_device
 from .shipped import materialize, private_dir
@@ -242,6 +243,8 @@ class Job:
     def with_call(self, then):
         """``then(fn, call, device, sync)`` on the call: built from its inputs here, or
         taken from the program that calls it (that job ends the worker)."""
+        if self.entry:
+            apply_launcher_env(self.torch, self.entry)
         if self.entry and self.entry.get("in_place"):
             from .inplace import run_in_place
 
