@@ -20,11 +20,12 @@ def train_step(accelerator, model, opt, x, y):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--width", type=int, default=128)
     args = parser.parse_args()
     accelerator = Accelerator()
     torch.manual_seed(0)
     model = torch.nn.Sequential(
-        torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 1)
+        torch.nn.Linear(64, args.width), torch.nn.ReLU(), torch.nn.Linear(args.width, 1)
     )
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     model, opt = accelerator.prepare(model, opt)

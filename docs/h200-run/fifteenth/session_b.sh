@@ -28,6 +28,24 @@ print("verdict:", (r.get("verdict") or {}).get("summary"))
 PY
 done
 cp /tmp/ddp1.json "$OUT/ddp1.json" 2>/dev/null
+# accelerate launch (bf16 on the GPU, one process): --via "accelerate launch ..." against the
+# same program's train_step under accelerate's own launcher, timed by CUDA events.
+W="tests/workloads/accelerate_program.py --steps 400 --width 4096"
+timeout 100 python3 -m accelerate.commands.launch --mixed_precision bf16 \
+  docs/h200-run/inprog_truth.py tests/workloads/accelerate_program.py train_step --skip 50 \
+  --cuda -- ${W#* } 2>&1 | grep "^rank" >> "$OUT/ddp_b.txt"
+timeout 120 python3 -m kernelscope profile tests/workloads/accelerate_program.py::train_step \
+  --via "accelerate launch --mixed_precision bf16 $W" --json --no-memory > /tmp/acc.json 2> /tmp/acc.err
+echo "accelerate profile rc=$? t=$(( $(date +%s) - START )) s" >> "$OUT/ddp_b.txt"
+tail -n 3 /tmp/acc.err >> "$OUT/ddp_b.txt"
+python3 - /tmp/acc.json >> "$OUT/ddp_b.txt" 2>&1 <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r["timing"]
+print("kernelscope:", r["call_site"]["via"], "| unprofiled %.1f us (%s, %d reps) | cuda/step %.1f us"
+      % (t["unprofiled_us_per_call"], t["unprofiled_method"], t["unprofiled_reps"],
+         t.get("cuda_us_per_step") or 0), "| verdict:", (r.get("verdict") or {}).get("summary"))
+PY
 # A real program: pytorch/examples' distributed/ddp-tutorial-series/multigpu_torchrun.py
 # (NCCL hard-coded; carried in .tries/ddpt, not committed), its Trainer._run_batch captured
 # and replayed, and in place, against the same calls timed in a fresh torchrun run.
