@@ -45,6 +45,7 @@ from kernelscope.engine.targets import (
     TargetError,
     build_request,
     job_ranks,
+    launcher_here,
     parse_entry,
 )
 from kernelscope.protocol import (
@@ -235,7 +236,8 @@ class ProfileService:
         if variants is None:
             record = store.latest(str(spec.path), spec.qualname)
             variants = (self.suggested_variants(record) if record else []) or list(VARIANTS)
-        entry = self._entry(spec, target)
+        entry = await asyncio.to_thread(self._entry, spec, target)
+        launcher_here(entry, remote)
         if entry is not None and entry.in_place:
             raise TargetError(
                 "try replays a captured call: it does not run in place (drop inPlace, or name "
@@ -267,7 +269,8 @@ class ProfileService:
         self, spec: ProfileSpec, on_progress: Callable[[JobProgress], None] | None
     ) -> RunRecord:
         target, remote, store, fn = self._target(spec)
-        entry = self._entry(spec, target)
+        entry = await asyncio.to_thread(self._entry, spec, target)
+        launcher_here(entry, remote)
         request = build_request(
             target,
             store.traces_dir,

@@ -55,6 +55,7 @@ from kernelscope.engine.targets import (
     TargetError,
     build_request,
     job_ranks,
+    launcher_here,
     load_target,
     loop_line,
     parse_entry,
@@ -356,6 +357,7 @@ def _profile(args: argparse.Namespace) -> int:
             entry=entry,
         )
         remote = resolve_remote(args.remote, target.project, python=args.python)
+        launcher_here(entry, remote)
         args.nproc = job_ranks(entry, args.nproc, target.project.nproc)
         if args.nproc > 1 and not ranks_here_or_on_ray(remote):
             raise TargetError(NO_RANKS_THERE)
@@ -467,6 +469,7 @@ def _try(args: argparse.Namespace) -> int:
             entry=_try_entry(args, target),
         )
         remote = resolve_remote(args.remote, target.project, python=args.python)
+        launcher_here(request.entry, remote)
     except (TargetError, RemoteError) as e:
         return fail_usage(str(e), args.json)
     try:

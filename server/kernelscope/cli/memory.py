@@ -23,7 +23,7 @@ from kernelscope.cli.args import (
 from kernelscope.cli.progress import ProgressLine
 from kernelscope.engine.remotes import RemoteError
 from kernelscope.engine.runner import JobFailed, ProgressCallback
-from kernelscope.engine.targets import Target, TargetError, load_target
+from kernelscope.engine.targets import Target, TargetError, launcher_here, load_target
 from kernelscope.protocol import Entry
 from kernelscope.render.memory import render_forecast
 from kernelscope.render.text import render_failure
@@ -115,6 +115,7 @@ def run_memory(
         target = load_target(args.target, python=args.python)
         remote = resolve_remote(args.remote, target.project, python=args.python)
         entry = entry_of(target) if entry_of is not None else None
+        launcher_here(entry, remote)
         if entry is not None and entry.in_place:
             raise TargetError(
                 "the memory forecast replays a captured call: name a function, not a loop"

@@ -177,10 +177,7 @@ def parse_entry(
             launch = resolve_launch(words, cwd, python)
         except AccelerateError as e:
             raise TargetError(f"--via: {e}") from None
-        ranks, env, program_words = launch.ranks, launch.env, launch.program
-        head = words[: len(words) - len(program_words)]
-        shown = shlex.join(head if words[len(head) :] == program_words else words[:2])
-        words = program_words
+        ranks, env, shown, words = launch.ranks, launch.env, launch.shown, launch.program
     launcher = other_launcher(words)
     if launcher is not None:
         raise TargetError(f"--via: {launcher}")
@@ -265,9 +262,28 @@ def parse_entry(
     return msgspec.structs.replace(entry, capture=str(saved))
 
 
+def launcher_here(entry: Entry | None, remote: object | None) -> None:
+    """TargetError where an ``accelerate launch`` program would run on a remote: its
+    settings were asked of this machine's accelerate and config file."""
+    if entry is not None and entry.launcher and remote is not None:
+        raise TargetError(
+            "--via accelerate launch is followed on local runs (this machine's accelerate "
+            "and its config file are asked): on a remote, give `torchrun --nproc-per-node N "
+            "script.py ...`, with accelerate's settings (ACCELERATE_MIXED_PRECISION=bf16, "
+            "...) in the remote's environment"
+        )
+
+
 def job_ranks(entry: Entry | None, asked: int | None, default: int | None) -> int:
     """The ranks a profile runs on: --nproc (`asked`), else its torchrun command's, else the
     project's or the settings' `default`; TargetError where --nproc and torchrun differ."""
+    if entry is not None and entry.launcher and not entry.ranks:
+        if asked not in (None, 1):
+            raise TargetError(
+                f"--nproc {asked}: `{entry.launcher}` starts one process (give accelerate "
+                "--multi_gpu --num_processes N for N)"
+            )
+        return 1
     try:
         return ranks_for(asked, entry.ranks if entry is not None else 0, default)
     except TorchrunError as e:
