@@ -55,3 +55,18 @@ def test_a_ddp_script_is_offered_through_torchrun(tmp_path: Path) -> None:
     )
     found = [e.via for e in entry_points(tmp_path, "model", "f")]
     assert found == ["asks.py", "nano.py", "torchrun --nproc-per-node 1 ddp.py"]
+
+
+def test_a_script_that_uses_accelerate_is_offered_through_its_launcher(tmp_path: Path) -> None:
+    """Its Accelerator reads the user's accelerate config (mixed precision, processes) only
+    through `accelerate launch`; `python train.py` runs it without."""
+    (tmp_path / "model.py").write_text("def f():\n    return 1\n")
+    (tmp_path / "train.py").write_text(
+        "from accelerate import Accelerator\nfrom model import f\n\n"
+        "if __name__ == '__main__':\n    Accelerator()\n    f()\n"
+    )
+    (tmp_path / "plain.py").write_text(
+        "import accelerated\nimport model\nwhile True:\n    model.f()\n"
+    )
+    found = [e.via for e in entry_points(tmp_path, "model", "f")]
+    assert found == ["accelerate launch train.py", "plain.py"]

@@ -55,8 +55,7 @@ def entry_points(root: Path, module: str, qualname: str, limit: int = 3) -> list
                 and names & _names_in(fn)
             ]
         elif _runs_something(tree):
-            via = f"torchrun --nproc-per-node 1 {rel}" if _needs_torchrun(tree) else rel
-            scripts.append(EntryPoint(via, "script"))
+            scripts.append(EntryPoint(_launched(tree, rel), "script"))
     found = sorted(scripts, key=lambda e: e.via)[:limit] + tests[:limit]
     _cache[key] = (now, found)
     return found
@@ -111,6 +110,28 @@ def _runs_something(tree: ast.Module) -> bool:
             and isinstance(node.test.left, ast.Name)
             and node.test.left.id == "__name__"
         ):
+            return True
+    return False
+
+
+def _launched(tree: ast.Module, rel: str) -> str:
+    """How the script is run: through accelerate's launcher where it imports accelerate (its
+    Accelerator reads the launcher's settings, from the user's accelerate config, only
+    then), through torchrun where it needs its variables, else by itself."""
+    if _imports_accelerate(tree):
+        return f"accelerate launch {rel}"
+    return f"torchrun --nproc-per-node 1 {rel}" if _needs_torchrun(tree) else rel
+
+
+def _imports_accelerate(tree: ast.Module) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module or ""]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        if any(name.split(".")[0] == "accelerate" for name in names):
             return True
     return False
 
