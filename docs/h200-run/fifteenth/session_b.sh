@@ -7,7 +7,7 @@ set -u
 START=$(date +%s)
 A="--device cuda --width 2048 --steps 400"
 nvidia-smi --query-gpu=name --format=csv,noheader > "$OUT/ddp_b.txt"
-for i in 1 2; do
+for i in ${DDP_RUNS:-1}; do
   timeout 100 torchrun --nproc-per-node 1 docs/h200-run/fifteenth/ddp_truth.py $A 2>&1 \
     | grep "^rank" >> "$OUT/ddp_b.txt"
   timeout 150 python3 -m kernelscope profile tests/workloads/ddp_program.py::train_step \
