@@ -19,9 +19,10 @@ from typing import cast
 
 import msgspec
 
-#: Run by the worker's interpreter with ``launch``'s arguments; prints what the launcher would
-#: start, as JSON ({"error": why} where it cannot be followed). Warnings accelerate prints
-#: about its defaults go to a buffer: they are accelerate's advice, not an error here.
+#: Run by the worker's interpreter with a mark and ``launch``'s arguments; prints what the
+#: launcher would start as JSON after the mark, on a line of its own ({"error": why} where it
+#: cannot be followed). Warnings accelerate prints about its defaults go to a buffer: they
+#: are accelerate's advice, not an error here.
 _RESOLVE = r"""
 import contextlib, io, json, os, sys
 MARK = sys.argv.pop(1)
