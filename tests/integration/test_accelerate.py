@@ -81,3 +81,34 @@ def test_what_cannot_be_followed_is_said(
     status, _, err = profile(program, via, capsys)
     assert status == 2
     assert says in err and "Traceback" not in err, err
+
+
+async def test_the_editor_profiles_an_accelerate_program(program: Path) -> None:
+    """The profile command follows the launcher; a launch it cannot follow is an LSP error,
+    and the server stays up for the next."""
+    from lsprotocol import types as lsp
+
+    from support.lsp import open_doc, start, stop
+
+    settings = {"device": "cpu", "schedule": {"wait": 0, "warmup": 1, "active": 3}}
+    client = await start(program, settings=settings)
+    try:
+        uri = open_doc(client, program / "accelerate_program.py")
+        via = "accelerate launch --cpu --mixed_precision bf16 accelerate_program.py --steps 30"
+        result = await client.workspace_execute_command_async(
+            lsp.ExecuteCommandParams("kernelscope.profile", [uri, "train_step", {"via": via}])
+        )
+        assert result["ok"], result
+        with pytest.raises(Exception, match=r"DeepSpeed is not followed"):
+            await client.workspace_execute_command_async(
+                lsp.ExecuteCommandParams(
+                    "kernelscope.profile",
+                    [uri, "train_step", {"via": "accelerate launch --use_deepspeed x.py"}],
+                )
+            )
+        again = await client.workspace_execute_command_async(
+            lsp.ExecuteCommandParams("kernelscope.profile", [uri, "train_step", {"via": via}])
+        )
+        assert again["ok"], again
+    finally:
+        await stop(client)
