@@ -94,6 +94,13 @@ def test_accelerates_other_commands_are_not_followed(command: str) -> None:
     )
 
 
+@pytest.mark.parametrize("command", ["uv run train.py", "/usr/bin/poetry run python t.py"])
+def test_an_environment_tools_run_says_to_give_its_interpreter(command: str) -> None:
+    found = other_launcher(shlex.split(command))
+    assert found is not None and "run` chooses the interpreter" in found
+    assert "as --python" in found
+
+
 def test_programs_are_not_other_launchers() -> None:
     assert other_launcher(["train.py"]) is None
     assert other_launcher(["-m", "pkg.train"]) is None

@@ -45,11 +45,24 @@ OTHER_LAUNCHERS = {
 }
 
 
+#: Tools whose `run` starts a command in an environment of their choosing.
+ENV_RUNNERS = frozenset({"uv", "poetry", "pdm", "hatch", "pipenv", "pixi", "conda", "rye"})
+
+
 def other_launcher(words: list[str]) -> str | None:
     """What to give instead where the command starts with a launcher kernelscope does not
-    follow (accelerate, deepspeed, torch.distributed.launch, mpirun); None otherwise."""
+    follow (deepspeed, torch.distributed.launch, mpirun, accelerate's other commands) or
+    with an environment tool's `run` (``uv run``, ``poetry run``); None otherwise."""
     if not words:
         return None
+    tool = Path(words[0]).name
+    if tool in ENV_RUNNERS and words[1:2] == ["run"]:
+        return (
+            f"`{tool} run` chooses the interpreter: give the program itself (`train.py "
+            f"...`), and that interpreter as --python (the kernelscope.worker.python "
+            f"setting in the editor): `{tool} run python -c 'import sys; "
+            "print(sys.executable)'` prints it"
+        )
     if words[0] == "-m" and len(words) > 1:
         return OTHER_LAUNCHERS.get(words[1].split(".commands")[0])
     return OTHER_LAUNCHERS.get(Path(words[0]).name)
