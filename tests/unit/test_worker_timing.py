@@ -61,12 +61,13 @@ def test_at_least_20_calls_and_half_a_second_of_them_at_most_five(timing: Any) -
     assert timing.timing_reps(TimingJob(torch, 7), 1000.0) == 7  # the request's count wins
 
 
-def test_the_clean_worker_times_two_seconds_of_calls(timing: Any) -> None:
-    """A host-bound call's slow spells on the H200 lasted 0.4-2.4 s inside one process:
-    the worker that never profiles (host-bound calls only) spans at least 2 s of them."""
+def test_the_clean_worker_times_as_long_as_the_profiling_worker(timing: Any) -> None:
+    """At least 20 calls and 0.5 s of them, capped at 5 s, as the issue asks: at that floor
+    the host-timing test held within 1.2 % of fresh processes on the H100 (2026-12-06); the
+    blocks a slow spell slows are left out and the timing extended instead."""
     job = TimingJob(torch, 0)
-    assert timing.CLEAN_TIMING_MIN_S == 2.0
-    assert timing.timing_reps(job, 100.0, timing.CLEAN_TIMING_MIN_S) == 20_000
+    assert timing.CLEAN_TIMING_MIN_S == timing.TIMING_MIN_S == 0.5
+    assert timing.timing_reps(job, 100.0, timing.CLEAN_TIMING_MIN_S) == 5_000
     assert timing.timing_reps(job, 100_000.0, timing.CLEAN_TIMING_MIN_S) == 20
     assert timing.timing_reps(job, 1_000_000.0, timing.CLEAN_TIMING_MIN_S) == 5  # still 5 s
 
