@@ -148,7 +148,8 @@ def test_few_calls_timed_in_place_say_how_to_time_more() -> None:
     at = next(i for i, x in enumerate(lines) if x.startswith("unprofiled"))
     assert lines[at + 1].strip() == (
         "4 calls timed (the program's calls 2-5), fewer than the 20 a captured call's timing "
-        f"takes: --skip 21 times 20, where the program makes at least {21 + profiled} calls"
+        "takes, and early, while the program may still be warming up: --skip 21 times 20, "
+        f"where the program makes at least {21 + profiled} calls"
     )
     loop = msgspec.structs.replace(calls, step="iteration")
     text = render_report(msgspec.structs.replace(report, timing=four, call_site=loop))

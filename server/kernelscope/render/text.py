@@ -466,7 +466,8 @@ TIMED_CALLS = 20
 def _few_in_place(report: Report) -> list[str]:
     """In place the program's own calls 2 to --skip are timed: where they are fewer than a
     timing of its own would take, how to take more (with none, the figure is the cold
-    call's)."""
+    call's). Such early calls may still be warming up: a DDP program's calls 2-5 read 1.70x
+    its calls past the 50th on an H100 (docs/h200-run/fifteenth/README.md)."""
     site, reps = report.call_site, report.timing.unprofiled_reps
     if site is None or site.captured or reps >= TIMED_CALLS:
         return []
@@ -480,10 +481,11 @@ def _few_in_place(report: Report) -> list[str]:
         if reps == 1
         else f"{reps} {one}s timed (the program's {one}s 2-{reps + 1})"
     )
+    early = "" if reps <= 0 else ", and early, while the program may still be warming up"
     return [
-        f"            {took}, fewer than the {TIMED_CALLS} a captured call's timing takes: "
-        f"--skip {TIMED_CALLS + 1} times {TIMED_CALLS}, where the program makes at least "
-        f"{need} {one}s"
+        f"            {took}, fewer than the {TIMED_CALLS} a captured call's timing takes"
+        f"{early}: --skip {TIMED_CALLS + 1} times {TIMED_CALLS}, where the program makes at "
+        f"least {need} {one}s"
     ]
 
 
