@@ -433,8 +433,8 @@ def main() -> int:
         "--timing-min-s",
         type=float,
         default=None,
-        help="seconds of calls each unprofiled timing takes at least (default: the worker's, "
-        "0.5 s and 2 s in the worker that never profiles): the loop's cost against it",
+        help="seconds of calls each unprofiled timing takes at least (default: the workers', "
+        "0.5 s in both): the loop's cost against it",
     )
     args = parser.parse_args()
     keys = [k.strip() for k in args.targets.split(",") if k.strip()]

@@ -140,8 +140,8 @@ class RunProfile(Message, tag="run_profile"):
     host's CPU speed at its best, against which a timing slowed throughout is seen (the
     clean worker's timing, try's rounds, and in place the steps before the profiler)."""
     timing_min_s: float | None = None
-    """Seconds of calls the unprofiled timing takes at least (None: the worker's own, 0.5 s,
-    and 2 s in the worker that never profiles). For measuring the loop's cost against the
+    """Seconds of calls the unprofiled timing takes at least (None: the workers' own, 0.5 s
+    in both). For measuring the loop's cost against the
     timing's accuracy (bench/loop_latency.py --timing-min-s); nothing sets it otherwise."""
 
 

@@ -183,3 +183,25 @@ def test_the_fused_sgd_step_is_exact_from_the_optimizers_lists() -> None:
         (21, 11_678_912, 186, "float32"),
         (41, 10_600, 41, "float32"),
     ]
+
+
+def test_the_channels_last_backward_reads_again_the_part_past_what_the_l2_keeps() -> None:
+    """`batchnorm_bwtr_nhwc_semiPersist` (fixtures/efficientnet_counters): the part of its
+    (input, gradient) pair past 0.6 of the L2 is read again; a pair within it, not at all;
+    the forward and the NCHW kernels keep their own rules."""
+    kernel = "void cudnn::batchnorm_bwtr_nhwc_semiPersist<__half, float, __half, 512, 16, 3, 4>"
+    name = "aten::cudnn_batch_norm_backward"
+
+    def pair(shape: list[int]) -> OpInputs:
+        stats = [[shape[1]]] * 3
+        return OpInputs(
+            dims=[shape, shape, *stats, [], []],
+            types=["c10::Half", "c10::Half", "float", "float", "float", "Scalar", "Scalar"],
+        )
+
+    big, small = [64, 96, 112, 112], [64, 672, 7, 7]
+    both = 2 * 64 * 96 * 112 * 112 * 2
+    assert batch_norm_reread_bytes(name, pair(big), kernel, L2) == both - 0.6 * L2
+    assert batch_norm_reread_bytes(name, pair(small), kernel, L2) == 0
+    assert batch_norm_reread_bytes("aten::cudnn_batch_norm", pair(big), kernel, L2) == 0
+    assert batch_norm_reread_bytes(name, pair(big), kernel, 0) == 0

@@ -16,7 +16,8 @@ the backward over 25.7 + 25.7 MB and 102.8 + 102.8 MB read both twice (1.66-1.67
 In channels_last cuDNN's backward is ``batchnorm_bwtr_nhwc_semiPersist``: on an H100
 (fixtures/efficientnet_counters, timm's EfficientNet-B0 under fp16, batch 64) it read its
 input and gradient a second time in part, the more the larger they were: 0.18 of a 48 MB
-pair, 0.63 of 103 MB, 0.82-0.89 of 116-308 MB, none of 34 MB or less. The model counts the
+pair, 0.63 of 103 MB, 0.82-0.89 of 116-308 MB, little or none of 34 MB or less (0.14 of
+one 29 MB pair). The model counts the
 part of the pair past what the L2 keeps (L2_SHARE of it) as read again: its 19 measured
 shapes read 0.88 to 1.10 of the model."""
 

@@ -161,8 +161,9 @@ class Ranks:
     def agree(self, value, op="max", what="a count"):
         """The same number on every rank (the largest or smallest of theirs), so all ranks
         make as many calls of the function, and so as many collectives; the value itself
-        in a job of one process. `what` names the agreement: ranks at different ones fail
-        the job rather than pair the wrong numbers."""
+        in a job of one process. `what` names the agreement: through kernelscope's store
+        (a program's ranks) ranks at different ones fail the job rather than pair the wrong
+        numbers; through the group's all-reduce (--nproc, Ray) it is not checked."""
         dist = self.dist
         if dist is None:
             return value
