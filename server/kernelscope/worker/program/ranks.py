@@ -7,6 +7,7 @@ import datetime
 import os
 import socket
 import time
+import zlib
 from typing import Any
 
 from .errors import JobError
@@ -161,9 +162,8 @@ class Ranks:
     def agree(self, value, op="max", what="a count"):
         """The same number on every rank (the largest or smallest of theirs), so all ranks
         make as many calls of the function, and so as many collectives; the value itself
-        in a job of one process. `what` names the agreement: through kernelscope's store
-        (a program's ranks) ranks at different ones fail the job rather than pair the wrong
-        numbers; through the group's all-reduce (--nproc, Ray) it is not checked."""
+        in a job of one process. `what` names the agreement: ranks at different ones fail
+        the job rather than pair the wrong numbers."""
         dist = self.dist
         if dist is None:
             return value
@@ -171,9 +171,23 @@ class Ranks:
             values = self._gathered(what, repr(float(value)))
             chosen = max(values) if op == "max" else min(values)
             return type(value)(chosen)
-        t = self.torch.tensor([float(value)], device=self.device)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.MIN)
-        return type(value)(t.item())
+        # One all-reduce (MAX) carries the value (negated for a minimum) and the agreement's
+        # tag twice, once negated: every rank had the same tag where the two maxima cancel.
+        sign = 1.0 if op == "max" else -1.0
+        tag = float(zlib.crc32(what.encode("utf-8")))
+        t = self.torch.tensor(
+            [sign * float(value), tag, -tag], dtype=self.torch.float64, device=self.device
+        )
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        got, high, low = t.tolist()
+        if high != -low:
+            raise JobError(
+                "ranks_apart",
+                "rank %d was agreeing on %s while another rank was at another agreement: "
+                "the ranks' jobs went apart (a kernelscope bug; please report it)"
+                % (dist.get_rank(), what),
+            )
+        return type(value)(sign * got)
 
     def barrier(self):
         """Wait for every rank (the active window opens and closes in lockstep)."""
