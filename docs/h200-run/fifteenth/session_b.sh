@@ -5,6 +5,16 @@
 set -u
 . docs/h200-run/timing/env.sh >/dev/null 2>&1
 START=$(date +%s)
+summary() {  # a --json report's timing and verdict, one line, into ddp_b.txt
+  python3 - "$1" >> "$OUT/ddp_b.txt" 2>&1 <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r["timing"]
+print("kernelscope:", r["call_site"]["via"], "| unprofiled %.1f us (%s, %d reps) | cuda/step %.1f us"
+      % (t["unprofiled_us_per_call"], t["unprofiled_method"], t["unprofiled_reps"],
+         t.get("cuda_us_per_step") or 0), "| verdict:", (r.get("verdict") or {}).get("summary"))
+PY
+}
 A="--device cuda --width 2048 --steps 400"
 nvidia-smi --query-gpu=name --format=csv,noheader > "$OUT/ddp_b.txt"
 for i in ${DDP_RUNS:-1}; do
@@ -38,14 +48,7 @@ timeout 120 python3 -m kernelscope profile tests/workloads/accelerate_program.py
   --via "accelerate launch --mixed_precision bf16 $W" --json --no-memory > /tmp/acc.json 2> /tmp/acc.err
 echo "accelerate profile rc=$? t=$(( $(date +%s) - START )) s" >> "$OUT/ddp_b.txt"
 tail -n 3 /tmp/acc.err >> "$OUT/ddp_b.txt"
-python3 - /tmp/acc.json >> "$OUT/ddp_b.txt" 2>&1 <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-t = r["timing"]
-print("kernelscope:", r["call_site"]["via"], "| unprofiled %.1f us (%s, %d reps) | cuda/step %.1f us"
-      % (t["unprofiled_us_per_call"], t["unprofiled_method"], t["unprofiled_reps"],
-         t.get("cuda_us_per_step") or 0), "| verdict:", (r.get("verdict") or {}).get("summary"))
-PY
+summary /tmp/acc.json
 # A real program: pytorch/examples' distributed/ddp-tutorial-series/multigpu_torchrun.py
 # (NCCL hard-coded; carried in .tries/ddpt, not committed), its Trainer._run_batch captured
 # and replayed, and in place, against the same calls timed in a fresh torchrun run.
@@ -59,14 +62,7 @@ if [ -d "$T" ]; then
       --json --no-memory > /tmp/ddpt.json 2> /tmp/ddpt.err)
     echo "tutorial profile $mode rc=$? t=$(( $(date +%s) - START )) s" >> "$OUT/ddp_b.txt"
     tail -n 3 /tmp/ddpt.err >> "$OUT/ddp_b.txt"
-    python3 - /tmp/ddpt.json >> "$OUT/ddp_b.txt" 2>&1 <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-t = r["timing"]
-print("kernelscope:", r["call_site"]["via"], "| unprofiled %.1f us (%s, %d reps) | cuda/step %.1f us"
-      % (t["unprofiled_us_per_call"], t["unprofiled_method"], t["unprofiled_reps"],
-         t.get("cuda_us_per_step") or 0), "| verdict:", (r.get("verdict") or {}).get("summary"))
-PY
+    summary /tmp/ddpt.json
   done
 fi
 cat "$OUT/ddp_b.txt" | cut -c1-400
