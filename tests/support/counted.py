@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from functools import cache
 from pathlib import Path
@@ -20,5 +21,7 @@ def trace_rows(trace: Path) -> tuple[OpRoof, ...]:
 
 
 def measured_rows(report: Path) -> list[dict[str, Any]]:
-    """The rows of a ``--json`` report that Nsight Compute measured."""
-    return [r for r in json.loads(report.read_text())["roofline"] if r.get("measured")]
+    """The rows of a ``--json`` report (gzipped where it ends in .gz) that Nsight Compute
+    measured."""
+    text = gzip.decompress(report.read_bytes()) if report.suffix == ".gz" else report.read_text()
+    return [r for r in json.loads(text)["roofline"] if r.get("measured")]

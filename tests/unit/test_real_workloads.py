@@ -19,7 +19,7 @@ from support.recorded import analyzed
 
 REAL = sorted(p.parent.name for p in FIXTURES.glob("*/raw.json.gz"))
 #: Recorded on an H100 in a session lent no H200 (its meta.json says so).
-ON_AN_H100 = {"bart_adamw"}
+ON_AN_H100 = {"bart_adamw", "llama_train", "efficientnet_train"}
 
 
 def meta(name: str) -> dict[str, Any]:
