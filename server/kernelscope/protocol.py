@@ -55,6 +55,9 @@ class Entry(msgspec.Struct):
     skip: int = 5
     """In place: steps before the profiler starts (the first is the cold one, the others
     are timed without the profiler)."""
+    settle: bool = False
+    """In place: time more steps past `skip` while they are still settling (--skip not
+    given)."""
     finish: bool = False
     """In place: let the program run on to its end after the profiled steps (the result
     comes then), instead of stopping it there (--no-stop-after)."""
@@ -332,6 +335,26 @@ class ThreadUse(msgspec.Struct):
     with other work, or more of this process's threads than CPUs free for them."""
 
 
+class Settling(msgspec.Struct):
+    """In place, where --skip was not given: the steps timed past it while the program's
+    steps still sped up (the last more than 15 % faster than the median of those before
+    it)."""
+
+    first: int
+    """The first step the figure is of (the steps before it were still settling)."""
+    left_out: int
+    """Timed steps left out of the figure as still settling."""
+    left_out_us: float | None
+    """Their median (µs)."""
+    steady: bool
+    """Whether the steps kept agreed; False: still changing when the timing stopped (at
+    most 45 more steps, or 10 s of them)."""
+    added: int
+    """Steps timed past --skip's default."""
+    kept: int
+    """Timed steps the figure is of."""
+
+
 class SlowedSpells(msgspec.Struct):
     """The timed calls the host slowed: blocks of calls whose median ran more than SLOWED
     (1.3) times a fast block's (the one a fifth of the blocks beat; or all, where the timing
@@ -417,6 +440,9 @@ class UnprofiledTiming(msgspec.Struct):
     loader_sources: list[str] = []
     """``PATH::QUALNAME`` of what those ``next()`` ran: the dataset's ``__getitem__`` (through
     torch's Subset and ConcatDataset) and a collate_fn not torch's."""
+    settling: Settling | None = None
+    """In place: the timed steps left out while the program's steps settled (None: none
+    were, or --skip was given)."""
 
 
 class LineStat(msgspec.Struct):

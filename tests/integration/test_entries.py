@@ -51,10 +51,13 @@ def kernelscope(
 
 
 def in_place_loop(project: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    """train.py's `while True:` loop profiled in place, over 20 iterations, as JSON."""
+    """train.py's `while True:` loop profiled in place, over 20 iterations, as JSON (--skip
+    5 given: iterations 2-5 timed, whether or not they still speed up)."""
     loop = _line_of(project / "train.py", "while True:")
     command = TRAIN.replace("=3", "=20")
-    return kernelscope(project, f"train.py:{loop}", "--via", command, "--json", **env)
+    return kernelscope(
+        project, f"train.py:{loop}", "--via", command, "--skip", "5", "--json", **env
+    )
 
 
 def report(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -445,7 +448,9 @@ def test_in_place_the_program_runs_to_its_end_with_no_stop_after(project: Path) 
     command = "train_main.py --max_iters 20 --device cpu --num_workers 0"
     spec = "train_main.py::train_step"
     stopped = report(
-        kernelscope(project, spec, "--via", command, "--in-place", "--json", **NO_TIME_FIT)
+        kernelscope(
+            project, spec, "--via", command, "--in-place", "--skip", "5", "--json", **NO_TIME_FIT
+        )
     )
     assert stopped["call_site"]["modes"] == ["calls 6-14 profiled, 10-14 active"]
     assert not (project / "out" / "ckpt.pt").exists()  # stopped after call 14 of 21
@@ -456,6 +461,8 @@ def test_in_place_the_program_runs_to_its_end_with_no_stop_after(project: Path) 
             "--via",
             command,
             "--in-place",
+            "--skip",
+            "5",
             "--no-stop-after",
             "--json",
             **NO_TIME_FIT,
@@ -492,8 +499,8 @@ def test_in_place_a_loop_run_again_ends_its_last_iteration_where_it_exits(
     no step holds the training steps that ran before the loop's next run."""
     loop = _line_of(project / "train.py", "for k in range(eval_iters):")
     command = TRAIN.replace("=3", "=30")
-    out = report(kernelscope(project, f"train.py:{loop}", "--via", command, "--json",
-                             **NO_TIME_FIT))  # fmt: skip
+    out = report(kernelscope(project, f"train.py:{loop}", "--via", command, "--skip", "5",
+                             "--json", **NO_TIME_FIT))  # fmt: skip
     # estimate_loss() is @torch.no_grad(): every iteration ran without autograd
     assert out["call_site"]["modes"] == ["iterations 6-14 profiled, 10-14 active", "no_grad"]
     names = {op["name"] for op in out["ops"]}

@@ -169,9 +169,13 @@ class Tools:
             Field(description="With via: run the program again, not the call's kept capture"),
         ] = False,
         skip: Annotated[
-            int,
-            Field(ge=1, description="In place: calls before the profiler starts (the first cold)"),
-        ] = 5,
+            int | None,
+            Field(
+                ge=1,
+                description="In place: calls before the profiler starts (the first cold; "
+                "default 5, and more while the calls are still settling)",
+            ),
+        ] = None,
         stop_after: Annotated[
             bool,
             Field(

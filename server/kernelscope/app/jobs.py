@@ -90,7 +90,8 @@ class ProfileSpec:
     no_compile: bool = False
     in_place: bool = False
     """Profile the program's own calls as the steps (after `skip`)."""
-    skip: int = 5
+    skip: int | None = None
+    """In place: steps before the profiler (None: 5, and more while they settle)."""
     finish: bool = False
     """In place: let the program run to its end after the profiled steps."""
     fresh: bool = False

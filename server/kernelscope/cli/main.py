@@ -184,8 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--skip",
         type=positive_int,
-        default=5,
-        help="in place: calls before the profiler starts, the first cold, the rest timed (5)",
+        default=None,
+        help="in place: calls before the profiler starts, the first cold, the rest timed "
+        "(default: 5, and more while the calls are still settling)",
     )
     e.add_argument(
         "--stop-after",
@@ -216,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--remote", metavar="NAME", help="run on [tool.kernelscope.remotes.NAME]")
     t.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     _add_program_args(t)
-    t.set_defaults(save=False, in_place=False, skip=5, stop_after=True)
+    t.set_defaults(save=False, in_place=False, skip=None, stop_after=True)
 
     d = sub.add_parser("diff", help="compare two runs or traces, or a function's last two runs")
     d.add_argument("a", metavar="A", help="a run id, a trace file, or PATH::QUALNAME")
@@ -231,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_scale_parser(sub)
     m = add_memory_parser(sub)
     _add_program_args(m)
-    m.set_defaults(save=False, in_place=False, skip=5, stop_after=True)
+    m.set_defaults(save=False, in_place=False, skip=None, stop_after=True)
 
     c = sub.add_parser("calibrate", help="measure this GPU's matmul and copy ceilings")
     c.add_argument("--device", default="cuda", help="cuda | cuda:N (default cuda)")

@@ -63,6 +63,9 @@ class Schedule:
 
 #: The qualname a loop target gets (its line is the loop's): ``loop@141``.
 LOOP_PREFIX = "loop@"
+#: In place, the steps before the profiler where --skip is not given: the cold one and 4
+#: timed, and more while they settle (Entry.settle).
+DEFAULT_SKIP = 5
 
 
 def loop_line(qualname: str) -> int:
@@ -152,7 +155,7 @@ def parse_entry(
     no_compile: bool = False,
     source: str | None = None,
     in_place: bool = False,
-    skip: int = 5,
+    skip: int | None = None,
     save: bool = False,
     fresh: bool = False,
     finish: bool = False,
@@ -221,7 +224,7 @@ def parse_entry(
         first, def_line, (body, end) = 0, loop, _loop_body(target, loop, source)
     else:
         (first, def_line), (body, end) = _lines(target, source), (0, 0)
-    if in_place and skip < 1:
+    if in_place and skip is not None and skip < 1:
         raise TargetError(f"--skip must be >= 1 (the first call is the cold one), got {skip}")
     if finish and not in_place:
         raise TargetError(
@@ -239,7 +242,8 @@ def parse_entry(
         def_line=def_line,
         no_compile=no_compile,
         in_place=in_place,
-        skip=skip,
+        skip=DEFAULT_SKIP if skip is None else skip,
+        settle=in_place and skip is None,
         finish=finish,
         loop_line=loop,
         body_line=body,

@@ -131,8 +131,8 @@ def _spec(
     call: object = options.get("call", 1)
     if not isinstance(call, int) or isinstance(call, bool) or call < 1:
         raise JsonRpcInvalidParams(f"options.call must be an integer >= 1, got {call!r}")
-    skip: object = options.get("skip", 5)
-    if not isinstance(skip, int) or isinstance(skip, bool) or skip < 1:
+    skip: object = options.get("skip")
+    if skip is not None and (not isinstance(skip, int) or isinstance(skip, bool) or skip < 1):
         raise JsonRpcInvalidParams(f"options.skip must be an integer >= 1, got {skip!r}")
     stop_after: object = options.get("stopAfter", True)
     if not isinstance(stop_after, bool):

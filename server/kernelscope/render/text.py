@@ -119,6 +119,7 @@ def render_report(
         + (f" · CUDA {fmt_us(t.cuda_us_per_step)}" if cuda else "")
         + f" · wall {fmt_us(t.wall_us_per_step)}  (profiled)",
         _unprofiled(report),
+        *_settling(report),
         *_few_in_place(report),
         *_slowed(t, _step_name(report)),
         f"cold call   {fmt_us(d.first_call_us)}"
@@ -474,19 +475,59 @@ def _few_in_place(report: Report) -> list[str]:
     one = site.step
     steps = report.steps
     need = TIMED_CALLS + 1 + steps.wait + steps.warmup + steps.active
+    settling = report.timing.unprofiled_settling
+    first = settling.first if settling is not None else 2
     took = (
         f"--skip 1 times none (the cold call below is the first {one})"
         if reps <= 0
-        else f"1 {one} timed (the program's {one} 2)"
+        else f"1 {one} timed (the program's {one} {first})"
         if reps == 1
-        else f"{reps} {one}s timed (the program's {one}s 2-{reps + 1})"
+        else f"{reps} {one}s timed (the program's {one}s {first}-{first + reps - 1})"
     )
-    early = "" if reps <= 0 else ", and early, while the program may still be warming up"
+    early = (
+        ""
+        if reps <= 0 or (settling is not None and settling.steady)
+        else ", and early, while the program may still be warming up"
+    )
     return [
         f"            {took}, fewer than the {TIMED_CALLS} a captured call's timing takes"
         f"{early}: --skip {TIMED_CALLS + 1} times {TIMED_CALLS}, where the program makes at "
         f"least {need} {one}s"
     ]
+
+
+def _settling(report: Report) -> list[str]:
+    """In place: the timed steps left out while the program's steps settled, and whether
+    those kept agreed."""
+    t = report.timing
+    s = t.unprofiled_settling
+    if s is None:
+        return []
+    one = _step_name(report)
+    last = s.first + s.kept - 1
+    out: list[str] = []
+    if s.left_out and s.left_out_us:
+        early = f"{one}s 2-{s.first - 1}" if s.first > 3 else f"{one} 2"
+        ratio = (
+            f", {s.left_out_us / t.unprofiled_us_per_call:.2f}x the figure"
+            if t.unprofiled_us_per_call > 0
+            else ""
+        )
+        out.append(
+            f"            {early} left out, still settling (median {fmt_us(s.left_out_us)}"
+            f"{ratio}): the figure is of {one}s {s.first}-{last}"
+        )
+    if not s.steady:
+        why = (
+            f"after {s.added} more timed than the default 5"
+            if s.added
+            else f"{one}s this long get no more"
+        )
+        out.append(
+            f"            still speeding up at {one} {last} ({why}): the figure may be of "
+            f"{one}s still settling; --skip N times from {one} N+1"
+        )
+    return out
 
 
 def _slowed(t: Timing, step: str = "call") -> list[str]:

@@ -103,6 +103,7 @@ def build_report(
             unprofiled_loader_us_per_call=side.timing.loader_us_per_call,
             unprofiled_loader_share=side.timing.loader_share,
             host_reference_us=side.timing.host_reference_us,
+            unprofiled_settling=side.timing.settling,
         ),
         dead_window=DeadWindow(
             first_call_us=side.cold.first_call_us,

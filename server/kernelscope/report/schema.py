@@ -19,6 +19,7 @@ from kernelscope.protocol import (
     LineStat,
     LineTracerCost,
     MemoryPass,
+    Settling,
     SlowedSpells,
     ThreadUse,
 )
@@ -113,6 +114,8 @@ class Timing(msgspec.Struct):
     """The host's best reference loop (µs; the launcher's workers' at their start and the
     profiling worker's timing), against which a timing slowed throughout is seen: the clean
     worker's, and in place the steps before the profiler."""
+    unprofiled_settling: Settling | None = None
+    """In place: the timed steps left out while the program's steps settled."""
 
 
 class DeadWindow(msgspec.Struct):

@@ -1,8 +1,9 @@
 # pyright: basic
 """In place: the program's own calls of the function (or iterations of a loop) are the
 steps, with its own changing inputs. Step 1 is the cold one; steps 2..skip are timed
-without the profiler; the next wait + warmup + active
-steps run under the profiler's schedule; then the result is sent and the worker ends. Run
+without the profiler, and more while they settle (where --skip was not given: Steps.settle);
+the next wait + warmup + active steps run under the profiler's schedule; then the result is
+sent and the worker ends. Run
 locally, this is the worker that never profiled (a warmed profiler slows host code for the
 rest of the process); through a command prefix or a remote, the profiling worker.
 
@@ -41,6 +42,7 @@ from .names import CALL_RANGE, DIST_WORLD_SIZE, STAGES_PROFILED, TIMING_WORKER_E
 from .optimizers import StepWatch
 from .phases import finished, peak_memory, profiler_schedule, trace_stem
 from .timing import (
+    STEADY,
     TIMING_BLOCK_S,
     add_thread_use,
     children_cpu_s,
@@ -58,15 +60,44 @@ from .traces import count_events, gzip_file
 from .trampoline import Trampoline, swappable
 from .watch import CallWatch
 
+#: Where --skip was not given, the timed steps go on past the 5th while they still speed up:
+#: while the last is more than STEADY times faster than the median of the settle_window
+#: steps before it (a warm-up's slow steps then fast ones: a DDP program's calls 2-5 read
+#: 1.70x its calls past the 50th, docs/h200-run/fifteenth/README.md; a step slower than
+#: those before, a spike, or noise within STEADY, goes on to the profiler). At most
+#: SETTLE_MAX_STEPS more, and none once the timed steps took SETTLE_MAX_S.
+SETTLE_MAX_STEPS = 45
+SETTLE_MAX_S = 10.0
+
+
+def settle_window(before):
+    """Of `before` timed steps, how many the last is weighed against: 3 to 10, half."""
+    return max(3, min(10, before // 2))
+
+
+def settled(samples):
+    """Whether the last of `samples` (µs) is within STEADY of the median of the
+    settle_window before it (None: fewer than 4)."""
+    if len(samples) < 4:
+        return None
+    window = samples[-1 - settle_window(len(samples) - 1) : -1]
+    return samples[-1] * STEADY >= statistics.median(window)
+
 
 class Steps:
     """The step machine: each step's begin and end, from calls or loop iterations."""
 
-    def __init__(self, job, skip, steps, label, def_line, what):
+    def __init__(self, job, skip, steps, label, def_line, what, settle=False):
         self.job = job
         self.what = what  # call | iteration
         self.torch = job.torch
         self.skip = max(1, skip)
+        # Time more steps while they settle (--skip not given; on ranks every rank must make
+        # as many steps before the profiler, so the asked count stands)
+        self.settle = settle and not _on_ranks()
+        self.extended = 0  # timed steps added while the steps settled
+        self.steady = None  # whether the kept timed steps agreed (None: not judged)
+        self.kept_from = 0  # the first timed sample kept (those before: still settling)
         self.wait, self.warmup, self.active = steps
         self.label = label
         self.def_line = def_line
@@ -127,6 +158,10 @@ class Steps:
             self.device = self.torch.device("cuda", self.torch.cuda.current_device())
         self.n += 1
         self.open = True
+        if self.n == self.skip + 1 and not self.counted and self._settling():
+            self.skip += 1
+            self.extended += 1
+            self.first = self.skip + 1
         n, profiled = self.n, self.n - self.skip
         self.grad_modes.append(grad_mode(self.torch))
         if n == 1 or profiled < 1:
@@ -209,6 +244,57 @@ class Steps:
         if profiled == total:
             self.done = True
             self.prof.__exit__(None, None, None)
+
+    def _settling(self):
+        """Whether the step about to begin is timed too, the timed steps not yet settled (see
+        SETTLE_MAX_STEPS); judged on the steps whose CUDA events have completed (no sync: a
+        GPU-bound loop's queue holds them back, and its steps are the GPU's time)."""
+        if not self.settle or self.skip < 2:
+            return False
+        done = self._completed()
+        steady = settled(done)
+        if steady is None:
+            return False
+        self.steady = steady
+        if steady or self.extended >= SETTLE_MAX_STEPS or sum(done) >= SETTLE_MAX_S * 1e6:
+            if self.extended:  # the window and the step that settled: fast, but for few
+                self.kept_from = max(0, self.skip - 2 - settle_window(len(done) - 1))
+            return False
+        return True
+
+    def _kept(self):
+        """The timed steps the figure is of, and those left out as still settling: from
+        kept_from, less the first of them while each is STEADY times their median or more."""
+        kept, early = self.samples[self.kept_from :], self.samples[: self.kept_from]
+        if self.extended:
+            while len(kept) > 2 and kept[0] > STEADY * statistics.median(kept[1:]):
+                early, kept = early + kept[:1], kept[1:]
+        return kept, early
+
+    def _settling_fields(self, early, kept):
+        """What the report says of the timed steps' settling (None: not judged, or they
+        were steady without more steps)."""
+        if self.steady is None or (self.steady and not self.extended):
+            return None
+        return {
+            "first": 2 + len(early),
+            "left_out": len(early),
+            "left_out_us": statistics.median(early) if early else None,
+            "steady": bool(self.steady),
+            "added": self.extended,
+            "kept": kept,
+        }
+
+    def _completed(self):
+        """The timed steps' µs so far: on a GPU those whose end event has completed."""
+        if not self.cuda:
+            return self.samples
+        done = []
+        for start, end in self.events:
+            if end is None or not end.query():
+                break
+            done.append(start.elapsed_time(end) * 1e3)
+        return done
 
     def _stamp(self):
         """Now, on the stream (a recorded CUDA event) or on the host clock."""
@@ -336,7 +422,7 @@ class Steps:
         wall_us = self._wall_us()
         memory = peak_memory(job, self.device)
         # With none timed (--skip 1) there is no unprofiled figure: the cold call is its own.
-        samples = self.samples
+        samples, early = self._kept()
         p10, p90 = spread(samples) if samples else (None, None)
         timing = {
             "us_per_call": statistics.median(samples) if samples else 0.0,
@@ -369,6 +455,7 @@ class Steps:
                 if self._traced()
                 else ""
             ),
+            "settling": self._settling_fields(early, len(samples)),
         }
         cold = {
             "first_call_us": self.cold_us or 0.0,
@@ -726,7 +813,8 @@ def run_in_place(job):
     loop = int(entry.get("loop_line") or 0)
     label = entry_label(entry)
     def_line = loop or int(entry.get("def_line") or 0)
-    steps = Steps(job, skip, schedule, label, def_line, "iteration" if loop else "call")
+    what = "iteration" if loop else "call"
+    steps = Steps(job, skip, schedule, label, def_line, what, bool(entry.get("settle")))
     steps.files_before = files_now(job.entry_cwd)
 
     finish = bool(entry.get("finish"))
@@ -755,25 +843,30 @@ def run_in_place(job):
     forks = job.worker.forks
 
     def too_few():
-        profiled = steps.skip - skip + steps.wait + steps.warmup + steps.active  # as fitted
-        need = skip + profiled + (1 if loop and not end_line else 0)
+        added = steps.extended
+        profiled = steps.skip - skip - added + steps.wait + steps.warmup + steps.active  # fitted
+        need = skip + added + profiled + (1 if loop and not end_line else 0)
         name = "the loop at line %d" % loop if loop else req["qualname"]
-        message = (
-            "%s made %d %s%s of %s in %.1f s; in place needs %d (--skip %d, then %d profiled%s)"
-            % (
-                label,
-                steps.n,
-                steps.what,
-                "" if steps.n == 1 else "s",
-                name,
-                time.perf_counter() - steps.started,
-                need,
-                skip,
-                profiled,
-                ", and one more to end the last" if loop and not end_line else "",
-            )
+        message = "%s made %d %s%s of %s in %.1f s; in place needs %d (%s, then %d profiled%s)" % (
+            label,
+            steps.n,
+            steps.what,
+            "" if steps.n == 1 else "s",
+            name,
+            time.perf_counter() - steps.started,
+            need,
+            "--skip %d and %d more timed while its %ss settled" % (skip, added, steps.what)
+            if added
+            else "--skip %d" % skip,
+            profiled,
+            ", and one more to end the last" if loop and not end_line else "",
         )
         hint = "run the program longer, or lower --skip, --wait, --warmup or --active"
+        if added:
+            hint = (
+                "run the program longer, or give --skip %d to profile from %s %d on, before "
+                "its %ss settle" % (skip, steps.what, skip + 1, steps.what)
+            )
         children = not loop and not steps.n and watch.called_in_children()
         if children:
             message += (

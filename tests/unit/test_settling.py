@@ -1,0 +1,64 @@
+"""In place, the rule that times more steps while a program's steps still speed up
+(inplace.settled), and how the report says which steps were left out."""
+
+from __future__ import annotations
+
+import msgspec
+
+from kernelscope.protocol import CallSite, Settling
+from kernelscope.render.text import render_report
+from kernelscope.report.schema import Report
+from kernelscope.worker.program.inplace import settle_window, settled
+
+from support import FIXTURES
+
+
+def test_a_step_much_faster_than_those_before_it_is_not_settled() -> None:
+    assert settled([40.0, 40.0, 40.0]) is None  # too few to judge
+    assert settled([40.0, 40.0, 40.0, 4.0]) is False  # the warm-up ended at the last
+    assert settled([40.0, 40.0, 40.0, 4.0, 4.0]) is False  # the window is still mostly slow
+    assert settled([40.0, 40.0, 40.0, 4.0, 4.0, 4.0]) is True
+    assert settled([10.0, 11.0, 9.5, 9.0]) is True  # noise within 15 %
+    assert settled([10.0, 10.0, 10.0, 30.0]) is True  # slower (a spike, an eval): goes on
+    assert settled([10.0, 30.0, 10.0, 9.0]) is True  # the median, not a spike, is weighed
+
+
+def test_the_window_is_half_the_steps_before_from_3_to_10() -> None:
+    assert [settle_window(n) for n in (3, 6, 8, 20, 60)] == [3, 3, 4, 10, 10]
+
+
+def report_with(settling: Settling, reps: int) -> str:
+    report = msgspec.json.decode(
+        (FIXTURES / "matmul_add_8192" / "report.json").read_bytes(), type=Report
+    )
+    site = CallSite("train.py", 9, modes=["calls 9-17 profiled, 13-17 active"], captured=False)
+    t = msgspec.structs.replace(
+        report.timing, unprofiled_reps=reps, unprofiled_us_per_call=4000.0,
+        unprofiled_settling=settling,
+    )  # fmt: skip
+    return render_report(msgspec.structs.replace(report, timing=t, call_site=site))
+
+
+def test_the_report_names_the_calls_left_out_and_those_kept() -> None:
+    s = Settling(first=5, left_out=3, left_out_us=40_000.0, steady=True, added=3, kept=4)
+    text = report_with(s, 4)
+    assert (
+        "calls 2-4 left out, still settling (median 40.00 ms, 10.00x the figure): the figure "
+        "is of calls 5-8"
+    ) in text, text
+    assert "4 calls timed (the program's calls 5-8)" in text
+    assert "may still be warming up" not in text and "still speeding up" not in text
+
+
+def test_calls_still_speeding_up_at_the_end_are_said_so() -> None:
+    s = Settling(first=44, left_out=42, left_out_us=9_000.0, steady=False, added=45, kept=6)
+    text = report_with(s, 6)
+    assert (
+        "still speeding up at call 49 (after 45 more timed than the default 5): the figure "
+        "may be of calls still settling; --skip N times from call N+1"
+    ) in text, text
+    assert "may still be warming up" in text  # the few-calls line keeps its warning
+    long = Settling(first=2, left_out=0, left_out_us=None, steady=False, added=0, kept=4)
+    text = report_with(long, 4)
+    assert "still speeding up at call 5 (calls this long get no more)" in text, text
+    assert "left out" not in text
