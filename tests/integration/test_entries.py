@@ -912,7 +912,8 @@ def test_a_librarys_bare_assert_says_where_it_was_raised(tmp_path: Path) -> None
 def test_in_place_steps_of_two_kinds_are_told_apart() -> None:
     """timm's train.py in place: an active call was validate()'s, under inference_mode,
     among training calls, and nothing said so."""
-    args = ("train_and_validate.py::Net.forward", "--in-place", "--json", "--no-memory")
+    args = ("train_and_validate.py::Net.forward", "--in-place", "--skip", "5", "--json",
+            "--no-memory")  # fmt: skip
     site = report(kernelscope(WORKLOADS, *args, "--via", "train_and_validate.py"))["call_site"]
     (mixed,) = [m for m in site["modes"] if m.startswith("calls of different kinds: ")]
     # steps are calls 1..: the 4th, 8th, 12th... are validation calls (step % 4 == 3)
