@@ -25,6 +25,10 @@ def test_families_by_name() -> None:
     assert family_of("Optimizer.step#SGD.step") == "the optimizer"
     assert family_of("aten::_foreach_add_") == "the optimizer"
     assert family_of("aten::max_pool2d_with_indices") == "pooling"
+    assert family_of("aten::mkldnn_rnn_layer_backward") == "recurrent layers"
+    assert family_of("aten::lstm") == "recurrent layers"
+    assert family_of("aten::gru") == "recurrent layers"
+    assert family_of("aten::_cudnn_rnn_backward") == "recurrent layers"
     assert family_of("aten::relu_") == "other ops"
     assert family_of("aten::copy_") == "other ops"
 
@@ -43,6 +47,23 @@ def test_shares_largest_first_small_ones_lumped() -> None:
     assert tries[1].startswith("bf16 autocast on the CPU")
     assert tries[-1].startswith("torch runs 2 intra-op threads here")
     assert cpu_families([]) == []
+
+
+def test_an_lstm_language_model_is_named_by_its_recurrent_layers() -> None:
+    """pytorch/examples' word_language_model (2-layer LSTM, wikitext-2) on the CPU: its ten
+    heaviest ops' self CPU over 5 active iterations of its in-place loop, ms
+    (docs/tries/word_language_model_2026-12-06.md): its vocabulary's projection outweighs
+    the LSTM."""
+    ops = [_op("aten::mm", 147.3), _op("aten::addmm", 64.5),
+           _op("aten::_log_softmax_backward_data", 63.7), _op("aten::_log_softmax", 60.0),
+           _op("aten::fill_", 55.4), _op("aten::copy_", 43.1),
+           _op("aten::mkldnn_rnn_layer_backward", 38.3), _op("aten::mkldnn_rnn_layer", 17.6),
+           _op("aten::bernoulli_", 14.1), _op("aten::add_", 9.1)]  # fmt: skip
+    families = dict(cpu_families(ops))
+    assert list(families) == ["matmuls", "recurrent layers", "other ops"]
+    assert abs(families["recurrent layers"] - 55.9 / 513.1) < 1e-9
+    tries = cpu_tries(list(families.items()), 2)
+    assert tries[0].startswith("bf16 autocast on the CPU")
 
 
 def test_ks104_names_the_families_and_the_cpus_tries() -> None:

@@ -16,6 +16,9 @@ _PARTS = (
     ("the optimizer", ("Optimizer.", "_foreach_", "aten::_fused_ada", "aten::_fused_sgd")),
     ("attention", ("scaled_dot_product", "_flash_attention", "_efficient_attention")),
     ("pooling", ("pool",)),
+    # LSTM on the CPU runs oneDNN's layer (mkldnn_rnn_layer), GRU and plain RNN aten's
+    ("recurrent layers", ("aten::lstm", "aten::gru", "aten::rnn_", "rnn_layer", "_cudnn_rnn",
+                          "_thnn_fused")),
 )  # fmt: skip
 #: A family under this share of the ops' CPU time goes into "other ops".
 SHOWN = 0.05
@@ -58,10 +61,12 @@ def cpu_tries(families: list[tuple[str, float]], threads: int | None) -> list[st
             "convolutions: channels_last (model and input .to(memory_format=torch."
             "channels_last)) runs oneDNN's convolutions without reordering the layout"
         )
-    if share.get("convolutions", 0.0) + share.get("matmuls", 0.0) >= 0.3:
+    heavy = ("convolutions", "matmuls", "recurrent layers")
+    if sum(share.get(family, 0.0) for family in heavy) >= 0.3:
         tries.append(
-            "bf16 autocast on the CPU (torch.autocast('cpu', dtype=torch.bfloat16)) where "
-            "the CPU has AMX or AVX-512 BF16 (lscpu's amx_bf16, avx512_bf16)"
+            "bf16 autocast on the CPU (torch.autocast('cpu', dtype=torch.bfloat16); oneDNN's "
+            "LSTM layer too) where the CPU has AMX or AVX-512 BF16 (lscpu's amx_bf16, "
+            "avx512_bf16)"
         )
     if share.get("the optimizer", 0.0) >= 0.15:
         tries.append("the optimizer: foreach=True or fused=True steps all parameters at once")
