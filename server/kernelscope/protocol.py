@@ -443,6 +443,12 @@ class UnprofiledTiming(msgspec.Struct):
     settling: Settling | None = None
     """In place: the timed steps left out while the program's steps settled (None: none
     were, or --skip was given)."""
+    minor_faults_per_call: float | None = None
+    """The process's minor page faults per timed call (getrusage; None where unknown)."""
+    user_us_per_call: float | None = None
+    """Its user CPU time per timed call, all its threads (µs)."""
+    system_us_per_call: float | None = None
+    """Its system CPU time per timed call (µs): page faults, memory given back to the OS."""
 
 
 class LineStat(msgspec.Struct):

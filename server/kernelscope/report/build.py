@@ -104,6 +104,9 @@ def build_report(
             unprofiled_loader_share=side.timing.loader_share,
             host_reference_us=side.timing.host_reference_us,
             unprofiled_settling=side.timing.settling,
+            unprofiled_minor_faults_per_call=side.timing.minor_faults_per_call,
+            unprofiled_user_us_per_call=side.timing.user_us_per_call,
+            unprofiled_system_us_per_call=side.timing.system_us_per_call,
         ),
         dead_window=DeadWindow(
             first_call_us=side.cold.first_call_us,

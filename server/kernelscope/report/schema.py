@@ -116,6 +116,12 @@ class Timing(msgspec.Struct):
     worker's, and in place the steps before the profiler."""
     unprofiled_settling: Settling | None = None
     """In place: the timed steps left out while the program's steps settled."""
+    unprofiled_minor_faults_per_call: float | None = None
+    """The process's minor page faults per timed call."""
+    unprofiled_user_us_per_call: float | None = None
+    """Its user CPU time per timed call, all its threads (µs)."""
+    unprofiled_system_us_per_call: float | None = None
+    """Its system CPU time per timed call (µs)."""
 
 
 class DeadWindow(msgspec.Struct):

@@ -14,6 +14,7 @@ from kernelscope.analysis.checks.data_pipeline import find_data_pipeline
 from kernelscope.analysis.checks.fusion import find_fusion_chains
 from kernelscope.analysis.checks.gpu_idle import find_idle_gaps, find_launch_queue
 from kernelscope.analysis.checks.graph_replays import find_graph_replays
+from kernelscope.analysis.checks.host_memory import find_host_churn
 from kernelscope.analysis.checks.measurement import (
     find_cpu_contention,
     find_profiler_distortion,
@@ -41,4 +42,5 @@ DEFAULT_CHECKS: tuple[Check, ...] = (
     find_unsteady_timing,
     find_throttled_clocks,
     find_memory,
+    find_host_churn,
 )

@@ -36,6 +36,7 @@ from .devices import profiler_activities
 from .dynamo import compiled_around
 from .errors import JobError
 from .event_budget import available_bytes, recording
+from .host_usage import UsageClock
 from .loader_clock import LoaderClock
 from .loop_mark import LoopMark, MarkingImport
 from .names import CALL_RANGE, DIST_WORLD_SIZE, STAGES_PROFILED, TIMING_WORKER_ENV
@@ -113,6 +114,7 @@ class Steps:
         self.window = []  # the timed steps' first begin and last end, on time.monotonic()
         self.refs = []  # reference loops between the timed steps (µs; see _reference)
         self.loader = LoaderClock(job.torch)  # the DataLoader's next() in the timed steps
+        self.usage = UsageClock()  # the process's page faults and CPU in the timed steps
         self.ref_at = 0.0
         self.events = []
         # each active call's begin and end (CUDA events or perf_counter): its wall, not the
@@ -174,6 +176,8 @@ class Steps:
             if n == 2:
                 self.loader.install()
             self.loader.on = n > 1
+            if n > 1:
+                self.usage.start()
             self.t0 = time.perf_counter()
             if n == 2:
                 self.window = [time.monotonic()] * 2
@@ -215,6 +219,7 @@ class Steps:
             return
         if profiled < 1:
             self.loader.on = False
+            self.usage.stop()
             self.window[1] = time.monotonic()
             if self.cuda:
                 end = self.torch.cuda.Event(enable_timing=True)
@@ -400,7 +405,7 @@ class Steps:
             return
         (self.wait, self.warmup, self.active), self.job.schedule_note = fitted_schedule(
             (self.wait, self.warmup, self.active),
-            statistics.median(self.samples),
+            statistics.median(self._kept()[0]),
             profiled_budget_s(),
             self.what,
             keep_wait=True,  # the wait step asked for counts the events a step makes
@@ -445,7 +450,8 @@ class Steps:
             "reference_us": thread_best(self.refs),
             "host_reference_us": host_best(job),
             "threads": threads_used({}, self.threads),
-            **self.loader.fields(samples),
+            **self.loader.fields(self.samples),  # its clock ran over all the timed steps
+            **self.usage.fields(len(self.samples)),
             "children_cpu_s": (
                 round(self.children_cpu, 3) if self.children_cpu is not None else None
             ),

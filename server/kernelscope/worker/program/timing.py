@@ -6,6 +6,7 @@ import statistics
 import threading
 import time
 
+from .host_usage import UsageClock
 from .loader_clock import LoaderClock
 from .names import PROFILED_BUDGET_ENV, positive_env
 from .nvml import GpuSampler
@@ -199,6 +200,8 @@ def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best
     alone = job.ranks.dist is None
     asked = bool(job.req.get("timing_reps"))  # the request's count of calls is kept
     threads_before, children_before = thread_times(), children_cpu_s()
+    usage = UsageClock()
+    usage.start()
     began = time.monotonic()
     blocks = Blocks(host_best)
     deadline = blocks.began + 2 * TIMING_MAX_S
@@ -218,6 +221,7 @@ def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best
             blocks.reopen()
     finally:
         loader.remove()
+    usage.stop()
     method = "cuda_events" if cuda else "perf_counter"
     window = [began, time.monotonic()]
     gpu = sampler.stop() if sampler is not None else None
@@ -249,6 +253,7 @@ def time_unprofiled(job, call, sync, cuda, device, reps, extend=False, host_best
         "host_reference_us": host_best,
         "threads": threads,
         **loader.fields(samples),
+        **usage.fields(len(samples)),
         "children_cpu_s": (
             round(max(children - children_before, 0.0), 3)
             if children is not None and children_before is not None
