@@ -336,9 +336,9 @@ class ThreadUse(msgspec.Struct):
 
 
 class Settling(msgspec.Struct):
-    """In place, where --skip was not given: the steps timed past it while the program's
-    steps still sped up (the last more than 15 % faster than the median of those before
-    it)."""
+    """In place, where --skip was not given: whether the program's timed steps still sped
+    up (the median of the window before the last over 1.15x the last), and those timed past
+    --skip's 5 while they did."""
 
     first: int
     """The first step the figure is of (the steps before it were still settling)."""
@@ -441,14 +441,18 @@ class UnprofiledTiming(msgspec.Struct):
     """``PATH::QUALNAME`` of what those ``next()`` ran: the dataset's ``__getitem__`` (through
     torch's Subset and ConcatDataset) and a collate_fn not torch's."""
     settling: Settling | None = None
-    """In place: the timed steps left out while the program's steps settled (None: none
-    were, or --skip was given)."""
+    """In place: how the timed steps settled (None: --skip was given, on ranks, or too few
+    steps to judge)."""
     minor_faults_per_call: float | None = None
     """The process's minor page faults per timed call (getrusage; None where unknown)."""
     user_us_per_call: float | None = None
     """Its user CPU time per timed call, all its threads (µs)."""
     system_us_per_call: float | None = None
     """Its system CPU time per timed call (µs): page faults, memory given back to the OS."""
+    resident_growth_per_call: float | None = None
+    """How much its resident memory grew per timed call (bytes; /proc/self/statm)."""
+    page_bytes: int | None = None
+    """The host's page size (the faults' unit)."""
 
 
 class LineStat(msgspec.Struct):

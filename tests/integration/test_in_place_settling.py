@@ -82,5 +82,6 @@ def test_calls_still_speeding_up_when_the_program_ends_say_how_to_profile_them(
     12 calls, and the failure names the settling and --skip."""
     result, _ = in_place(driver, tmp_path, SPEEDING, 12, None)
     failure = failed(result)
-    assert "more timed while its calls settled" in failure.message, failure.message
+    assert "more timed while its calls still sped up" in failure.message, failure.message
+    assert "needs at least " in failure.message
     assert "--skip 5" in (failure.hint or ""), failure.hint

@@ -165,6 +165,7 @@ async def test_the_mcp_profile_tool_takes_a_program(project: Path) -> None:
                 "qualname": "train_step",
                 "via": "train_main.py --max_iters 20 --device cpu --num_workers 0",
                 "in_place": True,
+                "skip": 5,
                 "device": "cpu",
             },
         )

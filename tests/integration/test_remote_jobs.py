@@ -350,7 +350,8 @@ def test_in_place_on_an_ssh_remote_runs_in_the_worker_there_that_never_profiles(
     train = "train_main.py --max_iters 20 --device cpu --num_workers 2"  # DataLoader workers
     done = subprocess.run(
         [sys.executable, "-m", "kernelscope", "profile", "train_main.py::train_step", "--via",
-         train, "--in-place", "--remote", "loop", "--device", "cpu", "--json", "--no-lines"],
+         train, "--in-place", "--skip", "5", "--remote", "loop", "--device", "cpu", "--json",
+         "--no-lines"],
         capture_output=True, text=True, check=False, timeout=240, cwd=local,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

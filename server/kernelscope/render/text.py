@@ -519,7 +519,7 @@ def _settling(report: Report) -> list[str]:
         )
     if not s.steady:
         why = (
-            f"after {s.added} more timed than the default 5"
+            f"after {s.added} more timed, at most 45 or 10 s of them"
             if s.added
             else f"{one}s this long get no more"
         )

@@ -107,6 +107,8 @@ def build_report(
             unprofiled_minor_faults_per_call=side.timing.minor_faults_per_call,
             unprofiled_user_us_per_call=side.timing.user_us_per_call,
             unprofiled_system_us_per_call=side.timing.system_us_per_call,
+            unprofiled_resident_growth_per_call=side.timing.resident_growth_per_call,
+            host_page_bytes=side.timing.page_bytes,
         ),
         dead_window=DeadWindow(
             first_call_us=side.cold.first_call_us,

@@ -122,6 +122,10 @@ class Timing(msgspec.Struct):
     """Its user CPU time per timed call, all its threads (µs)."""
     unprofiled_system_us_per_call: float | None = None
     """Its system CPU time per timed call (µs)."""
+    unprofiled_resident_growth_per_call: float | None = None
+    """How much its resident memory grew per timed call (bytes)."""
+    host_page_bytes: int | None = None
+    """The host's page size."""
 
 
 class DeadWindow(msgspec.Struct):

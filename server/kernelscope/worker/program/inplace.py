@@ -62,11 +62,11 @@ from .trampoline import Trampoline, swappable
 from .watch import CallWatch
 
 #: Where --skip was not given, the timed steps go on past the 5th while they still speed up:
-#: while the last is more than STEADY times faster than the median of the settle_window
-#: steps before it (a warm-up's slow steps then fast ones: a DDP program's calls 2-5 read
-#: 1.70x its calls past the 50th, docs/h200-run/fifteenth/README.md; a step slower than
-#: those before, a spike, or noise within STEADY, goes on to the profiler). At most
-#: SETTLE_MAX_STEPS more, and none once the timed steps took SETTLE_MAX_S.
+#: while the median of the settle_window steps before the last is over STEADY times it (a
+#: warm-up's slow steps then fast ones: a DDP program's calls 2-5 read 1.70x its calls past
+#: the 50th, docs/h200-run/fifteenth/README.md; a step slower than those before, a spike, or
+#: noise within STEADY, goes on to the profiler). At most SETTLE_MAX_STEPS more, and none
+#: once the timed steps took SETTLE_MAX_S. Not on ranks: every rank must make as many.
 SETTLE_MAX_STEPS = 45
 SETTLE_MAX_S = 10.0
 
@@ -254,7 +254,7 @@ class Steps:
         """Whether the step about to begin is timed too, the timed steps not yet settled (see
         SETTLE_MAX_STEPS); judged on the steps whose CUDA events have completed (no sync: a
         GPU-bound loop's queue holds them back, and its steps are the GPU's time)."""
-        if not self.settle or self.skip < 2:
+        if not self.settle or self.skip < 2 or _on_ranks():
             return False
         done = self._completed()
         steady = settled(done)
@@ -262,24 +262,28 @@ class Steps:
             return False
         self.steady = steady
         if steady or self.extended >= SETTLE_MAX_STEPS or sum(done) >= SETTLE_MAX_S * 1e6:
-            if self.extended:  # the window and the step that settled: fast, but for few
-                self.kept_from = max(0, self.skip - 2 - settle_window(len(done) - 1))
+            if self.extended:  # the window and the step that settled (and those after it)
+                self.kept_from = max(0, len(done) - 1 - settle_window(len(done) - 1))
             return False
         return True
 
     def _kept(self):
         """The timed steps the figure is of, and those left out as still settling: from
-        kept_from, less the first of them while each is STEADY times their median or more."""
+        kept_from, less the first of them while each is STEADY times their median or more;
+        all of them where those left out were not STEADY times slower than those kept (one
+        fast step among steps of varying length, not a warm-up)."""
         kept, early = self.samples[self.kept_from :], self.samples[: self.kept_from]
         if self.extended:
             while len(kept) > 2 and kept[0] > STEADY * statistics.median(kept[1:]):
                 early, kept = early + kept[:1], kept[1:]
+        if early and statistics.median(early) <= STEADY * statistics.median(kept):
+            return self.samples, []
         return kept, early
 
     def _settling_fields(self, early, kept):
-        """What the report says of the timed steps' settling (None: not judged, or they
-        were steady without more steps)."""
-        if self.steady is None or (self.steady and not self.extended):
+        """What the report says of the timed steps' settling (None: not judged: --skip
+        given, on ranks, or too few steps completed to judge)."""
+        if self.steady is None:
             return None
         return {
             "first": 2 + len(early),
@@ -296,9 +300,12 @@ class Steps:
             return self.samples
         done = []
         for start, end in self.events:
-            if end is None or not end.query():
+            try:  # the function may have moved to another stream: both must have completed
+                if end is None or not (start.query() and end.query()):
+                    break
+                done.append(start.elapsed_time(end) * 1e3)
+            except RuntimeError:
                 break
-            done.append(start.elapsed_time(end) * 1e3)
         return done
 
     def _stamp(self):
@@ -451,7 +458,7 @@ class Steps:
             "host_reference_us": host_best(job),
             "threads": threads_used({}, self.threads),
             **self.loader.fields(self.samples),  # its clock ran over all the timed steps
-            **self.usage.fields(len(self.samples)),
+            **self.usage.fields(len(samples), first=len(early)),  # of the kept steps
             "children_cpu_s": (
                 round(self.children_cpu, 3) if self.children_cpu is not None else None
             ),
@@ -853,25 +860,31 @@ def run_in_place(job):
         profiled = steps.skip - skip - added + steps.wait + steps.warmup + steps.active  # fitted
         need = skip + added + profiled + (1 if loop and not end_line else 0)
         name = "the loop at line %d" % loop if loop else req["qualname"]
-        message = "%s made %d %s%s of %s in %.1f s; in place needs %d (%s, then %d profiled%s)" % (
-            label,
-            steps.n,
-            steps.what,
-            "" if steps.n == 1 else "s",
-            name,
-            time.perf_counter() - steps.started,
-            need,
-            "--skip %d and %d more timed while its %ss settled" % (skip, added, steps.what)
-            if added
-            else "--skip %d" % skip,
-            profiled,
-            ", and one more to end the last" if loop and not end_line else "",
+        settling = added and not steps.steady  # the program ended while they sped up
+        message = (
+            "%s made %d %s%s of %s in %.1f s; in place needs %s%d (%s, then %d profiled%s)"
+            % (
+                label,
+                steps.n,
+                steps.what,
+                "" if steps.n == 1 else "s",
+                name,
+                time.perf_counter() - steps.started,
+                "at least " if settling else "",
+                need,
+                "--skip %d, and %d more timed while its %ss still sped up"
+                % (skip, added, steps.what)
+                if added
+                else "--skip %d" % skip,
+                profiled,
+                ", and one more to end the last" if loop and not end_line else "",
+            )
         )
         hint = "run the program longer, or lower --skip, --wait, --warmup or --active"
         if added:
             hint = (
-                "run the program longer, or give --skip %d to profile from %s %d on, before "
-                "its %ss settle" % (skip, steps.what, skip + 1, steps.what)
+                "run the program longer, or give --skip %d to profile from %s %d on, whether "
+                "or not its %ss still speed up" % (skip, steps.what, skip + 1, steps.what)
             )
         children = not loop and not steps.n and watch.called_in_children()
         if children:

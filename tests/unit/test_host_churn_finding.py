@@ -29,7 +29,7 @@ def test_faults_every_call_with_their_system_time_are_named() -> None:
     (message,) = churn(55_872.0, 173_300.0, 60_860.0)
     assert message == (
         "the host's allocator gives memory back to the OS and takes it again: 55,872 page "
-        "faults a call (~218.2 MiB of pages), and 60.86 ms a call of system time, 26% of the "
+        "faults a call (218.2 MiB of pages), and 60.86 ms a call of system time, 26% of the "
         "process's CPU time while the calls were timed"
     )
 
