@@ -123,16 +123,18 @@ RAW = sorted(p.parent.name for p in FIXTURES.glob("*/raw.json.gz"))
 # The raw traces' syncs that are the user's: transformers' causal mask (`is_nonzero`) under
 # GPT-2's prefill and BART's decoder, and the pageable copy's wait, each once
 # per step inside the call.
+# Each named by the aten op the user's code called around the runtime's sync: a tensor used
+# as a Python bool (`if mask.any():`, `is_nonzero`), `.to("cpu")`, `.item()`.
 RAW_SYNCS = {
-    "bart_adamw": "host-device sync: 1 per step (cudaStreamSynchronize), the CPU waiting "
-    "11.3 µs per step",
-    "gpt2_prefill": "host-device sync: 1 per step (cudaStreamSynchronize), the CPU waiting "
-    "1.90 ms per step",
-    "h2d_pageable": "host-device sync: 1 per step (cudaStreamSynchronize), the CPU waiting "
-    "10.2 µs per step",
+    "bart_adamw": "host-device sync: 1 per step (aten::is_nonzero → cudaStreamSynchronize), "
+    "the CPU waiting 11.3 µs per step",
+    "gpt2_prefill": "host-device sync: 1 per step (aten::is_nonzero → cudaStreamSynchronize), "
+    "the CPU waiting 1.90 ms per step",
+    "h2d_pageable": "host-device sync: 1 per step (aten::to → cudaStreamSynchronize), the CPU "
+    "waiting 10.2 µs per step",
     # GradScaler.step reads found_inf on the host (`.item()`)
-    "efficientnet_train": "host-device sync: 1 per step (cudaStreamSynchronize), the CPU "
-    "waiting 20.6 µs per step",
+    "efficientnet_train": "host-device sync: 1 per step (aten::item → cudaStreamSynchronize), "
+    "the CPU waiting 20.6 µs per step",
 }
 
 
@@ -175,6 +177,7 @@ def test_a_cpu_run_reports_a_sync_the_trace_shows() -> None:
             "train.py",
             3,
             "warning",
-            "host-device sync: 0.5 per step (cudaMemcpy), the CPU waiting 3.0 µs per step",
+            "host-device sync: 0.5 per step (aten::add → cudaMemcpy), the CPU waiting 3.0 µs "
+            "per step",
         )
     ]

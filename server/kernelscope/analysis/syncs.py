@@ -60,7 +60,7 @@ def _trace_syncs(facts: Facts, options: Options) -> Iterable[Finding]:
     steps = max(len(trace.steps), 1)
     ranked = sorted(by_place.items(), key=lambda kv: -sum(o.dur for o in kv[1]))
     for (path, line), ops in ranked[: options.max_sync_findings]:
-        names = ", ".join(sorted({o.name for o in ops}))
+        names = ", ".join(sorted({_synced_by(trace, o) for o in ops}))
         wait = sum(o.dur for o in ops) / steps
         yield Finding(
             Code.SYNC,
@@ -72,6 +72,17 @@ def _trace_syncs(facts: Facts, options: Options) -> Iterable[Finding]:
             try_=["keep values on the device; avoid .item(), .cpu(), .tolist() and boolean masks"],
             evidence={"wait_us": round(wait, 1)},
         )
+
+
+def _synced_by(trace: Trace, op: Op) -> str:
+    """``aten::item → cudaStreamSynchronize``: the outermost aten op around a sync call (what
+    the user's code called: ``.item()``, ``.to("cpu")``), or the call alone where none is."""
+    ops, outer, i = trace.ops, None, op.parent
+    while 0 <= i < len(ops):
+        if ops[i].name.startswith("aten::"):
+            outer = ops[i].name
+        i = ops[i].parent
+    return op.name if outer is None else f"{outer} → {op.name}"
 
 
 NO_PLACE: tuple[str | None, int | None] = (None, None)
