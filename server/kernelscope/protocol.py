@@ -350,9 +350,7 @@ class Settling(msgspec.Struct):
     """Whether the steps kept agreed; False: still changing when the timing stopped (at
     most 45 more steps, or 10 s of them)."""
     added: int
-    """Steps timed past --skip's default."""
-    kept: int
-    """Timed steps the figure is of."""
+    """Steps timed past --skip's default (the figure is of ``reps`` steps from ``first``)."""
 
 
 class SlowedSpells(msgspec.Struct):

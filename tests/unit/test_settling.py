@@ -40,7 +40,7 @@ def report_with(settling: Settling, reps: int) -> str:
 
 
 def test_the_report_names_the_calls_left_out_and_those_kept() -> None:
-    s = Settling(first=5, left_out=3, left_out_us=40_000.0, steady=True, added=3, kept=4)
+    s = Settling(first=5, left_out=3, left_out_us=40_000.0, steady=True, added=3)
     text = report_with(s, 4)
     assert (
         "calls 2-4 left out, still settling (median 40.00 ms, 10.00x the figure): the figure "
@@ -51,14 +51,14 @@ def test_the_report_names_the_calls_left_out_and_those_kept() -> None:
 
 
 def test_calls_still_speeding_up_at_the_end_are_said_so() -> None:
-    s = Settling(first=44, left_out=42, left_out_us=9_000.0, steady=False, added=44, kept=6)
+    s = Settling(first=44, left_out=42, left_out_us=9_000.0, steady=False, added=44)
     text = report_with(s, 6)
     assert (
         "still speeding up at call 49 (after 44 more timed, at most 45 or 10 s of them): the "
         "figure may be of calls still settling; --skip N times from call N+1"
     ) in text, text
     assert "may still be warming up" in text  # the few-calls line keeps its warning
-    long = Settling(first=2, left_out=0, left_out_us=None, steady=False, added=0, kept=4)
+    long = Settling(first=2, left_out=0, left_out_us=None, steady=False, added=0)
     text = report_with(long, 4)
     assert "still speeding up at call 5 (calls this long get no more)" in text, text
     assert "left out" not in text

@@ -504,7 +504,7 @@ def _settling(report: Report) -> list[str]:
     if s is None:
         return []
     one = _step_name(report)
-    last = s.first + s.kept - 1
+    last = s.first + t.unprofiled_reps - 1
     out: list[str] = []
     if s.left_out and s.left_out_us:
         early = f"{one}s 2-{s.first - 1}" if s.first > 3 else f"{one} 2"

@@ -93,9 +93,7 @@ class Steps:
         self.what = what  # call | iteration
         self.torch = job.torch
         self.skip = max(1, skip)
-        # Time more steps while they settle (--skip not given; on ranks every rank must make
-        # as many steps before the profiler, so the asked count stands)
-        self.settle = settle and not _on_ranks()
+        self.settle = settle  # time more steps while they settle (--skip not given)
         self.extended = 0  # timed steps added while the steps settled
         self.steady = None  # whether the kept timed steps agreed (None: not judged)
         self.kept_from = 0  # the first timed sample kept (those before: still settling)
@@ -219,7 +217,6 @@ class Steps:
             return
         if profiled < 1:
             self.loader.on = False
-            self.usage.stop()
             self.window[1] = time.monotonic()
             if self.cuda:
                 end = self.torch.cuda.Event(enable_timing=True)
@@ -232,6 +229,7 @@ class Steps:
                 if now is not None and self.children_before is not None:
                     spent = max(now - self.children_before, 0.0)
                     self.children_cpu = (self.children_cpu or 0.0) + spent
+            self.usage.stop()  # after the step's end is taken: its ~9 µs are not the step's
             self._reference()
             return
         if self.counting is not None:
@@ -280,7 +278,7 @@ class Steps:
             return self.samples, []
         return kept, early
 
-    def _settling_fields(self, early, kept):
+    def _settling_fields(self, early):
         """What the report says of the timed steps' settling (None: not judged: --skip
         given, on ranks, or too few steps completed to judge)."""
         if self.steady is None:
@@ -291,7 +289,6 @@ class Steps:
             "left_out_us": statistics.median(early) if early else None,
             "steady": bool(self.steady),
             "added": self.extended,
-            "kept": kept,
         }
 
     def _completed(self):
@@ -468,7 +465,7 @@ class Steps:
                 if self._traced()
                 else ""
             ),
-            "settling": self._settling_fields(early, len(samples)),
+            "settling": self._settling_fields(early),
         }
         cold = {
             "first_call_us": self.cold_us or 0.0,
