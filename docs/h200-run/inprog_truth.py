@@ -8,7 +8,9 @@ code is compiled here and that function's code object watched through sys.monito
         [--cuda] -- [the script's arguments]
 
 --cuda times each call between two CUDA events (its span on the current stream), else
-time.perf_counter. Calls before the (N+1)th are warm-up, left out.
+time.perf_counter. Calls before the (N+1)th are warm-up, left out. --by-line also gives the
+median of the calls from each line of the script that made them (the stack walked before
+the call's span begins).
 """
 
 import argparse
@@ -37,6 +39,8 @@ def main():
     parser.add_argument("qualname")
     parser.add_argument("--skip", type=int, default=20)
     parser.add_argument("--cuda", action="store_true")
+    parser.add_argument("--by-line", action="store_true")
+    parser.add_argument("--upto", type=int, default=0, help="only calls up to this one")
     opts = parser.parse_args(sys.argv[1:cut])
     path = os.path.abspath(opts.script)
     with open(path, encoding="utf-8") as f:
@@ -47,9 +51,19 @@ def main():
     torch = None
     if opts.cuda:
         import torch
-    open_calls, spans = [], []
+    open_calls, spans, lines = [], [], []
+
+    def calling_line():
+        f = sys._getframe(2)
+        while f is not None:
+            if f.f_code.co_filename == path and f.f_code is not target:
+                return f.f_lineno
+            f = f.f_back
+        return 0
 
     def started(*_):
+        if opts.by_line:
+            lines.append(calling_line())
         if torch is not None:
             event = torch.cuda.Event(enable_timing=True)
             event.record()
@@ -91,6 +105,8 @@ def main():
     sys.path.insert(0, os.path.dirname(path))
     exec(code, {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__})
     sys.setprofile(None)
+    if opts.upto:
+        spans, lines = spans[: opts.upto], lines[: opts.upto]
     if torch is not None:
         torch.cuda.synchronize()
         us = sorted(b.elapsed_time(e) * 1e3 for b, e in spans[opts.skip :])
@@ -98,6 +114,13 @@ def main():
         us = sorted((e - b) * 1e6 for b, e in spans[opts.skip :])
     if not us:
         sys.exit(f"{opts.qualname} made {len(spans)} calls, none past --skip {opts.skip}")
+    if opts.by_line:
+        by = {}
+        for (b, e), line in zip(spans[opts.skip :], lines[opts.skip :], strict=True):
+            t = b.elapsed_time(e) * 1e3 if torch is not None else (e - b) * 1e6
+            by.setdefault(line, []).append(t)
+        for line, ts in sorted(by.items()):
+            print(f"line {line}: {statistics.median(ts):.1f} us median of {len(ts)} calls")
     p10, p90 = us[len(us) // 10], us[9 * len(us) // 10]
     how = "cuda events" if torch is not None else "perf_counter"
     print(

@@ -336,9 +336,9 @@ class ThreadUse(msgspec.Struct):
 
 
 class Settling(msgspec.Struct):
-    """In place, where --skip was not given: whether the program's timed steps still sped
-    up (the median of the window before the last over 1.15x the last), and those timed past
-    --skip's 5 while they did."""
+    """In place, where --skip was not given: the timed steps go on past --skip's 5 to 20
+    (unless they took 5 s), then while they still speed up (the median of the window before
+    the last over 1.15x the last)."""
 
     first: int
     """The first step the figure is of (the steps before it were still settling)."""
@@ -350,7 +350,11 @@ class Settling(msgspec.Struct):
     """Whether the steps kept agreed; False: still changing when the timing stopped (at
     most 45 more steps, or 10 s of them)."""
     added: int
-    """Steps timed past --skip's default (the figure is of ``reps`` steps from ``first``)."""
+    """Steps timed past the minimum while they still sped up (the figure is of ``reps``
+    steps from ``first``)."""
+    minimum: int = 0
+    """Steps timed past --skip's default to time 20 (a timing of its own times as many
+    calls), unless they took 5 s."""
 
 
 class SlowedSpells(msgspec.Struct):
@@ -482,6 +486,17 @@ class LineTracerCost(msgspec.Struct):
     """Line runs the calibration measured."""
 
 
+class StepSite(msgspec.Struct):
+    """In place: a line of the program the function's timed calls came from."""
+
+    path: str
+    line: int
+    calls: int
+    """The figure's timed calls from this line."""
+    median_us: float
+    """Their median (µs)."""
+
+
 class CallSite(msgspec.Struct):
     """Which call of which program a run measured."""
 
@@ -513,6 +528,9 @@ class CallSite(msgspec.Struct):
     """`saved` / `save_error` are of the automatic keep (no --save)."""
     step: str = "call"
     """What one step is: a ``call`` of the function, or an ``iteration`` of a loop."""
+    sites: list[StepSite] = []
+    """In place, where the figure's timed calls came from more than one line of the program
+    (the nearest line of the user's code on the stack): each line's; empty otherwise."""
     rerun_why: str = ""
     """Why the program ran again where a capture of this call was kept (what changed)."""
 

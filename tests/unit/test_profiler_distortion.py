@@ -3,10 +3,12 @@ as a negative overhead. On CPU_ONLY (tests/support/traces.py): two calls of 85 Â
 
 from __future__ import annotations
 
+import msgspec
+
 from kernelscope.analysis.diagnose import analyze
 from kernelscope.analysis.trace_load import decode_trace
 from kernelscope.findings import Code, Finding
-from kernelscope.protocol import ThreadUse
+from kernelscope.protocol import CallSite, ThreadUse
 
 from support.recorded import analyzed
 from support.sidecars import cpu_sidecar
@@ -120,6 +122,27 @@ def test_threads_that_waited_for_a_cpu_name_a_busy_host_and_the_intra_op_threads
     assert own.try_[1].startswith("the program's own processes (DataLoader workers) compete")
     assert alone.try_ == ["close other CPU work on this host, or profile again when it is quiet"]
     assert contention([0.05, 0.09]) == []
+
+
+def test_in_place_the_waits_are_weighed_against_the_timed_steps_not_their_window() -> None:
+    """In place the threads' waits are read inside the timed steps, while the window also
+    holds the program between them: dcgan's discriminator in place took 0.222 s of calls
+    in a 1.554 s window, its threads waiting 0.056 s of them (25 %, not 3.6 %)."""
+    side = cpu_sidecar(us_per_call=55_500.0)
+    side.call_site = CallSite("main.py", 234, modes=["calls 6-14 profiled"], captured=False)
+    side.timing.reps = 4
+    side.timing.samples_us = [52_000.0, 54_000.0, 57_000.0, 59_000.0]
+    side.timing.window_s = [100.0, 101.554]
+    side.timing.threads = [ThreadUse("python", 0, 0.2, timing=True, wait_s=0.056)]
+    side.device_properties["threads"] = 1
+    found = [f for f in analyze(decode_trace(dumps(CPU_ONLY)), side).findings
+             if f.code == Code.CPU_CONTENTION]  # fmt: skip
+    assert len(found) == 1, found
+    assert "waited 25% of the time (0.06 s of waits over 0.22 s" in found[0].message, found
+    # captured, the same waits over the same window are 3.6 %: no finding
+    side.call_site = msgspec.structs.replace(side.call_site, captured=True)
+    assert not [f for f in analyze(decode_trace(dumps(CPU_ONLY)), side).findings
+                if f.code == Code.CPU_CONTENTION]  # fmt: skip
 
 
 def test_with_threads_waiting_the_profilers_cost_points_at_them() -> None:

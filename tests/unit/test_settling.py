@@ -27,7 +27,7 @@ def test_the_window_is_half_the_steps_before_from_3_to_10() -> None:
     assert [settle_window(n) for n in (3, 6, 8, 20, 60)] == [3, 3, 4, 10, 10]
 
 
-def report_with(settling: Settling, reps: int) -> str:
+def report_with(settling: Settling | None, reps: int) -> str:
     report = msgspec.json.decode(
         (FIXTURES / "matmul_add_8192" / "report.json").read_bytes(), type=Report
     )
@@ -40,25 +40,34 @@ def report_with(settling: Settling, reps: int) -> str:
 
 
 def test_the_report_names_the_calls_left_out_and_those_kept() -> None:
-    s = Settling(first=5, left_out=3, left_out_us=40_000.0, steady=True, added=3)
-    text = report_with(s, 4)
+    s = Settling(first=5, left_out=3, left_out_us=40_000.0, steady=True, added=0, minimum=16)
+    text = report_with(s, 17)
     assert (
         "calls 2-4 left out, still settling (median 40.00 ms, 10.00x the figure): the figure "
-        "is of calls 5-8"
+        "is of calls 5-21"
     ) in text, text
-    assert "4 calls timed (the program's calls 5-8)" in text
     assert "may still be warming up" not in text and "still speeding up" not in text
+    # the 20 a timing of its own takes were timed: no line asks for more
+    assert "fewer than the 20" not in text
 
 
 def test_calls_still_speeding_up_at_the_end_are_said_so() -> None:
-    s = Settling(first=44, left_out=42, left_out_us=9_000.0, steady=False, added=44)
-    text = report_with(s, 6)
+    s = Settling(first=54, left_out=52, left_out_us=9_000.0, steady=False, added=45, minimum=16)
+    text = report_with(s, 11)
     assert (
-        "still speeding up at call 49 (after 44 more timed, at most 45 or 10 s of them): the "
+        "still speeding up at call 64 (after 45 more timed, at most 45 or 10 s of them): the "
         "figure may be of calls still settling; --skip N times from call N+1"
     ) in text, text
-    assert "may still be warming up" in text  # the few-calls line keeps its warning
-    long = Settling(first=2, left_out=0, left_out_us=None, steady=False, added=0)
+    long = Settling(first=2, left_out=0, left_out_us=None, steady=False, added=0, minimum=2)
     text = report_with(long, 4)
     assert "still speeding up at call 5 (calls this long get no more)" in text, text
-    assert "left out" not in text
+    assert "left out" not in text and "fewer than the 20" not in text
+
+
+def test_with_skip_given_few_timed_calls_are_said_early() -> None:
+    """--skip 5 (no settling judged): calls 2-5 timed, and the report says how to time 20."""
+    text = report_with(None, 4)
+    assert (
+        "4 calls timed (the program's calls 2-5), fewer than the 20 a captured call's timing "
+        "takes, and early, while the program may still be warming up: --skip 21 times 20"
+    ) in text, text

@@ -173,7 +173,7 @@ class Tools:
             Field(
                 ge=1,
                 description="In place: calls before the profiler starts (the first cold; "
-                "default 5, and more while the calls are still settling)",
+                "default 5, then timed to 20 and more while the calls are still settling)",
             ),
         ] = None,
         stop_after: Annotated[

@@ -186,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=positive_int,
         default=None,
         help="in place: calls before the profiler starts, the first cold, the rest timed "
-        "(default: 5, and more while the calls are still settling)",
+        "(default: 5, then timed to 20 and more while the calls are still settling)",
     )
     e.add_argument(
         "--stop-after",

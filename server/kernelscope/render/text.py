@@ -68,6 +68,18 @@ def call_site_lines(report: Report) -> list[str]:
             "          timed replayed back to back, its caches warm from call to call (in the "
             "program the rest of the step evicts them): --in-place times the program's own calls"
         )
+    if site.sites:
+        lines = ", ".join(
+            f"{shorten(s.path)}:{s.line} ({s.calls} {site.step}{'' if s.calls == 1 else 's'}, "
+            f"median {fmt_us(s.median_us)})"
+            for s in site.sites
+        )
+        first = site.sites[0]
+        out.append(
+            f"          the timed {site.step}s came from {len(site.sites)} lines: {lines}; the "
+            f"figure is their median: --from {shorten(first.path)}:{first.line} profiles one "
+            "line's"
+        )
     if site.rerun_why:
         out.append(f"          the program ran again, not its kept capture: {site.rerun_why}")
     if site.wrote:
@@ -465,30 +477,28 @@ TIMED_CALLS = 20
 
 
 def _few_in_place(report: Report) -> list[str]:
-    """In place the program's own calls 2 to --skip are timed: where they are fewer than a
-    timing of its own would take, how to take more (with none, the figure is the cold
-    call's). Such early calls may still be warming up: a DDP program's calls 2-5 read 1.70x
-    its calls past the 50th on an H100 (docs/h200-run/fifteenth/README.md)."""
+    """In place with --skip (or on ranks) the program's own calls 2 to --skip are timed:
+    where they are fewer than a timing of its own would take, how to take more (with none,
+    the figure is the cold call's). Such early calls may still be warming up: a DDP
+    program's calls 2-5 read 1.70x its calls past the 50th on an H100
+    (docs/h200-run/fifteenth/README.md). Where settling was judged, TIMED_CALLS were timed
+    (or 5 s of them) before it."""
     site, reps = report.call_site, report.timing.unprofiled_reps
     if site is None or site.captured or reps >= TIMED_CALLS:
+        return []
+    if report.timing.unprofiled_settling is not None:
         return []
     one = site.step
     steps = report.steps
     need = TIMED_CALLS + 1 + steps.wait + steps.warmup + steps.active
-    settling = report.timing.unprofiled_settling
-    first = settling.first if settling is not None else 2
     took = (
         f"--skip 1 times none (the cold call below is the first {one})"
         if reps <= 0
-        else f"1 {one} timed (the program's {one} {first})"
+        else f"1 {one} timed (the program's {one} 2)"
         if reps == 1
-        else f"{reps} {one}s timed (the program's {one}s {first}-{first + reps - 1})"
+        else f"{reps} {one}s timed (the program's {one}s 2-{reps + 1})"
     )
-    early = (
-        ""
-        if reps <= 0 or (settling is not None and settling.steady)
-        else ", and early, while the program may still be warming up"
-    )
+    early = "" if reps <= 0 else ", and early, while the program may still be warming up"
     return [
         f"            {took}, fewer than the {TIMED_CALLS} a captured call's timing takes"
         f"{early}: --skip {TIMED_CALLS + 1} times {TIMED_CALLS}, where the program makes at "

@@ -1,7 +1,8 @@
 # pyright: basic
 """In place: the program's own calls of the function (or iterations of a loop) are the
 steps, with its own changing inputs. Step 1 is the cold one; steps 2..skip are timed
-without the profiler, and more while they settle (where --skip was not given: Steps.settle);
+without the profiler; where --skip was not given, at least TIMING_MIN_CALLS of them, and more
+while they settle (Steps.settle);
 the next wait + warmup + active steps run under the profiler's schedule; then the result is
 sent and the worker ends. Run
 locally, this is the worker that never profiled (a warmed profiler slows host code for the
@@ -45,6 +46,8 @@ from .phases import finished, peak_memory, profiler_schedule, trace_stem
 from .timing import (
     STEADY,
     TIMING_BLOCK_S,
+    TIMING_MAX_S,
+    TIMING_MIN_CALLS,
     add_thread_use,
     children_cpu_s,
     fitted_schedule,
@@ -69,6 +72,12 @@ from .watch import CallWatch
 #: once the timed steps took SETTLE_MAX_S. Not on ranks: every rank must make as many.
 SETTLE_MAX_STEPS = 45
 SETTLE_MAX_S = 10.0
+#: Before settling is judged, where --skip was not given, the steps are timed until
+#: TIMING_MIN_CALLS of them are (a timing of its own times as many calls), unless they took
+#: TIMING_MAX_S: on an H200 a DDP tutorial's four timed calls (±30 % call to call) read 1.32x
+#: and 0.89x its calls past the 50th, and minGPT's forward's four 5.9 ms with one of 0.46 s
+#: among them (docs/h200-run/seventeenth/README.md). Not TIMING_MIN_S too: a program's steps
+#: are its own, and a short program's 1 ms steps would need 500 of them.
 
 
 def settle_window(before):
@@ -94,7 +103,8 @@ class Steps:
         self.torch = job.torch
         self.skip = max(1, skip)
         self.settle = settle  # time more steps while they settle (--skip not given)
-        self.extended = 0  # timed steps added while the steps settled
+        self.extended = 0  # timed steps added past skip (to the minimum, and while settling)
+        self.minimum = 0  # of those, the ones timed to reach TIMING_MIN_CALLS
         self.steady = None  # whether the kept timed steps agreed (None: not judged)
         self.kept_from = 0  # the first timed sample kept (those before: still settling)
         self.wait, self.warmup, self.active = steps
@@ -134,6 +144,7 @@ class Steps:
         self.trace_tmp = None
         self.after = ""  # --no-stop-after: what the program did after the profiled steps
         self.grad_modes = []  # each step's autograd mode as it began (grad_mode)
+        self.sites = []  # each step's calling line, (path, line) (None: a loop's iteration)
         self.files_before = {}  # the program's folder's files at its start (what it wrote)
         cuda = self.torch.cuda.is_available() and self.torch.cuda.is_initialized()
         self.device = (
@@ -164,6 +175,7 @@ class Steps:
             self.first = self.skip + 1
         n, profiled = self.n, self.n - self.skip
         self.grad_modes.append(grad_mode(self.torch))
+        self.sites.append(getattr(self.watch, "site", None))
         if n == 1 or profiled < 1:
             self.job.progress("cold" if n == 1 else "timing", n, self.skip)
             if n == 1:
@@ -249,29 +261,36 @@ class Steps:
             self.prof.__exit__(None, None, None)
 
     def _settling(self):
-        """Whether the step about to begin is timed too, the timed steps not yet settled (see
-        SETTLE_MAX_STEPS); judged on the steps whose CUDA events have completed (no sync: a
-        GPU-bound loop's queue holds them back, and its steps are the GPU's time)."""
+        """Whether the step about to begin is timed too: fewer than TIMING_MIN_CALLS timed
+        yet, or those timed not yet settled (see SETTLE_MAX_STEPS); judged on the steps whose
+        CUDA events have completed (no sync: a GPU-bound loop's queue holds them back, and
+        its steps are the GPU's time)."""
         if not self.settle or self.skip < 2 or _on_ranks():
             return False
         done = self._completed()
+        spent = sum(done)
+        if len(done) < TIMING_MIN_CALLS and spent < TIMING_MAX_S * 1e6:
+            self.minimum += 1
+            return True
         steady = settled(done)
         if steady is None:
             return False
         self.steady = steady
-        if steady or self.extended >= SETTLE_MAX_STEPS or sum(done) >= SETTLE_MAX_S * 1e6:
-            if self.extended:  # the window and the step that settled (and those after it)
+        added = self.extended - self.minimum
+        if steady or added >= SETTLE_MAX_STEPS or spent >= SETTLE_MAX_S * 1e6:
+            if added:  # the window and the step that settled (and those after it)
                 self.kept_from = max(0, len(done) - 1 - settle_window(len(done) - 1))
             return False
         return True
 
     def _kept(self):
         """The timed steps the figure is of, and those left out as still settling: from
-        kept_from, less the first of them while each is STEADY times their median or more;
+        kept_from, less (where settling was judged) the first of them while each is STEADY
+        times the median of those after it or more;
         all of them where those left out were not STEADY times slower than those kept (one
         fast step among steps of varying length, not a warm-up)."""
         kept, early = self.samples[self.kept_from :], self.samples[: self.kept_from]
-        if self.extended:
+        if self.steady is not None:
             while len(kept) > 2 and kept[0] > STEADY * statistics.median(kept[1:]):
                 early, kept = early + kept[:1], kept[1:]
         if early and statistics.median(early) <= STEADY * statistics.median(kept):
@@ -288,8 +307,25 @@ class Steps:
             "left_out": len(early),
             "left_out_us": statistics.median(early) if early else None,
             "steady": bool(self.steady),
-            "added": self.extended,
+            "added": self.extended - self.minimum,
+            "minimum": self.minimum,
         }
+
+    def _sites(self, early):
+        """The lines the figure's timed calls came from, each with its calls and their
+        median, where there are several (one function called from a training step's three
+        lines, a GAN's discriminator, ran 14-36 ms by line); [] for one."""
+        by_site = {}
+        for site, us in zip(self.sites[1 + early :], self.samples[early:]):
+            if site is not None:
+                by_site.setdefault(site, []).append(us)
+        if len(by_site) < 2:
+            return []
+        return [
+            {"path": self.job.local_text(path), "line": line, "calls": len(times),
+             "median_us": statistics.median(times)}
+            for (path, line), times in by_site.items()
+        ]  # fmt: skip
 
     def _completed(self):
         """The timed steps' µs so far: on a GPU those whose end event has completed."""
@@ -482,6 +518,7 @@ class Steps:
         if self.after:
             modes.append(self.after)
         job.call_site = {
+            "sites": self._sites(len(early)),
             "via": self.label,
             "call": first,
             "caller_path": None,
@@ -702,6 +739,7 @@ class CallSteps(CallWatch):
         self.trampoline: Any = None  # before 3.12, after the first call: trampoline.py
         self.swap_tried = False
         self.swapped = False  # the steps after the first ran without the tracer
+        self.site = None  # the calling line of the step in progress (calling_line)
 
     def started(self, frame):
         if os.getpid() != self.pid:  # a forked child's call: the parent hears of the first
@@ -712,13 +750,30 @@ class CallSteps(CallWatch):
             return False
         self.depth += 1
         if self.depth == 1:
+            # this frame never in a local of its own: the cycle would keep the trampoline's
+            # copy of the function (up the stack) alive, and no later swap could be made
             self.stepping = self.caller is None or self.caller in self.callers_of(
                 frame if frame is not None else sys._getframe()
             )
+            self.site = self.calling_line(frame if frame is not None else sys._getframe())
             if self.stepping:
                 self.calls += 1
                 self.on_begin()
         return True
+
+    def calling_line(self, frame):
+        """The nearest line of the user's code on the stack above `frame`, (path, line):
+        the function's own frame and a trampoline standing in for it skipped (their name
+        in the function's file)."""
+        f = frame.f_back
+        while f is not None:
+            code = f.f_code
+            if self.is_user_file(code.co_filename) and not (
+                code.co_name == self.name and self.in_file(code)
+            ):
+                return (os.path.realpath(code.co_filename), f.f_lineno)
+            f = f.f_back
+        return None
 
     def returned(self):
         if os.getpid() != self.pid:
@@ -855,9 +910,19 @@ def run_in_place(job):
     def too_few():
         added = steps.extended
         profiled = steps.skip - skip - added + steps.wait + steps.warmup + steps.active  # fitted
-        need = skip + added + profiled + (1 if loop and not end_line else 0)
+        minimum = steps.minimum
+        if minimum and steps.steady is None:  # it ended before TIMING_MIN_CALLS were timed
+            minimum = max(minimum, TIMING_MIN_CALLS - (skip - 1))
+        settled_more = added - steps.minimum  # timed while they still sped up
+        need = skip + minimum + settled_more + profiled + (1 if loop and not end_line else 0)
         name = "the loop at line %d" % loop if loop else req["qualname"]
-        settling = added and not steps.steady  # the program ended while they sped up
+        # it ended while they sped up, or before the minimum (settling is judged after it)
+        settling = (settled_more and not steps.steady) or (minimum and steps.steady is None)
+        more = []
+        if minimum:
+            more.append("%d more to time %d" % (minimum, TIMING_MIN_CALLS))
+        if settled_more:
+            more.append("%d more while its %ss still sped up" % (settled_more, steps.what))
         message = (
             "%s made %d %s%s of %s in %.1f s; in place needs %s%d (%s, then %d profiled%s)"
             % (
@@ -869,10 +934,7 @@ def run_in_place(job):
                 time.perf_counter() - steps.started,
                 "at least " if settling else "",
                 need,
-                "--skip %d, and %d more timed while its %ss still sped up"
-                % (skip, added, steps.what)
-                if added
-                else "--skip %d" % skip,
+                "--skip %d, %s" % (skip, " and ".join(more)) if more else "--skip %d" % skip,
                 profiled,
                 ", and one more to end the last" if loop and not end_line else "",
             )
@@ -880,9 +942,10 @@ def run_in_place(job):
         hint = "run the program longer, or lower --skip, --wait, --warmup or --active"
         if added:
             hint = (
-                "run the program longer, or give --skip %d to profile from %s %d on, whether "
-                "or not its %ss still speed up" % (skip, steps.what, skip + 1, steps.what)
-            )
+                "run the program longer, or give --skip %d to profile from %s %d on (%d timed)%s"
+                % (skip, steps.what, skip + 1, skip - 1,
+                   ", whether or not its %ss still speed up" % steps.what if settled_more else "")
+            )  # fmt: skip
         children = not loop and not steps.n and watch.called_in_children()
         if children:
             message += (
