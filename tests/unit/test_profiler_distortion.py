@@ -8,7 +8,7 @@ import msgspec
 from kernelscope.analysis.diagnose import analyze
 from kernelscope.analysis.trace_load import decode_trace
 from kernelscope.findings import Code, Finding
-from kernelscope.protocol import CallSite, ThreadUse
+from kernelscope.protocol import CallSite, StepSite, ThreadUse
 
 from support.recorded import analyzed
 from support.sidecars import cpu_sidecar
@@ -73,6 +73,42 @@ def test_a_step_several_times_the_others_is_named_and_not_the_profilers_cost() -
         "the profiler inflates host time 1.5×: 60.0 µs per call profiled (the median step) "
         "vs 40.0 µs unprofiled; small ops' CPU times here overstate their cost"
     ]
+
+
+#: Five calls from two lines of the program: 300 µs from one, 150 from the other.
+MIXED = doc(
+    *(
+        e
+        for i, (ts, dur) in enumerate([(0, 300), (300, 150), (450, 150), (600, 300), (900, 150)])
+        for e in (step(i + 1, float(ts), float(dur)), op("aten::mm", ts + 5.0, dur - 10.0, 2, *MM))
+    )
+)
+
+
+def test_calls_from_lines_of_different_costs_weigh_the_median_and_say_so() -> None:
+    """The five profiled calls' CPU time per step (200 µs) against an unprofiled median of
+    150 would read 1.3x; their median call's ops, 140 µs, read none. Where the median is
+    still 1.3x over, the message says the calls came from two lines, and how to weigh like
+    with like."""
+    side = cpu_sidecar(us_per_call=150.0)
+    plain = [f for f in analyze(decode_trace(dumps(MIXED)), side).findings
+             if f.code == Code.PROFILER_DISTORTION]  # fmt: skip
+    assert [f.message.split(":")[0] for f in plain] == ["the profiler inflates host time 1.3×"]
+    side.call_site = CallSite(
+        "gan.py", 30, captured=False,
+        sites=[StepSite("gan.py", 30, 7, 300.0), StepSite("gan.py", 40, 14, 150.0)],
+    )  # fmt: skip
+    found = analyze(decode_trace(dumps(MIXED)), side).findings
+    assert not [f for f in found if f.code == Code.PROFILER_DISTORTION]
+    side.timing.us_per_call = 100.0
+    (mixed,) = [f for f in analyze(decode_trace(dumps(MIXED)), side).findings
+                if f.code == Code.PROFILER_DISTORTION]  # fmt: skip
+    assert mixed.message == (
+        "the profiler inflates host time 1.4×: 140.0 µs per call profiled (median) vs 100.0 µs "
+        "unprofiled; small ops' CPU times here overstate their cost; the calls came from 2 "
+        "lines at different costs, so the two medians may mix them differently: --from one "
+        "line weighs like with like"
+    ), mixed.message
 
 
 def test_steps_alike_or_too_few_to_tell_are_not_uneven() -> None:
