@@ -34,8 +34,9 @@ TIMING_MAX_CALLS = 100_000
 #: spells of 0.4-2.4 s (docs/h200-run/timing/modes_2026-12-02.txt); the blocks a spell slows
 #: are now left out and the timing extended while they come (to TIMING_MAX_S), and at 0.5 s
 #: the host-timing test held within 1.2 % of fresh processes on all five patterns, the
-#: one-vCPU case included (H100, docs/h200-run/fifteenth/README.md), which saves a GPU job
-#: ~1.5 s (docs/h200-run/fourteenth/README.md).
+#: one-vCPU case included (H100, docs/h200-run/fifteenth/README.md), and within 2.8 % on the
+#: H200 itself (docs/h200-run/seventeenth/README.md), which saves a GPU job ~1.5 s
+#: (docs/h200-run/fourteenth/README.md).
 CLEAN_TIMING_MIN_S = 0.5
 #: The timed calls are cut into blocks of TIMING_BLOCK_S. On the H200 host-bound code ran
 #: 1.4-1.7x slower in spells that come and go within tens of ms, from outside the guest
