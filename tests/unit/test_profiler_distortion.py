@@ -106,7 +106,7 @@ def test_calls_from_lines_of_different_costs_weigh_the_median_and_say_so() -> No
     assert mixed.message == (
         "the profiler inflates host time 1.4×: 140.0 µs per call profiled (median) vs 100.0 µs "
         "unprofiled; small ops' CPU times here overstate their cost; the calls came from 2 "
-        "lines at different costs, so the two medians may mix them differently: --from one "
+        "lines whose costs differ, so the two medians may mix them differently: --from one "
         "line weighs like with like"
     ), mixed.message
 

@@ -8,7 +8,7 @@ import msgspec
 from kernelscope.protocol import CallSite, Settling
 from kernelscope.render.text import render_report
 from kernelscope.report.schema import Report
-from kernelscope.worker.program.inplace import settle_window, settled
+from kernelscope.worker.program.inplace import by_line, settle_window, settled
 
 from support import FIXTURES
 
@@ -21,6 +21,17 @@ def test_a_step_much_faster_than_those_before_it_is_not_settled() -> None:
     assert settled([10.0, 11.0, 9.5, 9.0]) is True  # noise within 15 %
     assert settled([10.0, 10.0, 10.0, 30.0]) is True  # slower (a spike, an eval): goes on
     assert settled([10.0, 30.0, 10.0, 9.0]) is True  # the median, not a spike, is weighed
+
+
+def test_calls_from_lines_of_different_costs_are_weighed_by_their_line() -> None:
+    """A 2 ms call after 8 ms ones is not a step that sped up: each over its line's median,
+    the series is flat and settled; one line's samples are left as they are."""
+    sites = [("a.py", 9), ("a.py", 8)] * 5
+    samples = [8_000.0, 2_000.0] * 5
+    assert settled(samples) is False  # read as one series, the last "sped up"
+    assert by_line(samples, sites) == [1.0] * 10
+    assert settled(by_line(samples, sites)) is True
+    assert by_line([3.0, 4.0], [None, None]) == [3.0, 4.0]
 
 
 def test_the_window_is_half_the_steps_before_from_3_to_10() -> None:

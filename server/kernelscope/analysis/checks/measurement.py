@@ -39,7 +39,7 @@ def find_profiler_distortion(facts: Facts, options: Options) -> Iterable[Finding
     if ratio < 1.3:
         return
     caveat = (
-        f"; the calls came from {mixed} lines at different costs, so the two medians may "
+        f"; the calls came from {mixed} lines whose costs differ, so the two medians may "
         "mix them differently: --from one line weighs like with like"
         if mixed
         else ""

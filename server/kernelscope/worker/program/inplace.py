@@ -25,6 +25,7 @@ not at all and a loop of a module the program imports only until that import (lo
 import contextlib
 import dis
 import inspect
+import math
 import os
 import statistics
 import sys
@@ -92,6 +93,21 @@ def settled(samples):
         return None
     window = samples[-1 - settle_window(len(samples) - 1) : -1]
     return samples[-1] * STEADY >= statistics.median(window)
+
+
+def by_line(samples, sites):
+    """Each of `samples` (µs) over the median of those from its calling line (`sites`, in
+    step; None for a loop's iterations): a function called from lines of different costs
+    (a GAN's discriminator, 8 ms from one line and 2 ms from another) is judged as one
+    series, not read as speeding up where a cheap line's call follows dear ones. `samples`
+    themselves where they came from one line."""
+    lines = {}
+    for site, us in zip(sites, samples):
+        lines.setdefault(site, []).append(us)
+    if len(lines) < 2:
+        return list(samples)
+    medians = {site: statistics.median(us) for site, us in lines.items()}
+    return [us / medians[site] if medians[site] > 0 else us for site, us in zip(sites, samples)]
 
 
 class Steps:
@@ -269,10 +285,13 @@ class Steps:
             return False
         done = self._completed()
         spent = sum(done)
-        if len(done) < TIMING_MIN_CALLS and spent < TIMING_MAX_S * 1e6:
+        # the steps timed, counted as the host began them: a GPU's queue may hold back their
+        # events, and what never completes must not time every step
+        timed = len(self.events) if self.cuda else len(self.samples)
+        if timed < TIMING_MIN_CALLS and spent < TIMING_MAX_S * 1e6:
             self.minimum += 1
             return True
-        steady = settled(done)
+        steady = settled(self._by_line(done))
         if steady is None:
             return False
         self.steady = steady
@@ -283,19 +302,43 @@ class Steps:
             return False
         return True
 
+    def left_to_time(self):
+        """Steps the minimum still wanted: to TIMING_MIN_CALLS, fewer where those at the
+        median so far reach TIMING_MAX_S first."""
+        done = self._completed()
+        timed = len(self.events) if self.cuda else len(self.samples)
+        left = max(TIMING_MIN_CALLS - timed, 0)
+        median = statistics.median(done) if done else 0.0
+        if median > 0:
+            left = min(left, max(math.ceil((TIMING_MAX_S * 1e6 - sum(done)) / median), 0))
+        return left
+
+    def _by_line(self, samples):
+        """The timed `samples` (from step 2 on) over their calling lines' medians (by_line)."""
+        return by_line(samples, self.sites[1 : 1 + len(samples)])
+
     def _kept(self):
         """The timed steps the figure is of, and those left out as still settling: from
-        kept_from, less (where settling was judged) the first of them while each is STEADY
-        times the median of those after it or more;
-        all of them where those left out were not STEADY times slower than those kept (one
-        fast step among steps of varying length, not a warm-up)."""
-        kept, early = self.samples[self.kept_from :], self.samples[: self.kept_from]
+        kept_from, less (where settling was judged) the first of them while each is over
+        STEADY times those after it: their median where more were timed while they sped
+        up, else their p90 (a warm-up, not the first of steady steps that vary: with the
+        median, one in five runs of steps ±30 % alike left out their first); all of them
+        where those left out were not STEADY times slower than those kept. Weighed by
+        calling line (by_line)."""
+        series = self._by_line(self.samples)
+        start = self.kept_from
         if self.steady is not None:
-            while len(kept) > 2 and kept[0] > STEADY * statistics.median(kept[1:]):
-                early, kept = early + kept[:1], kept[1:]
-        if early and statistics.median(early) <= STEADY * statistics.median(kept):
+            extended = self.extended > self.minimum
+            while len(series) - start > 2:
+                rest = series[start + 1 :]
+                bar = statistics.median(rest) if extended else spread(rest)[1]
+                if series[start] <= STEADY * bar:
+                    break
+                start += 1
+        early = series[:start]
+        if early and statistics.median(early) <= STEADY * statistics.median(series[start:]):
             return self.samples, []
-        return kept, early
+        return self.samples[start:], self.samples[:start]
 
     def _settling_fields(self, early):
         """What the report says of the timed steps' settling (None: not judged: --skip
@@ -321,10 +364,11 @@ class Steps:
                 by_site.setdefault(site, []).append(us)
         if len(by_site) < 2:
             return []
+        most = sorted(by_site.items(), key=lambda item: -len(item[1]))  # --from names the first
         return [
             {"path": self.job.local_text(path), "line": line, "calls": len(times),
              "median_us": statistics.median(times)}
-            for (path, line), times in by_site.items()
+            for (path, line), times in most
         ]  # fmt: skip
 
     def _completed(self):
@@ -763,14 +807,12 @@ class CallSteps(CallWatch):
 
     def calling_line(self, frame):
         """The nearest line of the user's code on the stack above `frame`, (path, line):
-        the function's own frame and a trampoline standing in for it skipped (their name
-        in the function's file)."""
+        the function's own frame skipped (a trampoline standing in for it is not the
+        user's code), not another of its name (a ``forward`` calling another)."""
         f = frame.f_back
         while f is not None:
             code = f.f_code
-            if self.is_user_file(code.co_filename) and not (
-                code.co_name == self.name and self.in_file(code)
-            ):
+            if self.is_user_file(code.co_filename) and not self.matches(code):
                 return (os.path.realpath(code.co_filename), f.f_lineno)
             f = f.f_back
         return None
@@ -911,8 +953,8 @@ def run_in_place(job):
         added = steps.extended
         profiled = steps.skip - skip - added + steps.wait + steps.warmup + steps.active  # fitted
         minimum = steps.minimum
-        if minimum and steps.steady is None:  # it ended before TIMING_MIN_CALLS were timed
-            minimum = max(minimum, TIMING_MIN_CALLS - (skip - 1))
+        if minimum and steps.steady is None:  # it ended before the minimum was timed
+            minimum += steps.left_to_time()
         settled_more = added - steps.minimum  # timed while they still sped up
         need = skip + minimum + settled_more + profiled + (1 if loop and not end_line else 0)
         name = "the loop at line %d" % loop if loop else req["qualname"]
