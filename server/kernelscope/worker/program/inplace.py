@@ -287,7 +287,7 @@ class Steps:
         spent = sum(done)
         # the steps timed, counted as the host began them: a GPU's queue may hold back their
         # events, and what never completes must not time every step
-        timed = len(self.events) if self.cuda else len(self.samples)
+        timed = len(self.samples) + len(self.events)  # on the host clock, then by events
         if timed < TIMING_MIN_CALLS and spent < TIMING_MAX_S * 1e6:
             self.minimum += 1
             return True
@@ -306,7 +306,7 @@ class Steps:
         """Steps the minimum still wanted: to TIMING_MIN_CALLS, fewer where those at the
         median so far reach TIMING_MAX_S first."""
         done = self._completed()
-        timed = len(self.events) if self.cuda else len(self.samples)
+        timed = len(self.samples) + len(self.events)
         left = max(TIMING_MIN_CALLS - timed, 0)
         median = statistics.median(done) if done else 0.0
         if median > 0:
@@ -372,10 +372,11 @@ class Steps:
         ]  # fmt: skip
 
     def _completed(self):
-        """The timed steps' µs so far: on a GPU those whose end event has completed."""
+        """The timed steps' µs so far: on a GPU those whose end event has completed (after
+        those timed on the host clock before the program started CUDA)."""
         if not self.cuda:
             return self.samples
-        done = []
+        done = list(self.samples)
         for start, end in self.events:
             try:  # the function may have moved to another stream: both must have completed
                 if end is None or not (start.query() and end.query()):
@@ -447,7 +448,9 @@ class Steps:
         self.loader.remove()
         self.sync()
         if self.cuda:
-            self.samples = [s.elapsed_time(e) * 1e3 for s, e in self.events if e is not None]
+            # the steps before the program started CUDA kept their host-clock times, so
+            # each sample stays its step's (Settling.first, the calling lines)
+            self.samples += [s.elapsed_time(e) * 1e3 for s, e in self.events if e is not None]
         self.events = []
         self._fit()
 
