@@ -85,7 +85,7 @@ def test_calls_still_speeding_up_when_the_program_ends_say_how_to_profile_them(
     program has made its 30 calls, and the failure names the settling and --skip."""
     result, _ = in_place(driver, tmp_path, SPEEDING, 30, None)
     failure = failed(result)
-    assert "16 more to time 20 and " in failure.message, failure.message
+    assert "16 more to time 20 or 5 s of them and " in failure.message, failure.message
     assert "more while its calls still sped up" in failure.message, failure.message
     assert "needs at least " in failure.message
     assert "--skip 5" in (failure.hint or "") and "still speed up" in (failure.hint or "")
@@ -99,7 +99,7 @@ def test_a_program_too_short_for_twenty_timed_calls_says_skip_times_fewer(
     result, _ = in_place(driver, tmp_path, PROGRAM, 12, None)
     failure = failed(result)
     assert "made 12 calls" in failure.message, failure.message
-    assert "needs at least 25 (--skip 5, 16 more to time 20, then 4 profiled)" in (
+    assert "needs at least 25 (--skip 5, 16 more to time 20 or 5 s of them, then 4 profiled)" in (
         failure.message
     ), failure.message
     hint = failure.hint or ""

@@ -8,7 +8,7 @@ import msgspec
 from kernelscope.protocol import CallSite, Settling
 from kernelscope.render.text import render_report
 from kernelscope.report.schema import Report
-from kernelscope.worker.program.inplace import by_line, settle_window, settled
+from kernelscope.worker.program.inplace import by_line, leading_warm_up, settle_window, settled
 
 from support import FIXTURES
 
@@ -82,3 +82,27 @@ def test_with_skip_given_few_timed_calls_are_said_early() -> None:
         "4 calls timed (the program's calls 2-5), fewer than the 20 a captured call's timing "
         "takes, and early, while the program may still be warming up: --skip 21 times 20"
     ) in text, text
+
+
+def test_a_warm_up_of_several_steps_is_left_out_whole() -> None:
+    """k warm-up steps of 40 ms before 4 ms ones: all k, however many (a rule that stops at
+    the first step not over the p90 of the rest kept them all from k = 4 on)."""
+    for k in (1, 3, 4, 8, 12):
+        assert leading_warm_up([40.0] * k + [4.0] * (20 - k), extended=False) == k, k
+    # steady steps that vary ±30 %: none is a warm-up
+    steady = [1.0, 1.3, 0.7, 1.2, 0.8, 1.25, 0.75, 1.1, 0.9, 1.0] * 2
+    assert leading_warm_up([1.3, *steady], extended=False) == 0
+    # after more were timed while they sped up, the median of the rest is the bar
+    assert leading_warm_up([1.3, 1.0, 1.0, 1.0], extended=True) == 1
+    assert leading_warm_up([5.0, 1.0], extended=False) == 0  # too few to judge
+
+
+def test_a_warm_up_over_a_lines_first_calls_stays_slower_than_its_steady_ones() -> None:
+    """Two lines, 8 and 2 ms, both 10x slower for their first six calls: each call is
+    weighed against its line's later calls, so the warm-up still stands out."""
+    sites = [("a.py", 8), ("a.py", 9)] * 12
+    samples = [80.0, 20.0] * 3 + [8.0, 2.0] * 9
+    series = by_line(samples, sites)
+    assert series[:6] == [10.0] * 6 and series[6:] == [1.0] * 18
+    assert leading_warm_up(series, extended=False) == 6
+    assert by_line([8.0, 2.0, 8.0], [("a.py", 8), ("a.py", 9)]) == [1.0, 1.0, 1.0]

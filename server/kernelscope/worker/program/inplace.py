@@ -96,18 +96,33 @@ def settled(samples):
 
 
 def by_line(samples, sites):
-    """Each of `samples` (µs) over the median of those from its calling line (`sites`, in
-    step; None for a loop's iterations): a function called from lines of different costs
-    (a GAN's discriminator, 8 ms from one line and 2 ms from another) is judged as one
-    series, not read as speeding up where a cheap line's call follows dear ones. `samples`
-    themselves where they came from one line."""
+    """Each of `samples` (µs) over the median of the later half of those from its calling
+    line (`sites`, in step; None for a loop's iterations): a function called from lines of
+    different costs (a GAN's discriminator, 8 ms from one line and 2 ms from another) is
+    judged as one series, not read as speeding up where a cheap line's call follows dear
+    ones; the later half, so a warm-up over a line's first calls stays slower than its
+    steady ones. `samples` themselves where they came from one line."""
+    sites = list(sites)[: len(samples)] + [None] * (len(samples) - len(sites))
     lines = {}
     for site, us in zip(sites, samples):
         lines.setdefault(site, []).append(us)
     if len(lines) < 2:
         return list(samples)
-    medians = {site: statistics.median(us) for site, us in lines.items()}
-    return [us / medians[site] if medians[site] > 0 else us for site, us in zip(sites, samples)]
+    steady = {site: statistics.median(us[len(us) // 2 :]) for site, us in lines.items()}
+    return [us / steady[site] if steady[site] > 0 else 1.0 for site, us in zip(sites, samples)]
+
+
+def leading_warm_up(series, extended):
+    """How many of `series`' first steps are a warm-up: the most, k, whose fastest is over
+    STEADY times those after it (their median where more steps were timed while they sped
+    up, else their p90: a warm-up, not the first of steady steps that vary; with the
+    median, one run in five of steps ±30 % alike lost its first), at least 3 left."""
+    for k in range(len(series) - 3, 0, -1):
+        rest = series[k:]
+        bar = statistics.median(rest) if extended else spread(rest)[1]
+        if min(series[:k]) > STEADY * bar:
+            return k
+    return 0
 
 
 class Steps:
@@ -288,7 +303,10 @@ class Steps:
         # the steps timed, counted as the host began them: a GPU's queue may hold back their
         # events, and what never completes must not time every step
         timed = len(self.samples) + len(self.events)  # on the host clock, then by events
-        if timed < TIMING_MIN_CALLS and spent < TIMING_MAX_S * 1e6:
+        short = timed < TIMING_MIN_CALLS or (  # or too few completed to judge yet
+            len(done) < 4 and timed < TIMING_MIN_CALLS + SETTLE_MAX_STEPS
+        )
+        if short and spent < TIMING_MAX_S * 1e6:
             self.minimum += 1
             return True
         steady = settled(self._by_line(done))
@@ -319,22 +337,13 @@ class Steps:
 
     def _kept(self):
         """The timed steps the figure is of, and those left out as still settling: from
-        kept_from, less (where settling was judged) the first of them while each is over
-        STEADY times those after it: their median where more were timed while they sped
-        up, else their p90 (a warm-up, not the first of steady steps that vary: with the
-        median, one in five runs of steps ±30 % alike left out their first); all of them
-        where those left out were not STEADY times slower than those kept. Weighed by
-        calling line (by_line)."""
+        kept_from, less (where settling was judged) a warm-up at their start
+        (leading_warm_up); all of them where those left out were not STEADY times slower
+        than those kept. Weighed by calling line (by_line)."""
         series = self._by_line(self.samples)
         start = self.kept_from
         if self.steady is not None:
-            extended = self.extended > self.minimum
-            while len(series) - start > 2:
-                rest = series[start + 1 :]
-                bar = statistics.median(rest) if extended else spread(rest)[1]
-                if series[start] <= STEADY * bar:
-                    break
-                start += 1
+            start += leading_warm_up(series[start:], self.extended > self.minimum)
         early = series[:start]
         if early and statistics.median(early) <= STEADY * statistics.median(series[start:]):
             return self.samples, []
@@ -956,7 +965,7 @@ def run_in_place(job):
         added = steps.extended
         profiled = steps.skip - skip - added + steps.wait + steps.warmup + steps.active  # fitted
         minimum = steps.minimum
-        if minimum and steps.steady is None:  # it ended before the minimum was timed
+        if minimum and steps.steady is None:  # it ended before settling could be judged
             minimum += steps.left_to_time()
         settled_more = added - steps.minimum  # timed while they still sped up
         need = skip + minimum + settled_more + profiled + (1 if loop and not end_line else 0)
@@ -965,7 +974,9 @@ def run_in_place(job):
         settling = (settled_more and not steps.steady) or (minimum and steps.steady is None)
         more = []
         if minimum:
-            more.append("%d more to time %d" % (minimum, TIMING_MIN_CALLS))
+            more.append(
+                "%d more to time %d or %g s of them" % (minimum, TIMING_MIN_CALLS, TIMING_MAX_S)
+            )
         if settled_more:
             more.append("%d more while its %ss still sped up" % (settled_more, steps.what))
         message = (
