@@ -72,15 +72,16 @@ def test_calls_from_two_lines_are_named_with_their_medians(
     assert all(s.path.endswith("prog.py") for s in site.sites)
     t = result.finished.sidecar.timing
     assert by_line[8].calls + by_line[9].calls == t.reps
-    # a 2 ms call after 8 ms ones is not the program speeding up: nothing left out
-    assert t.settling is not None and (t.settling.left_out, t.settling.added) == (0, 0)
-    assert t.reps == 20
+    # a 2 ms call after 8 ms ones is not the program speeding up: nothing more timed, and
+    # at most a slow first call or two left out (a busy host's), where the line-blind rule
+    # left out 11 of the 21
+    assert t.settling is not None and t.settling.added == 0
+    assert t.settling.left_out <= 2 and t.reps >= 18, t.settling
     assert 1_900 < by_line[8].median_us < 5_000, by_line
     assert 7_900 < by_line[9].median_us < 12_000, by_line
     report = report_for_job(result.finished, str(target.path), target.qualname, result.ready)
     text = render_report(report)
     assert "the timed calls came from 2 lines: " in text, text
-    assert "still settling" not in text
     assert "prog.py:8 (" in text and "prog.py:9 (" in text
     assert "the figure is their median: --from " in text
 

@@ -300,9 +300,7 @@ class Steps:
             return False
         done = self._completed()
         spent = sum(done)
-        # the steps timed, counted as the host began them: a GPU's queue may hold back their
-        # events, and what never completes must not time every step
-        timed = len(self.samples) + len(self.events)  # on the host clock, then by events
+        timed = self._timed()
         short = timed < TIMING_MIN_CALLS or (  # or too few completed to judge yet
             len(done) < 4 and timed < TIMING_MIN_CALLS + SETTLE_MAX_STEPS
         )
@@ -324,12 +322,17 @@ class Steps:
         """Steps the minimum still wanted: to TIMING_MIN_CALLS, fewer where those at the
         median so far reach TIMING_MAX_S first."""
         done = self._completed()
-        timed = len(self.samples) + len(self.events)
-        left = max(TIMING_MIN_CALLS - timed, 0)
+        left = max(TIMING_MIN_CALLS - self._timed(), 0)
         median = statistics.median(done) if done else 0.0
         if median > 0:
             left = min(left, max(math.ceil((TIMING_MAX_S * 1e6 - sum(done)) / median), 0))
         return left
+
+    def _timed(self):
+        """The steps timed so far, counted as the host began them (on the host clock, then
+        by CUDA events): a GPU's queue may hold back their events, and what never completes
+        must not time every step."""
+        return len(self.samples) + len(self.events)
 
     def _by_line(self, samples):
         """The timed `samples` (from step 2 on) over their calling lines' medians (by_line)."""
@@ -811,8 +814,8 @@ class CallSteps(CallWatch):
             self.stepping = self.caller is None or self.caller in self.callers_of(
                 frame if frame is not None else sys._getframe()
             )
-            self.site = self.calling_line(frame if frame is not None else sys._getframe())
-            if self.stepping:
+            if self.stepping:  # a step's calling line: no stack walk for the other calls
+                self.site = self.calling_line(frame if frame is not None else sys._getframe())
                 self.calls += 1
                 self.on_begin()
         return True
